@@ -1,0 +1,233 @@
+#include "core/jsonio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir)
+        return FB_OK;
+    *slash = '\0';
+    for (char *p = dir + 1; ; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return fb_fail(err, FB_ERR_IO, "cannot create directory %s: %s; choose a writable results path (-J FILE)",
+                           dir, strerror(errno));
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    return FB_OK;
+}
+
+static enum fb_status write_all(int fd, const char *data, size_t len, const char *path,
+                                struct fb_err *err)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return fb_fail(err, FB_ERR_IO, "cannot write %s: %s; free space or choose another path (-J FILE)",
+                           path, strerror(errno));
+        data += n;
+        len -= (size_t)n;
+    }
+    return FB_OK;
+}
+
+static enum fb_status write_text_atomic(const char *path, const char *text,
+                                        struct fb_err *err)
+{
+    enum fb_status st = fb_make_parent_dirs(path, err);
+    if (st != FB_OK)
+        return st;
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fb_fail(err, FB_ERR_IO, "cannot create %s: %s; choose a writable results path (-J FILE)",
+                       tmp, strerror(errno));
+    st = write_all(fd, text, strlen(text), tmp, err);
+    if (st == FB_OK && fsync(fd) != 0)
+        st = fb_fail(err, FB_ERR_IO, "cannot flush %s: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && st == FB_OK)
+        st = fb_fail(err, FB_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
+    if (st == FB_OK && rename(tmp, path) != 0)
+        st = fb_fail(err, FB_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (st != FB_OK)
+        unlink(tmp);
+    return st;
+}
+
+enum fb_status fb_probe_writable(const char *path, struct fb_err *err)
+{
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof probe, "%s.probe", path) >= (int)sizeof probe)
+        return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
+    enum fb_status st = write_text_atomic(probe, "{}\n", err);
+    if (st == FB_OK)
+        unlink(probe);
+    return st;
+}
+
+enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
+                                    struct fb_err *err)
+{
+    const char *text = json_object_to_json_string_ext(
+        obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (text == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "cannot serialise JSON for %s", path);
+    size_t len = strlen(text);
+    char *with_newline = malloc(len + 2);
+    if (with_newline == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory writing %s", path);
+    memcpy(with_newline, text, len);
+    memcpy(with_newline + len, "\n", 2);
+    enum fb_status st = write_text_atomic(path, with_newline, err);
+    free(with_newline);
+    return st;
+}
+
+static enum fb_status slurp(const char *path, char **out, size_t *out_len, struct fb_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (len + 1 == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (buf == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
+    if (read_error) {
+        free(buf);
+        return fb_fail(err, FB_ERR_INPUT, "cannot read %s (is it a directory?)", path);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return FB_OK;
+}
+
+enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    enum fb_status st = slurp(path, &text, &len, err);
+    if (st != FB_OK)
+        return st;
+    if (len == 0) {
+        free(text);
+        return fb_fail(err, FB_ERR_INPUT, "%s is empty; expected a fabric-bench results JSON file", path);
+    }
+    if (strlen(text) != len) {
+        free(text);
+        return fb_fail(err, FB_ERR_INPUT, "%s contains NUL bytes; it is not a JSON text file", path);
+    }
+    json_tokener *tok = json_tokener_new();
+    if (tok == NULL) {
+        free(text);
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory parsing %s", path);
+    }
+    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t offset = json_tokener_get_parse_end(tok);
+    if (obj != NULL && jerr == json_tokener_success) {
+        /* Trailing non-space text means two documents or garbage. */
+        for (size_t i = offset; i < len; i++) {
+            if (text[i] != ' ' && text[i] != '\n' && text[i] != '\r' && text[i] != '\t') {
+                json_object_put(obj);
+                obj = NULL;
+                jerr = json_tokener_error_parse_unexpected;
+                offset = i;
+                break;
+            }
+        }
+    }
+    json_tokener_free(tok);
+    free(text);
+    if (obj == NULL || jerr != json_tokener_success) {
+        if (obj != NULL)
+            json_object_put(obj);
+        if (jerr == json_tokener_continue)
+            return fb_fail(err, FB_ERR_INPUT, "%s is truncated (JSON ends early at byte %zu); rerun or restore the file", path, len);
+        return fb_fail(err, FB_ERR_INPUT, "%s is not valid JSON (%s at byte %zu)", path,
+                       json_tokener_error_desc(jerr), offset);
+    }
+    *out = obj;
+    return FB_OK;
+}
+
+json_object *fb_json_number(double v)
+{
+    return isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+bool fb_json_get_double(json_object *obj, const char *key, double *out)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v))
+        return false;
+    if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+        return false;
+    *out = json_object_get_double(v);
+    return true;
+}
+
+bool fb_json_get_int64(json_object *obj, const char *key, int64_t *out)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
+        return false;
+    *out = json_object_get_int64(v);
+    return true;
+}
+
+bool fb_json_get_bool(json_object *obj, const char *key, bool *out)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_boolean))
+        return false;
+    *out = json_object_get_boolean(v);
+    return true;
+}
+
+const char *fb_json_get_string(json_object *obj, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}

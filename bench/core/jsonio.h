@@ -1,0 +1,39 @@
+/* JSON files on disk: atomic writes (temp file, fsync, rename) so a reader
+ * or a crash never sees half a file, and reads that turn every way a file can
+ * be wrong into one line naming the file. */
+#ifndef FB_CORE_JSONIO_H
+#define FB_CORE_JSONIO_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* mkdir -p for the directory part of `path` (the file itself not created). */
+enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err);
+
+/* Creates the parent directories and proves a file can be written and
+ * renamed there, before any measurement is spent. */
+enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
+
+enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
+                                    struct fb_err *err);
+
+/* Reads and parses a whole file; FB_ERR_INPUT on a missing, empty, truncated
+ * or non-JSON file, with the parser's position in the message. */
+enum fb_status fb_json_read_file(const char *path, json_object **out,
+                                 struct fb_err *err);
+
+/* Non-finite doubles become null: JSON has no NaN, and a NaN bandwidth must
+ * not make the file unreadable. */
+json_object *fb_json_number(double v);
+
+/* Typed look-ups that return false when the key is absent or of the wrong
+ * type, leaving *out untouched. */
+bool fb_json_get_double(json_object *obj, const char *key, double *out);
+bool fb_json_get_int64(json_object *obj, const char *key, int64_t *out);
+bool fb_json_get_bool(json_object *obj, const char *key, bool *out);
+const char *fb_json_get_string(json_object *obj, const char *key);
+
+#endif

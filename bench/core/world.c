@@ -1,0 +1,142 @@
+#include "core/world.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t fb_hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int first_rank_on_host(const struct fb_world *w, int r)
+{
+    for (int q = 0; q < r; q++)
+        if (strcmp(w->hosts[q], w->hosts[r]) == 0)
+            return q;
+    return r;
+}
+
+/* Node index = order of first appearance of the host name, so rank 0's host
+ * is node 0 and every rank computes the same numbering. */
+static void assign_nodes(struct fb_world *w)
+{
+    w->nodes = w->local_rank = w->local_size = 0;
+    for (int r = 0; r < w->size; r++) {
+        int same_host = strcmp(w->hosts[r], w->host) == 0;
+        if (first_rank_on_host(w, r) == r) {
+            if (same_host)
+                w->node = w->nodes;
+            w->nodes++;
+        }
+        if (same_host) {
+            w->local_rank += r < w->rank;
+            w->local_size++;
+        }
+    }
+}
+
+enum fb_status fb_world_init(struct fb_world *w, MPI_Comm comm, struct fb_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->comm = comm;
+    MPI_Comm_rank(comm, &w->rank);
+    MPI_Comm_size(comm, &w->size);
+    fb_hostname(w->host, sizeof w->host);
+    w->hosts = calloc((size_t)w->size, sizeof *w->hosts);
+    if (w->hosts == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d host names", w->size);
+    if (MPI_Allgather(w->host, FB_HOST_MAX, MPI_CHAR, w->hosts, FB_HOST_MAX, MPI_CHAR, comm) != MPI_SUCCESS)
+        return fb_fail(err, FB_ERR_RUNTIME, "MPI_Allgather of host names failed");
+    assign_nodes(w);
+    return FB_OK;
+}
+
+void fb_world_free(struct fb_world *w)
+{
+    free(w->hosts);
+    w->hosts = NULL;
+}
+
+enum fb_status fb_world_check_launcher(const struct fb_world *w, struct fb_err *err)
+{
+    const char *var = NULL;
+    int intended = fb_launcher_world_size(&var);
+    if (intended > w->size)
+        return fb_fail(err, FB_ERR_LAUNCH,
+                       "the launcher started %d ranks (%s=%d) but MPI sees %d: this binary's MPI "
+                       "library is not the launcher's; rebuild fabric-bench with the mpicc that "
+                       "matches this mpirun",
+                       intended, var, intended, w->size);
+    return FB_OK;
+}
+
+enum fb_status fb_world_check_same(const struct fb_world *w, uint64_t hash,
+                                   const char *what, struct fb_err *err)
+{
+    uint64_t *all = malloc((size_t)w->size * sizeof *all);
+    if (all == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    MPI_Allgather(&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, w->comm);
+    /* The majority hash is "right"; with a tie, rank 0's. */
+    uint64_t major = all[0];
+    int best = 0;
+    for (int i = 0; i < w->size; i++) {
+        int c = 0;
+        for (int j = 0; j < w->size; j++)
+            c += all[j] == all[i];
+        if (c > best) {
+            best = c;
+            major = all[i];
+        }
+    }
+    char odd[512] = "";
+    size_t used = 0;
+    int n_odd = 0;
+    for (int i = 0; i < w->size; i++) {
+        if (all[i] == major)
+            continue;
+        if (n_odd < 4 && used < sizeof odd)
+            used += (size_t)snprintf(odd + used, sizeof odd - used, "%s%d (%s)",
+                                     n_odd ? ", " : "", i, w->hosts[i]);
+        n_odd++;
+    }
+    free(all);
+    if (n_odd == 0)
+        return FB_OK;
+    return fb_fail(err, FB_ERR_LAUNCH,
+                   "ranks were started with different %s: rank%s %s%s differ%s from the other %d; "
+                   "launch every rank with the same command line",
+                   what, n_odd > 1 ? "s" : "", odd, n_odd > 4 ? ", ..." : "", n_odd > 1 ? "" : "s",
+                   best);
+}
+
+enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err)
+{
+    int mine = (int)err->code;
+    int worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, w->comm);
+    if (worst == 0)
+        return FB_OK;
+    /* The lowest rank holding the worst code tells its story. */
+    int cand = (mine == worst) ? w->rank : w->size;
+    int teller = 0;
+    MPI_Allreduce(&cand, &teller, 1, MPI_INT, MPI_MIN, w->comm);
+    if (teller != 0) {
+        if (w->rank == teller)
+            MPI_Send(err->msg, FB_ERR_MSG_MAX, MPI_CHAR, 0, 0, w->comm);
+        else if (w->rank == 0) {
+            MPI_Recv(err->msg, FB_ERR_MSG_MAX, MPI_CHAR, teller, 0, w->comm, MPI_STATUS_IGNORE);
+            err->msg[FB_ERR_MSG_MAX - 1] = '\0';
+        }
+    }
+    err->code = (enum fb_status)worst;
+    if (w->rank != teller && w->rank != 0)
+        err->msg[0] = '\0';
+    return (enum fb_status)worst;
+}

@@ -1,0 +1,44 @@
+/* The MPI job as fabric-bench sees it: who this rank is, which host, how
+ * ranks sit on nodes, and the checks that catch a mis-launched job before it
+ * measures nonsense. */
+#ifndef FB_CORE_WORLD_H
+#define FB_CORE_WORLD_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "core/host.h"
+#include "core/status.h"
+
+struct fb_world {
+    MPI_Comm comm;
+    int rank, size;
+    int local_rank, local_size; /* among ranks on this host */
+    int node, nodes;            /* this host's index, distinct hosts */
+    char host[FB_HOST_MAX];
+    char (*hosts)[FB_HOST_MAX]; /* per rank, in rank order */
+};
+
+/* Call after MPI_Init. Collective. */
+enum fb_status fb_world_init(struct fb_world *w, MPI_Comm comm, struct fb_err *err);
+void fb_world_free(struct fb_world *w);
+
+/* The classic trap: the launcher started N copies but each sees MPI size 1
+ * (binary built against another MPI, or none). Local check, no MPI calls. */
+enum fb_status fb_world_check_launcher(const struct fb_world *w, struct fb_err *err);
+
+/* Every rank passes the hash of its parsed options; if they differ, the
+ * error names the odd ranks and hosts. Collective. */
+enum fb_status fb_world_check_same(const struct fb_world *w, uint64_t hash,
+                                   const char *what, struct fb_err *err);
+
+/* Collective agreement on failure: every rank learns the worst status and
+ * rank 0 gets the message of the lowest failing rank, so one rank's bad
+ * argument never leaves the others hanging. Returns the agreed status. */
+enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err);
+
+/* FNV-1a, for option hashes. */
+uint64_t fb_hash_bytes(uint64_t h, const void *data, size_t len);
+#define FB_HASH_SEED 1469598103934665603ULL
+
+#endif

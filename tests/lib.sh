@@ -1,0 +1,76 @@
+# Shared helpers for test scripts (source it). Reports in the test protocol
+# read by tests/run: "ok - NAME", "not ok - NAME: why", "skip - NAME: why".
+# shellcheck shell=bash
+
+FB_ROOT=${FB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+FB_BUILD=${FB_BUILD:-$FB_ROOT/build}
+FB_BIN=${FB_BIN:-$FB_BUILD/bin}
+T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/fbtest.XXXXXX")
+T_OUT=$T_DIR/stdout
+T_ERR=$T_DIR/stderr
+T_RC=0
+trap 't_cleanup' EXIT
+t_cleanup_hooks=()
+t_cleanup() {
+  local h
+  for h in "${t_cleanup_hooks[@]}"; do eval "$h" || true; done
+  rm -rf "$T_DIR"
+}
+on_exit() { t_cleanup_hooks+=("$1"); }
+
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1: $2"; }
+skip() { echo "skip - $1: $2"; }
+
+# run CMD...: runs it, stdout to $T_OUT, stderr to $T_ERR, exit code in $T_RC.
+run() {
+  "$@" >"$T_OUT" 2>"$T_ERR"
+  T_RC=$?
+}
+
+# expect_exit NAME CODE CMD...: the command exits with CODE.
+expect_exit() {
+  local name=$1 code=$2; shift 2
+  run "$@"
+  if [ "$T_RC" -eq "$code" ]; then
+    ok "$name"
+  else
+    not_ok "$name" "exit $T_RC, expected $code; stderr: $(head -c 600 "$T_ERR" | tr '\n' ' ')"
+  fi
+}
+
+# check NAME CMD...: the command succeeds (its own output is discarded).
+check() {
+  local name=$1; shift
+  if "$@" >/dev/null 2>&1; then ok "$name"; else not_ok "$name" "failed: $*"; fi
+}
+
+# expect_grep NAME REGEX FILE: FILE has a line matching REGEX.
+expect_grep() {
+  if grep -Eq -- "$2" "$3"; then ok "$1"; else not_ok "$1" "no line matching '$2' in $(head -c 400 "$3" | tr '\n' ' ')"; fi
+}
+
+# expect_one_line NAME FILE: FILE holds exactly one non-empty line (an error).
+expect_one_line() {
+  local n
+  n=$(grep -c . "$2")
+  if [ "$n" -eq 1 ]; then ok "$1"; else not_ok "$1" "$n lines: $(head -c 400 "$2" | tr '\n' '|')"; fi
+}
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# MPI on this machine: root needs the allow flags; more ranks than cores
+# need oversubscribe; op/avx saturates int8 sums (docs/known-issues).
+FB_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca op ^avx
+  --mca btl "self,vader,tcp" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+fb_mpirun() { local np=$1; shift; timeout -k 5 300 "${FB_MPIRUN[@]}" -np "$np" "$@"; }
+
+# Validates a JSON file against a schema in docs/ with Debian's python3-jsonschema.
+json_valid() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[2]))
+jsonschema.validate(doc, schema)
+PY
+}
