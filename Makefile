@@ -38,8 +38,10 @@ ifeq ($(HAVE_NCCL),1)
               -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart
 endif
 
-MODULES := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
-ALL_SRCS := $(wildcard bench/*/*.c)
+# `make MODULES="core report" BUILD=build-report` builds a subset in its own
+# tree: handy while one module is being worked on and another does not build.
+MODULES ?= $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
+ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
   ALL_SRCS := $(filter-out %_nccl.c,$(ALL_SRCS))
 endif
@@ -49,7 +51,8 @@ OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIBS := $(foreach m,$(MODULES),$(BUILD)/lib$(m).a)
 BINS := $(foreach s,$(MAIN_SRCS),$(BUILD)/bin/fabric-$(patsubst %_main.c,%,$(notdir $(s))))
-TEST_SRCS := $(wildcard tests/unit/test_*.c)
+# Unit tests are named after their module: tests/unit/test_<module>[_x].c
+TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/unit/test_$(m).c tests/unit/test_$(m)_*.c))
 TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # nccl-tests names: links to fabric-coll, which reads its argv[0].
 PERF_NAMES := all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv
