@@ -33,7 +33,7 @@ NCCL_LIB := $(firstword $(wildcard $(NCCL_HOME)/lib64 $(NCCL_HOME)/lib))
 HAVE_NCCL := $(if $(and $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),\
                $(wildcard $(NCCL_HOME)/include/nccl.h),$(CUDA_LIB),$(NCCL_LIB)),1,0)
 ifeq ($(HAVE_NCCL),1)
-  CPPFLAGS += -DHAVE_NCCL=1 -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
+  CPPFLAGS += -DHAVE_NCCL=1 -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
   LDLIBS   += -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -lnccl \
               -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart
 endif
