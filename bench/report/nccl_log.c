@@ -1,0 +1,601 @@
+#include "report/nccl_log.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/host.h"
+#include "report/text.h"
+
+#define NAME_MAX_LEN 48
+#define IFACE_MAX_LEN 64
+#define NETS_MAX 4
+#define LINE_MAX_LEN 4096
+
+enum intra_bit {
+    INTRA_P2P = 1u << 0,
+    INTRA_CUMEM = 1u << 1,
+    INTRA_SHM = 1u << 2,
+    INTRA_NVLS = 1u << 3,
+    INTRA_COLLNET = 1u << 4,
+};
+
+static const struct {
+    unsigned bit;
+    const char *name;
+} intra_names[] = {
+    {INTRA_P2P, "P2P"}, {INTRA_CUMEM, "CUMEM"}, {INTRA_SHM, "SHM"},
+    {INTRA_NVLS, "NVLS"}, {INTRA_COLLNET, "CollNet"},
+};
+
+struct iface {
+    char net[NAME_MAX_LEN];
+    char name[IFACE_MAX_LEN];
+};
+
+/* One GPU of one process: the unit a "host:pid:tid [dev]" prefix names. */
+struct endpoint {
+    char host[FB_HOST_MAX]; /* "" when the lines carry no prefix */
+    long pid;
+    int dev;
+    size_t source; /* index in fb_nccl_log.sources */
+    long rank, nranks;
+    char nets[NETS_MAX][NAME_MAX_LEN]; /* networks its channels went over */
+    int nnets;
+    unsigned gdr_yes, gdr_no;
+    unsigned intra;
+    char chosen[NAME_MAX_LEN]; /* "Using network X" */
+    struct iface *ifaces;
+    size_t nifaces;
+};
+
+struct fb_nccl_log {
+    struct endpoint *ep;
+    size_t nep, cap;
+    char **sources;
+    size_t nsources;
+    size_t info_lines;
+};
+
+const char *fb_net_canonical(const char *name)
+{
+    if (strcasecmp(name, "IB") == 0)
+        return "IB";
+    if (strcasecmp(name, "Socket") == 0)
+        return "Socket";
+    if (strcasecmp(name, "FasTrak") == 0)
+        return "FasTrak";
+    if (strcasecmp(name, "OFI") == 0 || strcasecmp(name, "AWS Libfabric") == 0 ||
+        strcasecmp(name, "Libfabric") == 0 || strcasecmp(name, "AWS OFI") == 0)
+        return "OFI";
+    return name;
+}
+
+struct fb_nccl_log *fb_nccl_log_new(void)
+{
+    return calloc(1, sizeof(struct fb_nccl_log));
+}
+
+void fb_nccl_log_free(struct fb_nccl_log *log)
+{
+    if (log == NULL)
+        return;
+    for (size_t i = 0; i < log->nep; i++)
+        free(log->ep[i].ifaces);
+    for (size_t i = 0; i < log->nsources; i++)
+        free(log->sources[i]);
+    free(log->ep);
+    free(log->sources);
+    free(log);
+}
+
+size_t fb_nccl_log_info_lines(const struct fb_nccl_log *log)
+{
+    return log->info_lines;
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* Parses "…host:pid:tid [dev]…" in the text before "NCCL INFO". Launchers
+ * may put their own tag in front ("[1,0]<stdout>:host:…") and newer NCCL a
+ * time stamp after the device; both are skipped. */
+static bool parse_prefix(const char *p, size_t n, char *host, size_t hostlen, long *pid, int *dev)
+{
+    size_t close = n;
+    while (close > 0 && p[close - 1] != ']')
+        close--;
+    if (close == 0)
+        return false;
+    close--; /* at ']' */
+    size_t open = close;
+    while (open > 0 && p[open] != '[')
+        open--;
+    if (p[open] != '[' || !all_digits(p + open + 1, close - open - 1) || close - open - 1 > 6)
+        return false;
+    *dev = atoi(p + open + 1);
+    size_t end = open;
+    while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t'))
+        end--;
+    size_t start = end;
+    while (start > 0 && p[start - 1] != ' ' && p[start - 1] != '\t')
+        start--;
+    /* token p[start..end) = [junk:]host:pid:tid */
+    size_t c2 = end;
+    while (c2 > start && p[c2 - 1] != ':')
+        c2--;
+    if (c2 == start || !all_digits(p + c2, end - c2))
+        return false;
+    size_t c1 = c2 - 1;
+    while (c1 > start && p[c1 - 1] != ':')
+        c1--;
+    if (c1 == start || !all_digits(p + c1, c2 - 1 - c1) || c2 - 1 - c1 > 9)
+        return false;
+    *pid = atol(p + c1);
+    size_t h = c1 - 1;
+    while (h > start && p[h - 1] != ':')
+        h--;
+    if (c1 - 1 == h)
+        return false;
+    fb_copy(host, hostlen, p + h, c1 - 1 - h);
+    return true;
+}
+
+static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, long pid, int dev,
+                                     size_t source)
+{
+    bool prefixed = host[0] != '\0';
+    for (size_t i = 0; i < log->nep; i++) {
+        struct endpoint *e = &log->ep[i];
+        if (e->pid == pid && e->dev == dev && strcmp(e->host, host) == 0 &&
+            (prefixed || e->source == source))
+            return e;
+    }
+    if (log->nep == log->cap) {
+        size_t cap = log->cap ? log->cap * 2 : 16;
+        struct endpoint *ep = realloc(log->ep, cap * sizeof *ep);
+        if (ep == NULL)
+            return NULL;
+        log->ep = ep;
+        log->cap = cap;
+    }
+    struct endpoint *e = &log->ep[log->nep++];
+    memset(e, 0, sizeof *e);
+    fb_copy(e->host, sizeof e->host, host, strlen(host));
+    e->pid = pid;
+    e->dev = dev;
+    e->source = source;
+    e->rank = -1;
+    e->nranks = -1;
+    return e;
+}
+
+/* Reads the number after `key` (e.g. " rank "); false when absent. */
+static bool number_after(const char *msg, const char *key, bool nocase, long *out)
+{
+    const char *p = nocase ? strcasestr(msg, key) : strstr(msg, key);
+    if (p == NULL)
+        return false;
+    p += strlen(key);
+    if (*p < '0' || *p > '9')
+        return false;
+    char *end = NULL;
+    long v = strtol(p, &end, 10);
+    if (v < 0 || v > 100000000)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void add_net(struct endpoint *e, const char *name)
+{
+    for (int i = 0; i < e->nnets; i++)
+        if (strcmp(e->nets[i], name) == 0)
+            return;
+    if (e->nnets < NETS_MAX) {
+        fb_copy(e->nets[e->nnets], NAME_MAX_LEN, name, strlen(name));
+        e->nnets++;
+    }
+}
+
+static bool add_iface(struct endpoint *e, const char *net, const char *name, size_t n)
+{
+    char nm[IFACE_MAX_LEN];
+    fb_copy(nm, sizeof nm, name, n);
+    for (size_t i = 0; i < e->nifaces; i++)
+        if (strcmp(e->ifaces[i].net, net) == 0 && strcmp(e->ifaces[i].name, nm) == 0)
+            return true;
+    struct iface *f = realloc(e->ifaces, (e->nifaces + 1) * sizeof *f);
+    if (f == NULL)
+        return false;
+    e->ifaces = f;
+    fb_copy(f[e->nifaces].net, NAME_MAX_LEN, net, strlen(net));
+    memcpy(f[e->nifaces].name, nm, sizeof nm);
+    e->nifaces++;
+    return true;
+}
+
+/* "via NET/IB/0/GDRDMA", "via NET/AWS Libfabric/1/GDRDMA", "via P2P/CUMEM/read",
+ * "via SHM/direct/direct", "via NVLS", "via CollNet/..." */
+static void on_channel(struct endpoint *e, const char *via)
+{
+    if (fb_starts_with(via, "NET/")) {
+        const char *name = via + 4;
+        const char *slash = strchr(name, '/');
+        size_t n = slash ? (size_t)(slash - name) : strcspn(name, " \t");
+        char raw[NAME_MAX_LEN];
+        fb_copy(raw, sizeof raw, name, n);
+        if (raw[0] == '\0')
+            return;
+        add_net(e, fb_net_canonical(raw));
+        if (slash != NULL && strstr(slash, "GDRDMA") != NULL)
+            e->gdr_yes++;
+        else
+            e->gdr_no++;
+    } else if (fb_starts_with(via, "P2P")) {
+        e->intra |= INTRA_P2P;
+        if (strstr(via, "CUMEM") != NULL)
+            e->intra |= INTRA_CUMEM;
+    } else if (fb_starts_with(via, "SHM")) {
+        e->intra |= INTRA_SHM;
+    } else if (fb_starts_with(via, "NVLS")) {
+        e->intra |= INTRA_NVLS;
+    } else if (fb_starts_with(via, "CollNet")) {
+        e->intra |= INTRA_COLLNET;
+    }
+}
+
+/* "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
+ * "NET/Socket : Using [0]eth0:10.0.0.2<0> [1]eth1:10.0.1.2<0>"
+ * An RDMA device keeps its port and link layer (mlx5_0:1/RoCE); a socket
+ * interface is cut before its address (eth0). */
+static bool on_using_list(struct endpoint *e, const char *net, const char *list)
+{
+    const char *p = list;
+    while (*p != '\0' && *p != ';') {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t n = strcspn(p, " \t;");
+        if (n == 0)
+            break;
+        if (p[0] == '[') {
+            const char *close = memchr(p, ']', n);
+            if (close != NULL && close + 1 < p + n && all_digits(p + 1, (size_t)(close - p - 1))) {
+                const char *name = close + 1;
+                size_t len = (size_t)(p + n - name);
+                const char *colon = memchr(name, ':', len);
+                if (colon != NULL && memchr(colon, '/', (size_t)(name + len - colon)) == NULL)
+                    len = (size_t)(colon - name);
+                if (!add_iface(e, net, name, len))
+                    return false;
+            }
+        }
+        p += n;
+    }
+    return true;
+}
+
+static bool on_message(struct endpoint *e, const char *msg)
+{
+    long v = 0;
+    if (strstr(msg, "comm 0x") != NULL && number_after(msg, " rank ", false, &v)) {
+        long nranks = -1;
+        if (number_after(msg, " nranks ", true, &nranks) && nranks > e->nranks && v < nranks) {
+            e->nranks = nranks;
+            e->rank = v;
+        }
+    }
+    const char *via = strstr(msg, " via ");
+    if (via != NULL && strstr(msg, "->") != NULL)
+        on_channel(e, via + 5);
+    if (strstr(msg, "NVLS comm") != NULL || strstr(msg, "Connected NVLS") != NULL)
+        e->intra |= INTRA_NVLS;
+    if (fb_starts_with(msg, "Using network ")) {
+        const char *name = msg + strlen("Using network ");
+        char raw[NAME_MAX_LEN];
+        fb_copy(raw, sizeof raw, name, strlen(name));
+        const char *canon = fb_net_canonical(raw);
+        fb_copy(e->chosen, sizeof e->chosen, canon, strlen(canon));
+    }
+    if (fb_starts_with(msg, "NET/")) {
+        const char *name = msg + 4;
+        size_t n = strcspn(name, " :");
+        char raw[NAME_MAX_LEN];
+        fb_copy(raw, sizeof raw, name, n);
+        const char *canon = fb_net_canonical(raw);
+        const char *using = strstr(name, ": Using ");
+        if (using != NULL && !on_using_list(e, canon, using + strlen(": Using ")))
+            return false;
+        const char *prov = strcasestr(name, "selected provider is ");
+        if (prov != NULL) {
+            prov += strlen("selected provider is ");
+            if (!add_iface(e, "OFI", prov, strcspn(prov, " ,;(")))
+                return false;
+        }
+    }
+    return true;
+}
+
+static size_t add_source(struct fb_nccl_log *log, const char *source)
+{
+    char **s = realloc(log->sources, (log->nsources + 1) * sizeof *s);
+    if (s == NULL)
+        return (size_t)-1;
+    log->sources = s;
+    s[log->nsources] = strdup(source ? source : "(text)");
+    if (s[log->nsources] == NULL)
+        return (size_t)-1;
+    return log->nsources++;
+}
+
+enum fb_status fb_nccl_log_feed(struct fb_nccl_log *log, const char *source, const char *text,
+                                size_t len, struct fb_err *err)
+{
+    size_t src = add_source(log, source);
+    if (src == (size_t)-1)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL log %s", source);
+    static const char tag[] = "NCCL INFO ";
+    size_t pos = 0, n = 0;
+    const char *line = NULL;
+    char buf[LINE_MAX_LEN];
+    while (fb_next_line(text, len, &pos, &line, &n)) {
+        const char *at = memmem(line, n, tag, sizeof tag - 1);
+        if (at == NULL)
+            continue;
+        log->info_lines++;
+        fb_copy(buf, sizeof buf, line, n);
+        size_t off = (size_t)(at - line);
+        if (off + sizeof tag - 1 > strlen(buf))
+            continue; /* the tag itself was cut by the line limit */
+        char host[FB_HOST_MAX] = "";
+        long pid = -1;
+        int dev = -1;
+        if (!parse_prefix(buf, off, host, sizeof host, &pid, &dev)) {
+            host[0] = '\0';
+            pid = -1;
+            dev = -1;
+        }
+        struct endpoint *e = endpoint_for(log, host, pid, dev, src);
+        if (e == NULL || !on_message(e, buf + off + sizeof tag - 1))
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL log %s", log->sources[src]);
+    }
+    return FB_OK;
+}
+
+static bool has_facts(const struct endpoint *e)
+{
+    return e->nnets > 0 || e->intra != 0 || e->chosen[0] != '\0' || e->nifaces > 0;
+}
+
+static int endpoint_order(const void *a, const void *b)
+{
+    const struct endpoint *x = *(const struct endpoint *const *)a;
+    const struct endpoint *y = *(const struct endpoint *const *)b;
+    if ((x->rank < 0) != (y->rank < 0))
+        return x->rank < 0 ? 1 : -1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    int c = strcmp(x->host, y->host);
+    if (c != 0)
+        return c;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->dev - y->dev;
+}
+
+/* A rank whose channels crossed more than one network reports the TCP one
+ * if any: that is the one that limits it. */
+static const char *endpoint_net(const struct endpoint *e)
+{
+    if (e->nnets == 0)
+        return NULL;
+    for (int i = 0; i < e->nnets; i++)
+        if (strcmp(e->nets[i], "Socket") == 0)
+            return "Socket";
+    return e->nets[0];
+}
+
+static json_object *endpoint_gdr(const struct endpoint *e)
+{
+    if (e->nnets == 0)
+        return NULL;
+    return json_object_new_boolean(e->gdr_no == 0 && e->gdr_yes > 0);
+}
+
+static void describe(const struct fb_nccl_log *log, const struct endpoint *e, char *buf, size_t len)
+{
+    if (e->host[0] != '\0')
+        snprintf(buf, len, "%s (host %s pid %ld)", log->sources[e->source], e->host, e->pid);
+    else
+        snprintf(buf, len, "%s", log->sources[e->source]);
+}
+
+static enum fb_status check_consistent(const struct fb_nccl_log *log, struct fb_err *err)
+{
+    for (size_t i = 0; i < log->nep; i++) {
+        const struct endpoint *a = &log->ep[i];
+        if (a->nranks < 0)
+            continue;
+        for (size_t j = i + 1; j < log->nep; j++) {
+            const struct endpoint *b = &log->ep[j];
+            if (b->nranks < 0)
+                continue;
+            char da[FB_HOST_MAX + 512], db[FB_HOST_MAX + 512];
+            describe(log, a, da, sizeof da);
+            describe(log, b, db, sizeof db);
+            if (a->nranks != b->nranks)
+                return fb_fail(err, FB_ERR_INPUT,
+                               "NCCL logs of different runs are mixed: %s has %ld ranks, %s has %ld; give the logs of one run only",
+                               da, a->nranks, db, b->nranks);
+            if (a->rank == b->rank)
+                return fb_fail(err, FB_ERR_INPUT,
+                               "NCCL logs of different runs are mixed: rank %ld appears in %s and in %s; give the logs of one run only",
+                               a->rank, da, db);
+        }
+    }
+    return FB_OK;
+}
+
+/* Interfaces of the network this rank used, looked up on every GPU of its
+ * process: NCCL prints the device list once per process. */
+static json_object *rank_interfaces(const struct fb_nccl_log *log, const struct endpoint *e,
+                                    const char *net)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < log->nep; i++) {
+        const struct endpoint *o = &log->ep[i];
+        bool same = o == e || (e->host[0] != '\0' && o->pid == e->pid && strcmp(o->host, e->host) == 0);
+        if (!same)
+            continue;
+        for (size_t k = 0; k < o->nifaces; k++) {
+            if (net != NULL && strcmp(o->ifaces[k].net, net) != 0)
+                continue;
+            bool dup = false;
+            for (size_t m = 0; m < json_object_array_length(arr); m++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(arr, m)), o->ifaces[k].name) == 0)
+                    dup = true;
+            if (!dup)
+                json_object_array_add(arr, json_object_new_string(o->ifaces[k].name));
+        }
+    }
+    return arr;
+}
+
+static json_object *rank_json(const struct fb_nccl_log *log, const struct endpoint *e)
+{
+    json_object *r = json_object_new_object();
+    json_object_object_add(r, "rank", e->rank >= 0 ? json_object_new_int64(e->rank) : NULL);
+    json_object_object_add(r, "host", e->host[0] ? json_object_new_string(e->host) : NULL);
+    const char *net = endpoint_net(e);
+    json_object_object_add(r, "net", net ? json_object_new_string(net) : NULL);
+    json_object_object_add(r, "gdr", endpoint_gdr(e));
+    const char *iface_net = net ? net : (e->chosen[0] ? e->chosen : NULL);
+    json_object_object_add(r, "interfaces", rank_interfaces(log, e, iface_net));
+    json_object *intra = json_object_new_array();
+    for (size_t i = 0; i < sizeof intra_names / sizeof *intra_names; i++)
+        if (e->intra & intra_names[i].bit)
+            json_object_array_add(intra, json_object_new_string(intra_names[i].name));
+    json_object_object_add(r, "intra", intra);
+    return r;
+}
+
+/* The run's network: TCP on any rank makes the run a TCP run; otherwise the
+ * network most ranks used. */
+static const char *overall_net(const struct endpoint *const *ep, size_t n)
+{
+    const char *best = NULL;
+    size_t best_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *net = endpoint_net(ep[i]);
+        if (net == NULL)
+            continue;
+        if (strcmp(net, "Socket") == 0)
+            return "Socket";
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++) {
+            const char *other = endpoint_net(ep[j]);
+            if (other != NULL && strcmp(other, net) == 0)
+                count++;
+        }
+        if (count > best_count) {
+            best = net;
+            best_count = count;
+        }
+    }
+    return best;
+}
+
+static json_object *overall_gdr(const struct endpoint *const *ep, size_t n)
+{
+    bool any = false, all = true;
+    for (size_t i = 0; i < n; i++) {
+        if (ep[i]->nnets == 0)
+            continue;
+        any = true;
+        if (!(ep[i]->gdr_no == 0 && ep[i]->gdr_yes > 0))
+            all = false;
+    }
+    return any ? json_object_new_boolean(all) : NULL;
+}
+
+enum fb_status fb_nccl_log_transport(const struct fb_nccl_log *log, json_object **transport_out,
+                                     struct fb_err *err)
+{
+    if (log->info_lines == 0)
+        return fb_fail(err, FB_ERR_INPUT,
+                       "%s holds no 'NCCL INFO' lines; rerun with NCCL_DEBUG=INFO (and NCCL_DEBUG_FILE=DIR/nccl.%%h.%%p)",
+                       log->nsources ? log->sources[0] : "the NCCL log");
+    enum fb_status st = check_consistent(log, err);
+    if (st != FB_OK)
+        return st;
+    long nranks = -1;
+    bool any_facts = false;
+    for (size_t i = 0; i < log->nep; i++) {
+        if (log->ep[i].nranks > nranks)
+            nranks = log->ep[i].nranks;
+        any_facts = any_facts || has_facts(&log->ep[i]);
+    }
+    if (nranks > 1 && !any_facts)
+        return fb_fail(err, FB_ERR_INPUT,
+                       "%s ends before NCCL chose its transports (no 'via' or 'Using network' lines): truncated log, or NCCL_DEBUG_SUBSYS hides INIT; rerun with NCCL_DEBUG=INFO",
+                       log->sources[0]);
+    const struct endpoint **ep = calloc(log->nep ? log->nep : 1, sizeof *ep);
+    if (ep == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL logs");
+    size_t n = 0;
+    for (size_t i = 0; i < log->nep; i++)
+        if (log->ep[i].rank >= 0 || has_facts(&log->ep[i]))
+            ep[n++] = &log->ep[i];
+    qsort(ep, n, sizeof *ep, endpoint_order);
+
+    json_object *t = json_object_new_object();
+    const char *net = overall_net(ep, n);
+    json_object_object_add(t, "net", net ? json_object_new_string(net) : NULL);
+    json_object_object_add(t, "gdr", overall_gdr(ep, n));
+    json_object *per_rank = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(per_rank, rank_json(log, ep[i]));
+    json_object_object_add(t, "per_rank", per_rank);
+    json_object_object_add(t, "source", json_object_new_string("nccl-log"));
+    free(ep);
+    *transport_out = t;
+    return FB_OK;
+}
+
+enum fb_status fb_transport_from_logs(const char *const *paths, int npaths,
+                                      json_object **transport_out, struct fb_err *err)
+{
+    if (paths == NULL || npaths <= 0)
+        return fb_fail(err, FB_ERR_USAGE, "no NCCL log files given; pass the files NCCL_DEBUG_FILE wrote");
+    struct fb_nccl_log *log = fb_nccl_log_new();
+    if (log == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL logs");
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < npaths && st == FB_OK; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        st = fb_read_text_file(paths[i], &text, &len, err);
+        if (st != FB_OK)
+            break;
+        size_t before = log->info_lines;
+        st = fb_nccl_log_feed(log, paths[i], text, len, err);
+        free(text);
+        if (st == FB_OK && log->info_lines == before)
+            st = fb_fail(err, FB_ERR_INPUT,
+                         "%s holds no 'NCCL INFO' lines; is it an NCCL_DEBUG=INFO log? (rerun with NCCL_DEBUG=INFO)",
+                         paths[i]);
+    }
+    if (st == FB_OK)
+        st = fb_nccl_log_transport(log, transport_out, err);
+    fb_nccl_log_free(log);
+    return st;
+}

@@ -1,0 +1,166 @@
+#include "report/text.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static bool grow(struct fb_str *b, size_t need)
+{
+    if (b->oom)
+        return false;
+    if (b->len + need + 1 <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + need + 1)
+        cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (s == NULL) {
+        b->oom = true;
+        return false;
+    }
+    b->s = s;
+    b->cap = cap;
+    return true;
+}
+
+void fb_str_addn(struct fb_str *b, const char *text, size_t n)
+{
+    if (!grow(b, n))
+        return;
+    memcpy(b->s + b->len, text, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void fb_str_addf(struct fb_str *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !grow(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+const char *fb_str_get(const struct fb_str *b)
+{
+    return b->s ? b->s : "";
+}
+
+void fb_str_free(struct fb_str *b)
+{
+    free(b->s);
+    memset(b, 0, sizeof *b);
+}
+
+enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return fb_fail(err, FB_ERR_INPUT, "%s is a directory; give a file", path);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    struct fb_str b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        fb_str_addn(&b, chunk, n);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        fb_str_free(&b);
+        return fb_fail(err, FB_ERR_INPUT, "cannot read %s", path);
+    }
+    if (b.oom) {
+        fb_str_free(&b);
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
+    }
+    if (b.s == NULL)
+        fb_str_addn(&b, "", 0);
+    if (b.s == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
+    if (memchr(b.s, '\0', b.len) != NULL) {
+        fb_str_free(&b);
+        return fb_fail(err, FB_ERR_INPUT, "%s contains NUL bytes; it is not a text file", path);
+    }
+    *out = b.s;
+    *len = b.len;
+    return FB_OK;
+}
+
+bool fb_next_line(const char *text, size_t len, size_t *pos, const char **line, size_t *n)
+{
+    if (*pos >= len)
+        return false;
+    const char *start = text + *pos;
+    const char *nl = memchr(start, '\n', len - *pos);
+    size_t l = nl ? (size_t)(nl - start) : len - *pos;
+    *pos += l + (nl ? 1 : 0);
+    if (l > 0 && start[l - 1] == '\r')
+        l--;
+    *line = start;
+    *n = l;
+    return true;
+}
+
+int fb_tokens(char *line, char **tok, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(line, " \t\r\n", &save); t != NULL && n < max;
+         t = strtok_r(NULL, " \t\r\n", &save))
+        tok[n++] = t;
+    return n;
+}
+
+bool fb_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool fb_parse_u64_token(const char *tok, unsigned long long *out)
+{
+    if (tok == NULL || *tok < '0' || *tok > '9')
+        return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(tok, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+bool fb_parse_double_token(const char *tok, double *out)
+{
+    if (tok == NULL || *tok == '\0')
+        return false;
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(tok, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+void fb_copy(char *dst, size_t size, const char *src, size_t n)
+{
+    if (size == 0)
+        return;
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}

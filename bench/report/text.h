@@ -1,0 +1,45 @@
+/* Small text helpers shared by the report's parsers and writers: a growable
+ * string, whole-file reads, line walking and whitespace tokens. */
+#ifndef FB_REPORT_TEXT_H
+#define FB_REPORT_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Growable NUL-terminated string. On allocation failure it stays valid
+ * (truncated) and `oom` is set, so writers need no error path per append. */
+struct fb_str {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+
+void fb_str_addf(struct fb_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fb_str_addn(struct fb_str *b, const char *text, size_t n);
+const char *fb_str_get(const struct fb_str *b); /* "" when empty */
+void fb_str_free(struct fb_str *b);
+
+/* Reads a whole file; FB_ERR_INPUT naming the file when it is missing,
+ * unreadable, a directory or holds NUL bytes (not text). */
+enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err);
+
+/* Walks `text` line by line: returns false at the end, else sets *line and
+ * *n (without the newline or a trailing '\r'). */
+bool fb_next_line(const char *text, size_t len, size_t *pos, const char **line, size_t *n);
+
+/* Splits a line copy in place on blanks; returns the number of tokens
+ * stored (at most max). */
+int fb_tokens(char *line, char **tok, int max);
+
+bool fb_starts_with(const char *s, const char *prefix);
+
+/* Parses a whole token as a number; false on junk, empty or overflow. */
+bool fb_parse_u64_token(const char *tok, unsigned long long *out);
+bool fb_parse_double_token(const char *tok, double *out);
+
+/* Copies at most size-1 bytes and always terminates. */
+void fb_copy(char *dst, size_t size, const char *src, size_t n);
+
+#endif

@@ -1,0 +1,253 @@
+/* Transport detection from NCCL INFO logs, on hand-written logs in each
+ * form NCCL and its network plugins print. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "report/nccl_log.h"
+
+#define LOGS "tests/fixtures/report/nccl-logs/"
+
+/* Every file of a fixture directory, sorted, as NCCL_DEBUG_FILE left them. */
+static int dir_files(const char *dir, char paths[][512], int max)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.' && k < max)
+            snprintf(paths[k++], 512, "%s/%s", dir, names[i]->d_name);
+        free(names[i]);
+    }
+    free(names);
+    return k;
+}
+
+static json_object *transport_of(const char *dir, struct fb_err *err, enum fb_status *st)
+{
+    char paths[16][512];
+    const char *ptrs[16];
+    int n = dir_files(dir, paths, 16);
+    for (int i = 0; i < n; i++)
+        ptrs[i] = paths[i];
+    json_object *t = NULL;
+    *st = fb_transport_from_logs(ptrs, n, &t, err);
+    return t;
+}
+
+static const char *str_at(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v) || v == NULL)
+        return "(null)";
+    return json_object_get_string(v);
+}
+
+static json_object *rank_at(json_object *t, size_t i)
+{
+    json_object *pr = NULL;
+    json_object_object_get_ex(t, "per_rank", &pr);
+    return pr ? json_object_array_get_idx(pr, i) : NULL;
+}
+
+static size_t ranks_in(json_object *t)
+{
+    json_object *pr = NULL;
+    json_object_object_get_ex(t, "per_rank", &pr);
+    return pr ? json_object_array_length(pr) : 0;
+}
+
+static const char *joined(json_object *r, const char *key, char *buf, size_t len)
+{
+    json_object *arr = NULL;
+    buf[0] = '\0';
+    if (!json_object_object_get_ex(r, key, &arr) || arr == NULL)
+        return buf;
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", i ? "," : "", json_object_get_string(json_object_array_get_idx(arr, i)));
+    }
+    return buf;
+}
+
+static void test_ib_with_gdr(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "ib-gdr", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "IB");
+    CHECK_STR(str_at(t, "gdr"), "true");
+    CHECK_STR(str_at(t, "source"), "nccl-log");
+    CHECK_INT(ranks_in(t), 4);
+    char buf[256];
+    for (size_t i = 0; i < 4; i++) {
+        json_object *r = rank_at(t, i);
+        CHECK_INT(json_object_get_int(json_object_object_get(r, "rank")), (int)i);
+        CHECK_STR(str_at(r, "host"), i < 2 ? "gpu-a" : "gpu-b");
+        CHECK_STR(str_at(r, "net"), "IB");
+        CHECK_STR(joined(r, "interfaces", buf, sizeof buf), "mlx5_0:1/IB,mlx5_1:1/IB");
+        CHECK_STR(joined(r, "intra", buf, sizeof buf), "P2P,CUMEM");
+    }
+    json_object_put(t);
+}
+
+static void test_socket_is_detected(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "socket", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "Socket");
+    CHECK_STR(str_at(t, "gdr"), "false");
+    char buf[256];
+    CHECK_STR(joined(rank_at(t, 3), "interfaces", buf, sizeof buf), "eth0");
+    CHECK_STR(str_at(rank_at(t, 3), "net"), "Socket");
+    json_object_put(t);
+}
+
+static void test_tcpxo_is_fastrak(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "tcpxo", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "FasTrak");
+    char buf[256];
+    CHECK_STR(joined(rank_at(t, 0), "interfaces", buf, sizeof buf), "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8");
+    CHECK_STR(str_at(rank_at(t, 2), "host"), "a3mega-1");
+    json_object_put(t);
+}
+
+static void test_efa_is_ofi(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "efa", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "OFI");
+    CHECK_STR(str_at(t, "gdr"), "true");
+    char buf[256];
+    CHECK_STR(joined(rank_at(t, 1), "interfaces", buf, sizeof buf), "efa");
+    CHECK_STR(joined(rank_at(t, 1), "intra", buf, sizeof buf), "P2P");
+    json_object_put(t);
+}
+
+static void test_single_node_has_no_net(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "nvls-1node", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "(null)");
+    CHECK_STR(str_at(t, "gdr"), "(null)");
+    CHECK_INT(ranks_in(t), 4);
+    char buf[256];
+    /* Devices are listed once per process: every GPU of it gets them. */
+    CHECK_STR(joined(rank_at(t, 3), "interfaces", buf, sizeof buf), "mlx5_0:1/IB,mlx5_1:1/IB");
+    CHECK_STR(joined(rank_at(t, 3), "intra", buf, sizeof buf), "P2P,CUMEM,NVLS");
+    json_object_put(t);
+}
+
+static void test_ib_without_gdr_in_one_file(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "ib-nogdr", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "IB");
+    CHECK_STR(str_at(t, "gdr"), "false");
+    CHECK_INT(ranks_in(t), 2);
+    CHECK_STR(str_at(rank_at(t, 1), "host"), "node1");
+    char buf[256];
+    CHECK_STR(joined(rank_at(t, 0), "interfaces", buf, sizeof buf), "mlx5_2:1/RoCE");
+    json_object_put(t);
+}
+
+static void test_tagged_and_timestamped_lines(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "relay-tagged", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "IB");
+    CHECK_STR(str_at(t, "gdr"), "true");
+    CHECK_INT(ranks_in(t), 2);
+    CHECK_STR(str_at(rank_at(t, 0), "host"), "gpu-a");
+    CHECK_STR(str_at(rank_at(t, 1), "host"), "gpu-b");
+    json_object_put(t);
+}
+
+static void test_one_socket_rank_makes_the_run_socket(void)
+{
+    struct fb_err err = {0};
+    enum fb_status st;
+    json_object *t = transport_of(LOGS "mixed-nets", &err, &st);
+    CHECK_INT(st, FB_OK);
+    CHECK_STR(str_at(t, "net"), "Socket");
+    CHECK_STR(str_at(rank_at(t, 0), "net"), "IB");
+    CHECK_STR(str_at(rank_at(t, 1), "net"), "Socket");
+    json_object_put(t);
+}
+
+static void test_bad_logs_give_one_line(void)
+{
+    struct {
+        const char *dir, *needle;
+    } cases[] = {
+        {LOGS "mixed-runs", "mixed"},
+        {LOGS "truncated", "ends before"},
+        {LOGS "no-info", "NCCL_DEBUG=INFO"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct fb_err err = {0};
+        enum fb_status st;
+        json_object *t = transport_of(cases[i].dir, &err, &st);
+        CHECK_INT(st, FB_ERR_INPUT);
+        CHECK(t == NULL);
+        CHECK_CONTAINS(err.msg, cases[i].needle);
+        CHECK(strchr(err.msg, '\n') == NULL);
+    }
+    struct fb_err err = {0};
+    const char *missing[] = {LOGS "does-not-exist"};
+    json_object *t = NULL;
+    CHECK_INT(fb_transport_from_logs(missing, 1, &t, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "does-not-exist");
+    fb_err_clear(&err);
+    CHECK_INT(fb_transport_from_logs(NULL, 0, &t, &err), FB_ERR_USAGE);
+}
+
+static void test_text_feed_and_canonical_names(void)
+{
+    const char text[] = "# nThread 1 nGpus 1\n"
+                        "h1:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+                        "h1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/GPUDirectTCPX/0\n"
+                        "           8             2     float     sum      -1    10.00    0.00    0.00      0\n";
+    struct fb_nccl_log *log = fb_nccl_log_new();
+    struct fb_err err = {0};
+    CHECK_INT(fb_nccl_log_feed(log, "stdout", text, sizeof text - 1, &err), FB_OK);
+    CHECK_INT(fb_nccl_log_info_lines(log), 2);
+    json_object *t = NULL;
+    CHECK_INT(fb_nccl_log_transport(log, &t, &err), FB_OK);
+    CHECK_STR(str_at(t, "net"), "GPUDirectTCPX");
+    json_object_put(t);
+    fb_nccl_log_free(log);
+    CHECK_STR(fb_net_canonical("AWS Libfabric"), "OFI");
+    CHECK_STR(fb_net_canonical("socket"), "Socket");
+    CHECK_STR(fb_net_canonical("FastSocket"), "FastSocket");
+}
+
+int main(void)
+{
+    RUN(test_ib_with_gdr);
+    RUN(test_socket_is_detected);
+    RUN(test_tcpxo_is_fastrak);
+    RUN(test_efa_is_ofi);
+    RUN(test_single_node_has_no_net);
+    RUN(test_ib_without_gdr_in_one_file);
+    RUN(test_tagged_and_timestamped_lines);
+    RUN(test_one_socket_rank_makes_the_run_socket);
+    RUN(test_bad_logs_give_one_line);
+    RUN(test_text_feed_and_canonical_names);
+    return fbt_done();
+}
