@@ -74,8 +74,12 @@ int fb_launcher_world_size(const char **source)
 
 int fb_env_is_relevant(const char *name)
 {
-    static const char *const prefixes[] = {"NCCL_", "FI_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_",
-                                           "FABRIC_", NULL};
+    /* Open MPI's own launch plumbing (orte_*, ess_*, pmix, a job key) is
+     * noise at best; keep only the transport choices a user makes. */
+    static const char *const prefixes[] = {"NCCL_", "FI_", "UCX_", "TORCH_NCCL_", "FABRIC_",
+                                           "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl",
+                                           "OMPI_MCA_coll", "OMPI_MCA_op", "OMPI_MCA_osc",
+                                           "OMPI_MCA_oob", NULL};
     static const char *const exact[] = {"CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
                                         "CUDA_DEVICE_MAX_CONNECTIONS", NULL};
     for (int i = 0; prefixes[i]; i++)

@@ -1,0 +1,80 @@
+/* Where the bytes live and who moves them: a backend owns the buffers and
+ * runs one collective call. The sweep driver, validation and output are the
+ * same for every backend. */
+#ifndef FB_COLL_BACKEND_H
+#define FB_COLL_BACKEND_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/collective.h"
+#include "core/status.h"
+#include "core/world.h"
+
+enum fb_buf { FB_BUF_SEND, FB_BUF_RECV };
+
+/* One call. Offsets are in elements; for in-place calls both point into
+ * the receive buffer. */
+struct fb_call {
+    const struct fb_collective *coll;
+    struct fb_counts counts;
+    enum fb_dtype dtype;
+    enum fb_redop op;
+    int root;
+    int in_place;
+    size_t send_off, recv_off;
+};
+
+struct fb_backend;
+
+struct fb_backend_ops {
+    const char *name;
+    enum fb_inplace_style inplace_style;
+    /* FB_OK when this backend can run here; FB_ERR_UNAVAIL with the reason
+     * (no GPU, not compiled in) otherwise. Local, no communication. */
+    enum fb_status (*available)(struct fb_err *err);
+    /* Collective over the world: communicators, device selection. */
+    enum fb_status (*init)(struct fb_backend *be, const struct fb_world *w, struct fb_err *err);
+    /* Bytes this rank can allocate for buffers (host or device memory). */
+    enum fb_status (*free_memory)(struct fb_backend *be, uint64_t *bytes, struct fb_err *err);
+    /* Allocates and touches both buffers once, at the largest size. */
+    enum fb_status (*alloc)(struct fb_backend *be, size_t send_bytes, size_t recv_bytes,
+                            struct fb_err *err);
+    /* Issues one call; may return before it completes (NCCL). */
+    enum fb_status (*run)(struct fb_backend *be, const struct fb_call *call, struct fb_err *err);
+    /* Waits until every issued call has completed. */
+    enum fb_status (*wait)(struct fb_backend *be, struct fb_err *err);
+    /* Copies between a buffer and host memory (for data set-up and checks). */
+    enum fb_status (*write)(struct fb_backend *be, enum fb_buf which, size_t byte_off,
+                            const void *src, size_t bytes, struct fb_err *err);
+    enum fb_status (*read)(struct fb_backend *be, enum fb_buf which, size_t byte_off, void *dst,
+                           size_t bytes, struct fb_err *err);
+    /* Fills the per-rank device record {kind, name, pci_bus_id, memory_bytes}. */
+    void (*describe)(struct fb_backend *be, json_object *device);
+    /* Adds library versions to the versions object. */
+    void (*versions)(struct fb_backend *be, json_object *versions);
+    /* Releases everything; `abort` after a failure (ncclCommAbort). */
+    void (*fini)(struct fb_backend *be, int abort);
+};
+
+struct fb_backend {
+    const struct fb_backend_ops *ops;
+    void *state;
+    int graph_launches; /* -G: CUDA graph replays, 0 = off (NCCL only) */
+};
+
+extern const struct fb_backend_ops fb_backend_mpi;
+
+/* NULL when the name is unknown; `compiled` tells apart "nccl, not built". */
+const struct fb_backend_ops *fb_backend_find(const char *name, int *compiled);
+
+/* The default: nccl when compiled in and a GPU is visible, else mpi. */
+const struct fb_backend_ops *fb_backend_default(void);
+
+/* Element buffers are typed by the call; this maps our dtypes and ops to
+ * MPI's, returning 0 when MPI has no equivalent. */
+int fb_mpi_dtype(enum fb_dtype t, MPI_Datatype *out);
+int fb_mpi_op(enum fb_redop op, MPI_Op *out);
+
+#endif

@@ -1,0 +1,319 @@
+/* GPU backend: one GPU per rank, NCCL collectives on a private stream,
+ * communicator bootstrapped over MPI. Compiled whenever CUDA and NCCL are
+ * present (also on machines without a GPU, where available() says so). */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/backend.h"
+
+struct nccl_state {
+    int device;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    char *send, *recv;
+    size_t send_bytes, recv_bytes;
+    int rank, size;
+    char host[FB_HOST_MAX];
+};
+
+static enum fb_status cuda_check(cudaError_t rc, const char *what, struct fb_err *err)
+{
+    if (rc == cudaSuccess)
+        return FB_OK;
+    return fb_fail(err, FB_ERR_RUNTIME, "%s failed: %s (%s)", what, cudaGetErrorString(rc),
+                   cudaGetErrorName(rc));
+}
+
+static enum fb_status nccl_check(ncclResult_t rc, ncclComm_t comm, const char *what,
+                                 struct fb_err *err)
+{
+    if (rc == ncclSuccess)
+        return FB_OK;
+    const char *last = comm ? ncclGetLastError(comm) : ncclGetLastError(NULL);
+    return fb_fail(err, FB_ERR_RUNTIME, "%s failed: %s%s%s", what, ncclGetErrorString(rc),
+                   last && *last ? ": " : "", last ? last : "");
+}
+
+static enum fb_status nccl_available(struct fb_err *err)
+{
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess)
+        return fb_fail(err, FB_ERR_UNAVAIL,
+                       "no usable CUDA device here (cudaGetDeviceCount: %s); use --backend mpi for host memory",
+                       cudaGetErrorString(rc));
+    if (n == 0)
+        return fb_fail(err, FB_ERR_UNAVAIL, "no CUDA device visible (check CUDA_VISIBLE_DEVICES); use --backend mpi");
+    return FB_OK;
+}
+
+static int ncclt(enum fb_dtype t, ncclDataType_t *out)
+{
+    switch (t) {
+    case FB_INT8: *out = ncclInt8; return 1;
+    case FB_UINT8: *out = ncclUint8; return 1;
+    case FB_INT32: *out = ncclInt32; return 1;
+    case FB_UINT32: *out = ncclUint32; return 1;
+    case FB_INT64: *out = ncclInt64; return 1;
+    case FB_UINT64: *out = ncclUint64; return 1;
+    case FB_HALF: *out = ncclFloat16; return 1;
+    case FB_FLOAT: *out = ncclFloat32; return 1;
+    case FB_DOUBLE: *out = ncclFloat64; return 1;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    case FB_BFLOAT16: *out = ncclBfloat16; return 1;
+#endif
+    default: return 0;
+    }
+}
+
+static int ncclo(enum fb_redop op, ncclRedOp_t *out)
+{
+    switch (op) {
+    case FB_SUM: *out = ncclSum; return 1;
+    case FB_PROD: *out = ncclProd; return 1;
+    case FB_MAX: *out = ncclMax; return 1;
+    case FB_MIN: *out = ncclMin; return 1;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    case FB_AVG: *out = ncclAvg; return 1;
+#endif
+    default: return 0;
+    }
+}
+
+/* One GPU per rank: the launcher's local rank picks it. */
+static enum fb_status pick_device(struct nccl_state *s, const struct fb_world *w, struct fb_err *err)
+{
+    int ndev = 0;
+    enum fb_status st = cuda_check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", err);
+    if (st != FB_OK)
+        return fb_fail(err, FB_ERR_UNAVAIL, "no usable CUDA device on %s", w->host);
+    const char *source = NULL;
+    int local = fb_launcher_local_rank(&source);
+    if (local < 0)
+        local = w->local_rank; /* from the host-name census */
+    if (local >= ndev)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "rank %d is local rank %d on %s but only %d GPU%s visible; start at most %d ranks per node",
+                       w->rank, local, w->host, ndev, ndev == 1 ? " is" : "s are", ndev);
+    s->device = local;
+    return cuda_check(cudaSetDevice(local), "cudaSetDevice", err);
+}
+
+static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w, struct fb_err *err)
+{
+    struct nccl_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    be->state = s;
+    s->rank = w->rank;
+    s->size = w->size;
+    snprintf(s->host, sizeof s->host, "%s", w->host);
+    pick_device(s, w, err);
+    /* ncclCommInitRank blocks until every rank joins: a rank that could not
+     * pick its GPU must stop the others here, not leave them waiting. */
+    enum fb_status st = fb_world_agree(w, err);
+    if (st != FB_OK)
+        return st;
+    ncclUniqueId id;
+    if (w->rank == 0 && (st = nccl_check(ncclGetUniqueId(&id), NULL, "ncclGetUniqueId", err)) != FB_OK)
+        return st;
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, w->comm);
+    if ((st = cuda_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
+                         "cudaStreamCreate", err)) != FB_OK)
+        return st;
+    return nccl_check(ncclCommInitRank(&s->comm, w->size, id, w->rank), NULL, "ncclCommInitRank", err);
+}
+
+static enum fb_status nccl_free_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
+{
+    (void)be;
+    size_t free_b = 0, total = 0;
+    enum fb_status st = cuda_check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo", err);
+    if (st == FB_OK)
+        *bytes = free_b;
+    return st;
+}
+
+static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_t recv_bytes,
+                                 struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    enum fb_status st = cuda_check(cudaMalloc((void **)&s->send, send_bytes ? send_bytes : 1), "cudaMalloc (send)", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaMalloc((void **)&s->recv, recv_bytes ? recv_bytes : 1), "cudaMalloc (recv)", err);
+    if (st != FB_OK)
+        return fb_fail(err, FB_ERR_MEMORY, "cannot allocate %zu + %zu bytes on GPU %d", send_bytes,
+                       recv_bytes, s->device);
+    s->send_bytes = send_bytes;
+    s->recv_bytes = recv_bytes;
+    st = cuda_check(cudaMemset(s->send, 0, send_bytes), "cudaMemset", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaMemset(s->recv, 0, recv_bytes), "cudaMemset", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", err);
+    return st;
+}
+
+static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
+                          ncclRedOp_t op)
+{
+    size_t esz = fb_dtype_info(c->dtype)->size;
+    const char *send = (c->in_place ? s->recv : s->send) + c->send_off * esz;
+    char *recv = s->recv + c->recv_off * esz;
+    size_t n = c->counts.param;
+    switch (c->coll->id) {
+    case FB_ALL_REDUCE: return ncclAllReduce(send, recv, n, dt, op, s->comm, s->stream);
+    case FB_ALL_GATHER: return ncclAllGather(send, recv, n, dt, s->comm, s->stream);
+    case FB_REDUCE_SCATTER: return ncclReduceScatter(send, recv, n, dt, op, s->comm, s->stream);
+    case FB_BROADCAST: return ncclBroadcast(send, recv, n, dt, c->root, s->comm, s->stream);
+    case FB_REDUCE: return ncclReduce(send, recv, n, dt, op, c->root, s->comm, s->stream);
+    case FB_ALLTOALL: {
+        ncclResult_t rc = ncclGroupStart();
+        for (int r = 0; r < s->size && rc == ncclSuccess; r++) {
+            rc = ncclSend(send + (size_t)r * n * esz, n, dt, r, s->comm, s->stream);
+            if (rc == ncclSuccess)
+                rc = ncclRecv(recv + (size_t)r * n * esz, n, dt, r, s->comm, s->stream);
+        }
+        ncclResult_t end = ncclGroupEnd();
+        return rc != ncclSuccess ? rc : end;
+    }
+    case FB_SENDRECV: {
+        int next = (s->rank + 1) % s->size, prev = (s->rank - 1 + s->size) % s->size;
+        ncclResult_t rc = ncclGroupStart();
+        if (rc == ncclSuccess)
+            rc = ncclSend(send, n, dt, next, s->comm, s->stream);
+        if (rc == ncclSuccess)
+            rc = ncclRecv(recv, n, dt, prev, s->comm, s->stream);
+        ncclResult_t end = ncclGroupEnd();
+        return rc != ncclSuccess ? rc : end;
+    }
+    case FB_NCOLLS: break;
+    }
+    return ncclInvalidArgument;
+}
+
+static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    ncclDataType_t dt;
+    ncclRedOp_t op = ncclSum;
+    if (!ncclt(c->dtype, &dt))
+        return fb_fail(err, FB_ERR_USAGE, "this NCCL has no %s type", fb_dtype_info(c->dtype)->name);
+    if (c->coll->reduces && !ncclo(c->op, &op))
+        return fb_fail(err, FB_ERR_USAGE, "this NCCL has no '%s' reduction", fb_redop_name(c->op));
+    return nccl_check(issue(s, c, dt, op), s->comm, c->coll->name, err);
+}
+
+static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    return cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
+}
+
+static char *buffer(struct nccl_state *s, enum fb_buf which, size_t *len)
+{
+    *len = which == FB_BUF_SEND ? s->send_bytes : s->recv_bytes;
+    return which == FB_BUF_SEND ? s->send : s->recv;
+}
+
+static enum fb_status nccl_write(struct fb_backend *be, enum fb_buf which, size_t off,
+                                 const void *src, size_t bytes, struct fb_err *err)
+{
+    size_t len = 0;
+    char *buf = buffer(be->state, which, &len);
+    if (off + bytes > len)
+        return fb_fail(err, FB_ERR_INTERNAL, "write past buffer end");
+    return cuda_check(cudaMemcpy(buf + off, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D", err);
+}
+
+static enum fb_status nccl_read(struct fb_backend *be, enum fb_buf which, size_t off, void *dst,
+                                size_t bytes, struct fb_err *err)
+{
+    size_t len = 0;
+    char *buf = buffer(be->state, which, &len);
+    if (off + bytes > len)
+        return fb_fail(err, FB_ERR_INTERNAL, "read past buffer end");
+    return cuda_check(cudaMemcpy(dst, buf + off, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H", err);
+}
+
+static void nccl_describe(struct fb_backend *be, json_object *device)
+{
+    struct nccl_state *s = be->state;
+    struct cudaDeviceProp prop;
+    json_object_object_add(device, "kind", json_object_new_string("gpu"));
+    if (s == NULL || cudaGetDeviceProperties(&prop, s->device) != cudaSuccess) {
+        json_object_object_add(device, "name", NULL);
+        json_object_object_add(device, "pci_bus_id", NULL);
+        json_object_object_add(device, "memory_bytes", NULL);
+        return;
+    }
+    char bus[32];
+    snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    json_object_object_add(device, "name", json_object_new_string(prop.name));
+    json_object_object_add(device, "pci_bus_id", json_object_new_string(bus));
+    json_object_object_add(device, "memory_bytes", json_object_new_uint64(prop.totalGlobalMem));
+    json_object_object_add(device, "cuda_device", json_object_new_int(s->device));
+}
+
+static json_object *version_string(int code, int major_div, int minor_div, int minor_mod)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d.%d", code / major_div, (code / minor_div) % minor_mod);
+    return json_object_new_string(buf);
+}
+
+static void nccl_versions(struct fb_backend *be, json_object *versions)
+{
+    (void)be;
+    int v = 0;
+    if (ncclGetVersion(&v) == ncclSuccess) {
+        char buf[32];
+        /* Since 2.9 the code is major*10000 + minor*100 + patch. */
+        snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+        json_object_object_add(versions, "nccl", json_object_new_string(buf));
+    }
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess)
+        json_object_object_add(versions, "cuda_runtime", version_string(v, 1000, 10, 100));
+    if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0)
+        json_object_object_add(versions, "cuda_driver", version_string(v, 1000, 10, 100));
+}
+
+static void nccl_fini(struct fb_backend *be, int abort)
+{
+    struct nccl_state *s = be->state;
+    if (s == NULL)
+        return;
+    if (s->comm != NULL) {
+        if (abort)
+            ncclCommAbort(s->comm);
+        else
+            ncclCommDestroy(s->comm);
+    }
+    if (s->send)
+        cudaFree(s->send);
+    if (s->recv)
+        cudaFree(s->recv);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    free(s);
+    be->state = NULL;
+}
+
+const struct fb_backend_ops fb_backend_nccl = {
+    .name = "nccl",
+    .inplace_style = FB_INPLACE_NCCL,
+    .available = nccl_available,
+    .init = nccl_init,
+    .free_memory = nccl_free_memory,
+    .alloc = nccl_alloc,
+    .run = nccl_run,
+    .wait = nccl_wait,
+    .write = nccl_write,
+    .read = nccl_read,
+    .describe = nccl_describe,
+    .versions = nccl_versions,
+    .fini = nccl_fini,
+};

@@ -1,0 +1,56 @@
+/* The collectives as data: one table row each, with nccl-tests' size
+ * conventions, bus-bandwidth factor, in-place layout, input data and
+ * expected result. Adding a collective is adding a row (and one call in each
+ * backend). */
+#ifndef FB_COLL_COLLECTIVE_H
+#define FB_COLL_COLLECTIVE_H
+
+#include <stddef.h>
+
+#include "coll/dtype.h"
+
+enum fb_coll_id {
+    FB_ALL_REDUCE, FB_ALL_GATHER, FB_REDUCE_SCATTER, FB_BROADCAST,
+    FB_REDUCE, FB_ALLTOALL, FB_SENDRECV, FB_NCOLLS
+};
+
+/* Element counts of one call, derived from the requested size. */
+struct fb_counts {
+    size_t send, recv; /* elements in the send and receive buffers */
+    size_t param;      /* the count argument of the call (nccl-tests "count") */
+    size_t bytes;      /* nccl-tests "size" column: max(send, recv) in bytes */
+};
+
+/* Where the data lives for an in-place call, as element offsets into the one
+ * buffer used for both roles. MPI and NCCL agree except for reduce_scatter,
+ * whose MPI_IN_PLACE result lands at the start of the buffer. */
+enum fb_inplace_style { FB_INPLACE_NCCL, FB_INPLACE_MPI };
+
+struct fb_collective {
+    enum fb_coll_id id;
+    const char *name;      /* "all_reduce" */
+    const char *perf_name; /* "all_reduce_perf" */
+    int reduces;           /* takes a reduction operator */
+    int rooted;            /* takes a root rank */
+    struct fb_counts (*counts)(size_t bytes, size_t eltsize, int nranks);
+    double (*bus_factor)(int nranks);
+    void (*inplace_offsets)(const struct fb_counts *c, int rank, enum fb_inplace_style style,
+                            size_t *send_off, size_t *recv_off);
+    /* Value of send element i on `rank`. */
+    double (*input)(enum fb_dtype t, enum fb_redop op, int nranks, int rank, size_t i);
+    /* Expected receive element i on `rank`; returns 0 when this rank's
+     * receive buffer holds nothing defined (reduce on a non-root). */
+    int (*expected)(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int nranks,
+                    int rank, int root, size_t i, double *want);
+};
+
+const struct fb_collective *fb_collective(enum fb_coll_id id);
+/* By name ("all_reduce", "allreduce", "all_reduce_perf"); NULL if unknown. */
+const struct fb_collective *fb_collective_find(const char *name);
+const char *fb_collective_choices(void);
+
+/* Bandwidths of one measurement, GB = 1e9 as nccl-tests. */
+double fb_algbw_GBps(size_t bytes, double seconds);
+double fb_busbw_GBps(const struct fb_collective *c, size_t bytes, double seconds, int nranks);
+
+#endif

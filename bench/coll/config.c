@@ -1,0 +1,187 @@
+#include "coll/config.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "core/units.h"
+
+#define OFF(f) offsetof(struct coll_config, f)
+#define BIG 2147483647.0
+
+const struct fb_opt coll_options[] = {
+    {'b', "minbytes", FB_OPT_SIZE, OFF(minbytes), "BYTES", "smallest size (default 32M)", 0, 0, 0},
+    {'e', "maxbytes", FB_OPT_SIZE, OFF(maxbytes), "BYTES", "largest size (default 32M)", 0, 0, 0},
+    {'i', "stepbytes", FB_OPT_SIZE, OFF(stepbytes), "BYTES", "linear step when -f is not given (default 1M)", 0, 0, 0},
+    {'f', "stepfactor", FB_OPT_INT, OFF(stepfactor), "N", "multiply the size by N each step (e.g. 2)", 1, 1024, 0},
+    {'n', "iters", FB_OPT_INT, OFF(iters), "N", "timed iterations per size (default 20)", 1, BIG, 0},
+    {'w', "warmup_iters", FB_OPT_INT, OFF(warmup), "N", "warm-up iterations per size (default 1)", 0, BIG, 0},
+    {'m', "agg_iters", FB_OPT_INT, OFF(agg), "N", "operations aggregated per iteration (default 1)", 1, 1 << 20, 0},
+    {'c', "check", FB_OPT_INT, OFF(check), "N", "validation iterations, 0 = off (default 1)", 0, 1000, 0},
+    {'o', "op", FB_OPT_STRING, OFF(op_name), "OP", "sum, prod, max, min, avg (default sum)", 0, 0, 0},
+    {'d', "datatype", FB_OPT_STRING, OFF(dtype_name), "TYPE", "int8 ... double, half, bfloat16 (default float)", 0, 0, 0},
+    {'r', "root", FB_OPT_INT, OFF(root), "RANK", "root rank of broadcast and reduce (default 0)", 0, BIG, 0},
+    {'z', "blocking", FB_OPT_INT, OFF(blocking), "0-3", "wait after each operation: 1 with a barrier, 2 without, 3 after each iteration", 0, 3, 0},
+    {'a', "average", FB_OPT_INT, OFF(average), "0-3", "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)", 0, 3, 0},
+    {'N', "run_cycles", FB_OPT_INT, OFF(run_cycles), "N", "repeat the whole sweep N times (default 1)", 1, 1000000, 0},
+    {'T', "timeout", FB_OPT_INT, OFF(timeout), "SECONDS", "bound on any single wait, 0 = automatic", 0, 86400 * 7, 0},
+    {'G', "cudagraph", FB_OPT_INT, OFF(graph), "N", "CUDA graph replays per timed loop (nccl backend)", 0, 1000000, 0},
+    {'t', "nthreads", FB_OPT_INT, OFF(nthreads), "1", "threads per process: must be 1 (one rank per GPU)", 1, 1, 0},
+    {'g', "ngpus", FB_OPT_INT, OFF(ngpus), "1", "GPUs per thread: must be 1 (one rank per GPU)", 1, 1, 0},
+    {'J', "output_file", FB_OPT_STRING, OFF(json_path), "FILE", "results JSON path (default results/<cluster>/<time>-<collective>.json)", 0, 0, 0},
+    {'p', "parallel_init", FB_OPT_INT, OFF(parallel_init), "0/1", "accepted for compatibility (one GPU per rank: nothing to parallelise)", 0, 1, 1},
+    {'y', "stream_null", FB_OPT_INT, OFF(stream_null), "0/1", "accepted for compatibility", 0, 1, 1},
+    {'C', "report_cputime", FB_OPT_INT, OFF(cputime), "0/1", "accepted for compatibility", 0, 1, 1},
+    {'S', "report_timestamps", FB_OPT_INT, OFF(timestamps), "0/1", "accepted for compatibility (the JSON has start and end times)", 0, 1, 1},
+    {'I', "per_iter_timing", FB_OPT_INT, OFF(per_iter), "0/1", "accepted for compatibility", 0, 1, 1},
+    {'M', "memory", FB_OPT_INT, OFF(memory_report), "0/1", "accepted for compatibility (memory use is always checked before the sweep)", 0, 1, 1},
+    {'u', "unalign", FB_OPT_INT, OFF(unalign), "N", "accepted for compatibility", 0, 1 << 20, 1},
+    {'R', "local_register", FB_OPT_INT, OFF(local_register), "0-2", "accepted for compatibility", 0, 2, 1},
+    {0, "backend", FB_OPT_STRING, OFF(backend_name), "NAME", "nccl (GPU) or mpi (host memory); default nccl when a GPU is visible", 0, 0, 0},
+    {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label for results (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
+    {0, "results-dir", FB_OPT_STRING, OFF(results_dir), "DIR", "results directory (default results)", 0, 0, 0},
+    {0, "nccl-log", FB_OPT_FLAG, OFF(nccl_log), NULL, "capture NCCL's INFO log per rank and record the transport", 0, 0, 0},
+    {0, "cap-memory", FB_OPT_FLAG, OFF(cap_memory), NULL, "lower -e to what fits in memory (with a warning) instead of refusing", 0, 0, 0},
+    {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},
+    {0, "version", FB_OPT_FLAG, OFF(version), NULL, "print the version", 0, 0, 0},
+    FB_OPT_END,
+};
+
+void coll_config_defaults(struct coll_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->minbytes = cfg->maxbytes = 32ULL << 20;
+    cfg->stepbytes = 1ULL << 20;
+    cfg->stepfactor = 1;
+    cfg->iters = 20;
+    cfg->warmup = 1;
+    cfg->agg = 1;
+    cfg->check = 1;
+    cfg->average = 1;
+    cfg->run_cycles = 1;
+    cfg->nthreads = cfg->ngpus = 1;
+    cfg->dtype_name = "float";
+    cfg->op_name = "sum";
+    cfg->results_dir = "results";
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static enum fb_status pick_collective(struct coll_config *cfg, const struct fb_opts_result *res,
+                                      struct fb_err *err)
+{
+    const char *prog = base_name(cfg->invoked_as);
+    int from_name = strcmp(prog, "fabric-coll") != 0 && fb_collective_find(prog) != NULL;
+    if (from_name) {
+        cfg->coll = fb_collective_find(prog);
+        if (res->npositional > 0)
+            return fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s'; %s takes only options",
+                           res->positional[0], prog);
+        return FB_OK;
+    }
+    if (res->npositional == 0)
+        return fb_fail(err, FB_ERR_USAGE, "no collective given; use: fabric-coll COLLECTIVE [options] with one of %s",
+                       fb_collective_choices());
+    if (res->npositional > 1)
+        return fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s' after the collective", res->positional[1]);
+    cfg->coll = fb_collective_find(res->positional[0]);
+    if (cfg->coll == NULL)
+        return fb_fail(err, FB_ERR_USAGE, "unknown collective '%s'; choose one of %s", res->positional[0],
+                       fb_collective_choices());
+    return FB_OK;
+}
+
+static enum fb_status pick_backend(struct coll_config *cfg, struct fb_err *err)
+{
+    if (cfg->backend_name == NULL) {
+        cfg->backend = fb_backend_default();
+        return FB_OK;
+    }
+    int compiled = 0;
+    cfg->backend = fb_backend_find(cfg->backend_name, &compiled);
+    if (cfg->backend != NULL)
+        return FB_OK;
+    if (strcmp(cfg->backend_name, "nccl") == 0)
+        return fb_fail(err, FB_ERR_UNAVAIL,
+                       "this build has no NCCL backend (CUDA/NCCL were not found at build time); "
+                       "rebuild with CUDA_HOME=/path/to/cuda make, or use --backend mpi");
+    return fb_fail(err, FB_ERR_USAGE, "unknown backend '%s'; use nccl or mpi", cfg->backend_name);
+}
+
+static enum fb_status check_values(struct coll_config *cfg, struct fb_err *err)
+{
+    char a[32], b[32];
+    if (cfg->minbytes == 0 || cfg->maxbytes == 0)
+        return fb_fail(err, FB_ERR_USAGE, "sizes must be at least 1 byte (-b %llu -e %llu); e.g. -b 1K -e 1G",
+                       (unsigned long long)cfg->minbytes, (unsigned long long)cfg->maxbytes);
+    if (cfg->minbytes > cfg->maxbytes) {
+        fb_format_size(cfg->minbytes, a, sizeof a);
+        fb_format_size(cfg->maxbytes, b, sizeof b);
+        return fb_fail(err, FB_ERR_USAGE, "-b %s is above -e %s; the smallest size must not exceed the largest (swap them?)", a, b);
+    }
+    if (cfg->stepbytes == 0)
+        return fb_fail(err, FB_ERR_USAGE, "-i 0 would never advance; give a positive step or use -f 2");
+    int t = fb_dtype_parse(cfg->dtype_name);
+    if (t < 0)
+        return fb_fail(err, FB_ERR_USAGE, "unknown datatype '%s'; choose one of %s", cfg->dtype_name, fb_dtype_choices());
+    cfg->dtype = (enum fb_dtype)t;
+    int op = fb_redop_parse(cfg->op_name);
+    if (op < 0)
+        return fb_fail(err, FB_ERR_USAGE, "unknown op '%s'; choose one of %s", cfg->op_name, fb_redop_choices());
+    cfg->op = (enum fb_redop)op;
+    return FB_OK;
+}
+
+enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv, struct fb_err *err)
+{
+    cfg->invoked_as = argc > 0 ? argv[0] : "fabric-coll";
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse(coll_options, argc, argv, cfg, &res, err);
+    if (st == FB_OK && !cfg->help && !cfg->version) {
+        cfg->stepfactor_given = res.given[fb_opts_find(coll_options, "stepfactor")];
+        st = pick_collective(cfg, &res, err);
+        if (st == FB_OK)
+            st = check_values(cfg, err);
+        if (st == FB_OK)
+            st = pick_backend(cfg, err);
+        if (st == FB_OK && cfg->graph > 0 && strcmp(cfg->backend->name, "nccl") != 0)
+            st = fb_fail(err, FB_ERR_USAGE, "-G (CUDA graphs) needs the nccl backend; drop -G for --backend mpi");
+    }
+    fb_opts_result_free(&res);
+    return st;
+}
+
+int coll_config_notes(const struct coll_config *cfg, FILE *out)
+{
+    int n = 0;
+    for (int i = 0; coll_options[i].long_name != NULL; i++) {
+        const struct fb_opt *o = &coll_options[i];
+        if (!o->no_effect)
+            continue;
+        long v;
+        memcpy(&v, (const char *)cfg + o->offset, sizeof v);
+        if (v == 0)
+            continue;
+        if (out)
+            fprintf(out, "# Note: -%c %ld is accepted for nccl-tests compatibility and has no effect here\n",
+                    o->short_name, v);
+        n++;
+    }
+    return n;
+}
+
+void coll_config_usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "usage: %s COLLECTIVE [options]   (or as all_reduce_perf, all_gather_perf, ... [options])\n"
+            "Measures a collective over a size sweep on every rank of an MPI job, prints the\n"
+            "nccl-tests table and writes a results JSON file.\n"
+            "collectives: %s\n\noptions:\n",
+            base_name(prog), fb_collective_choices());
+    fb_opts_help(out, coll_options);
+    fprintf(out, "\nexit codes: 0 ok, 2 usage, 3 wrong results, 4 memory, 5 backend unavailable,\n"
+                 "6 launch mismatch, 7 results not writable, 8 timeout, 9 runtime (docs/exit-codes.md)\n");
+}

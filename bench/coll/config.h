@@ -1,0 +1,52 @@
+/* fabric-coll's options: nccl-tests' flags and defaults (v2.19), plus the
+ * suite's own long options, described once in a table. */
+#ifndef FB_COLL_CONFIG_H
+#define FB_COLL_CONFIG_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "coll/backend.h"
+#include "coll/collective.h"
+#include "coll/dtype.h"
+#include "core/options.h"
+#include "core/status.h"
+
+struct coll_config {
+    /* nccl-tests flags */
+    uint64_t minbytes, maxbytes, stepbytes;
+    long stepfactor, iters, warmup, agg, check, root, blocking, average, run_cycles;
+    long timeout, graph, nthreads, ngpus, parallel_init, stream_null, cputime, timestamps;
+    long per_iter, memory_report, unalign, local_register;
+    const char *dtype_name, *op_name;
+    const char *json_path;
+    /* fabric-bench options */
+    const char *backend_name, *cluster, *results_dir;
+    int nccl_log, cap_memory, help, version;
+
+    /* Derived by coll_config_finish. */
+    const struct fb_collective *coll;
+    enum fb_dtype dtype;
+    enum fb_redop op;
+    const struct fb_backend_ops *backend;
+    const char *invoked_as;
+    int stepfactor_given;
+};
+
+extern const struct fb_opt coll_options[];
+
+void coll_config_defaults(struct coll_config *cfg);
+
+/* Parses argv and checks every value; the collective comes from the program
+ * name (all_reduce_perf) or the first positional argument. Local, no MPI. */
+enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
+                                 struct fb_err *err);
+
+/* Notes for flags accepted for compatibility without effect; one "#" line
+ * each into `out` (may be NULL to just count). Returns how many. */
+int coll_config_notes(const struct coll_config *cfg, FILE *out);
+
+void coll_config_usage(FILE *out, const char *prog);
+
+#endif

@@ -1,0 +1,124 @@
+#include "coll/measure.h"
+
+#include "core/clock.h"
+
+struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, enum fb_redop op,
+                            int root, uint64_t size, int in_place, int rank, int nranks,
+                            enum fb_inplace_style style)
+{
+    struct fb_call c = {0};
+    c.coll = coll;
+    c.dtype = t;
+    c.op = coll->reduces ? op : FB_SUM;
+    c.root = coll->rooted ? root : 0;
+    c.in_place = in_place;
+    c.counts = coll->counts((size_t)size, fb_dtype_info(t)->size, nranks);
+    if (in_place)
+        coll->inplace_offsets(&c.counts, rank, style, &c.send_off, &c.recv_off);
+    return c;
+}
+
+const char *fb_time_reduction_name(enum fb_time_reduction r)
+{
+    static const char *const names[] = {"rank0", "mean", "min", "max"};
+    return names[r];
+}
+
+static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
+                              const struct fb_timing *tm, const struct fb_call *call, long iters,
+                              struct fb_err *err)
+{
+    for (long it = 0; it < iters; it++) {
+        for (long a = 0; a < tm->agg; a++) {
+            enum fb_status st = be->ops->run(be, call, err);
+            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
+                st = be->ops->wait(be, err);
+            if (st != FB_OK)
+                return st;
+            if (tm->blocking == 1)
+                MPI_Barrier(w->comm);
+        }
+        if (tm->blocking == 3) {
+            enum fb_status st = be->ops->wait(be, err);
+            if (st != FB_OK)
+                return st;
+            MPI_Barrier(w->comm);
+        }
+    }
+    return be->ops->wait(be, err);
+}
+
+static void reduce_time(const struct fb_world *w, double local_s, enum fb_time_reduction how,
+                        struct fb_result *res)
+{
+    double sum = 0, mn = 0, mx = 0, r0 = local_s;
+    MPI_Allreduce(&local_s, &sum, 1, MPI_DOUBLE, MPI_SUM, w->comm);
+    MPI_Allreduce(&local_s, &mn, 1, MPI_DOUBLE, MPI_MIN, w->comm);
+    MPI_Allreduce(&local_s, &mx, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    MPI_Bcast(&r0, 1, MPI_DOUBLE, 0, w->comm);
+    res->time_us_mean = sum / w->size * 1e6;
+    res->time_us_min = mn * 1e6;
+    res->time_us_max = mx * 1e6;
+    switch (how) {
+    case FB_TIME_RANK0: res->time_us = r0 * 1e6; break;
+    case FB_TIME_MEAN: res->time_us = res->time_us_mean; break;
+    case FB_TIME_MIN: res->time_us = res->time_us_min; break;
+    case FB_TIME_MAX: res->time_us = res->time_us_max; break;
+    }
+}
+
+static enum fb_status check_iterations(struct fb_backend *be, const struct fb_world *w,
+                                       const struct fb_timing *tm, struct fb_checker *ck,
+                                       const struct fb_call *call, struct fb_mismatch *mm,
+                                       int64_t *wrong_all, struct fb_err *err)
+{
+    uint64_t local = 0;
+    for (long k = 0; k < tm->check; k++) {
+        struct fb_mismatch this_round;
+        enum fb_status st = fb_prepare_call(ck, be, call, w->rank, w->size, err);
+        if (st == FB_OK) {
+            MPI_Barrier(w->comm);
+            st = be->ops->run(be, call, err);
+        }
+        if (st == FB_OK)
+            st = be->ops->wait(be, err);
+        if (st == FB_OK)
+            st = fb_check_call(ck, be, call, w->rank, w->size, &this_round, err);
+        if (st != FB_OK)
+            return st;
+        if (this_round.wrong > 0 && local == 0)
+            *mm = this_round;
+        local += this_round.wrong;
+    }
+    mm->wrong = local;
+    uint64_t all = 0;
+    MPI_Allreduce(&local, &all, 1, MPI_UINT64_T, MPI_SUM, w->comm);
+    *wrong_all = (int64_t)all;
+    return FB_OK;
+}
+
+enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
+                          const struct fb_timing *tm, struct fb_checker *ck,
+                          const struct fb_call *call, struct fb_result *res,
+                          struct fb_mismatch *mm, struct fb_err *err)
+{
+    *res = (struct fb_result){0};
+    *mm = (struct fb_mismatch){0};
+    enum fb_status st = run_ops(be, w, tm, call, tm->warmup, err);
+    if (st != FB_OK)
+        return st;
+    MPI_Barrier(w->comm);
+    double t0 = fb_now();
+    st = run_ops(be, w, tm, call, tm->iters, err);
+    if (st != FB_OK)
+        return st;
+    double per_op = (fb_now() - t0) / (double)(tm->iters * tm->agg);
+    reduce_time(w, per_op, tm->reduction, res);
+    double seconds = res->time_us * 1e-6;
+    res->algbw_GBps = fb_algbw_GBps(call->counts.bytes, seconds);
+    res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, w->size);
+    res->wrong = -1;
+    if (tm->check > 0)
+        st = check_iterations(be, w, tm, ck, call, mm, &res->wrong, err);
+    return st;
+}

@@ -1,0 +1,163 @@
+#include "coll/record.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/host.h"
+#include "core/jsonio.h"
+#include "core/version.h"
+
+#define MIB (1ULL << 20)
+
+enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char *tool,
+                             const char *invoked_as, const char *cluster, struct fb_err *err)
+{
+    memset(rec, 0, sizeof *rec);
+    if (snprintf(rec->path, sizeof rec->path, "%s", path) >= (int)sizeof rec->path)
+        return fb_fail(err, FB_ERR_IO, "results path too long: %s", path);
+    json_object *d = json_object_new_object();
+    json_object *t = json_object_new_object();
+    char now[32];
+    fb_utc_iso(now, sizeof now);
+    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
+    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
+    json_object_object_add(d, "kind", json_object_new_string("collective"));
+    json_object_object_add(d, "complete", json_object_new_boolean(0));
+    json_object_object_add(d, "fault", NULL);
+    json_object_object_add(t, "name", json_object_new_string(tool));
+    json_object_object_add(t, "version", json_object_new_string(FB_VERSION));
+    json_object_object_add(t, "invoked_as", json_object_new_string(invoked_as));
+    json_object_object_add(d, "tool", t);
+    json_object_object_add(d, "cluster", json_object_new_string(cluster));
+    json_object_object_add(d, "start_time", json_object_new_string(now));
+    json_object_object_add(d, "end_time", NULL);
+    json_object_object_add(d, "env", fb_env_capture());
+    json_object_object_add(d, "warnings", json_object_new_array());
+    rec->rows = json_object_new_array();
+    json_object_object_add(d, "rows", rec->rows);
+    rec->doc = d;
+    return FB_OK;
+}
+
+static json_object *placement_json(const struct fb_result *r)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "time_us", fb_json_number(r->time_us));
+    json_object_object_add(o, "time_us_mean", fb_json_number(r->time_us_mean));
+    json_object_object_add(o, "time_us_min", fb_json_number(r->time_us_min));
+    json_object_object_add(o, "time_us_max", fb_json_number(r->time_us_max));
+    json_object_object_add(o, "algbw_GBps", fb_json_number(r->algbw_GBps));
+    json_object_object_add(o, "busbw_GBps", fb_json_number(r->busbw_GBps));
+    json_object_object_add(o, "wrong", r->wrong >= 0 ? json_object_new_int64(r->wrong) : NULL);
+    return o;
+}
+
+void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
+                       const struct fb_result *oop, const struct fb_result *ip)
+{
+    json_object *row = json_object_new_object();
+    json_object_object_add(row, "bytes", json_object_new_uint64(call->counts.bytes));
+    json_object_object_add(row, "count", json_object_new_uint64(call->counts.param));
+    json_object_object_add(row, "run", json_object_new_int(run));
+    json_object_object_add(row, "iterations", json_object_new_int64(iterations));
+    json_object_object_add(row, "out_of_place", placement_json(oop));
+    json_object_object_add(row, "in_place", placement_json(ip));
+    json_object_array_add(rec->rows, row);
+}
+
+void fb_record_warn(struct fb_record *rec, const char *text)
+{
+    json_object *w = NULL;
+    if (json_object_object_get_ex(rec->doc, "warnings", &w))
+        json_object_array_add(w, json_object_new_string(text));
+}
+
+void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *message, int rank,
+                     const char *host)
+{
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "status", json_object_new_string(fb_status_name(code)));
+    json_object_object_add(f, "exit_code", json_object_new_int((int)code));
+    json_object_object_add(f, "message", json_object_new_string(message));
+    json_object_object_add(f, "rank", rank >= 0 ? json_object_new_int(rank) : NULL);
+    json_object_object_add(f, "host", host ? json_object_new_string(host) : NULL);
+    json_object_object_add(rec->doc, "fault", f);
+}
+
+struct summary_acc {
+    double peak, at_largest, sum_all, sum_1m;
+    uint64_t peak_bytes, largest, wrong;
+    int n_all, n_1m, rows;
+};
+
+static void accumulate(struct summary_acc *a, uint64_t bytes, json_object *placement)
+{
+    double bw = 0;
+    int64_t wrong = 0;
+    if (fb_json_get_int64(placement, "wrong", &wrong) && wrong > 0)
+        a->wrong += (uint64_t)wrong;
+    if (!fb_json_get_double(placement, "busbw_GBps", &bw))
+        return;
+    if (bw > a->peak || a->n_all == 0) {
+        a->peak = bw;
+        a->peak_bytes = bytes;
+    }
+    if (bytes > a->largest) {
+        a->largest = bytes;
+        a->at_largest = bw;
+    } else if (bytes == a->largest && bw > a->at_largest) {
+        a->at_largest = bw;
+    }
+    a->sum_all += bw;
+    a->n_all++;
+    if (bytes >= MIB) {
+        a->sum_1m += bw;
+        a->n_1m++;
+    }
+}
+
+json_object *fb_summary_of_rows(json_object *rows, int sizes_planned)
+{
+    struct summary_acc a = {0};
+    size_t n = json_object_array_length(rows);
+    for (size_t i = 0; i < n; i++) {
+        json_object *row = json_object_array_get_idx(rows, i), *p = NULL;
+        int64_t bytes = 0;
+        fb_json_get_int64(row, "bytes", &bytes);
+        if (json_object_object_get_ex(row, "out_of_place", &p))
+            accumulate(&a, (uint64_t)bytes, p);
+        if (json_object_object_get_ex(row, "in_place", &p))
+            accumulate(&a, (uint64_t)bytes, p);
+    }
+    json_object *s = json_object_new_object();
+    json_object_object_add(s, "sizes_planned", json_object_new_int(sizes_planned));
+    json_object_object_add(s, "sizes_done", json_object_new_int((int)n));
+    json_object_object_add(s, "wrong_total", json_object_new_uint64(a.wrong));
+    json_object_object_add(s, "peak_busbw_GBps", a.n_all ? fb_json_number(a.peak) : NULL);
+    json_object_object_add(s, "peak_busbw_bytes", a.n_all ? json_object_new_uint64(a.peak_bytes) : NULL);
+    json_object_object_add(s, "largest_bytes", a.n_all ? json_object_new_uint64(a.largest) : NULL);
+    json_object_object_add(s, "busbw_at_largest_GBps", a.n_all ? fb_json_number(a.at_largest) : NULL);
+    json_object_object_add(s, "avg_busbw_GBps", a.n_all ? fb_json_number(a.sum_all / a.n_all) : NULL);
+    json_object_object_add(s, "avg_busbw_ge_1MiB_GBps", a.n_1m ? fb_json_number(a.sum_1m / a.n_1m) : NULL);
+    return s;
+}
+
+enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err)
+{
+    json_object_object_add(rec->doc, "summary", fb_summary_of_rows(rec->rows, rec->sizes_planned));
+    json_object_object_add(rec->doc, "complete", json_object_new_boolean(complete));
+    if (complete) {
+        char now[32];
+        fb_utc_iso(now, sizeof now);
+        json_object_object_add(rec->doc, "end_time", json_object_new_string(now));
+    }
+    return fb_json_write_atomic(rec->path, rec->doc, err);
+}
+
+void fb_record_free(struct fb_record *rec)
+{
+    if (rec->doc)
+        json_object_put(rec->doc);
+    rec->doc = rec->rows = NULL;
+}

@@ -1,0 +1,42 @@
+/* The results document of one fabric-coll run (docs/results-schema.md,
+ * kind "collective"). Rank 0 owns it and rewrites the file atomically after
+ * every size, so a run that dies keeps every finished size. */
+#ifndef FB_COLL_RECORD_H
+#define FB_COLL_RECORD_H
+
+#include <json-c/json.h>
+#include <limits.h>
+
+#include "coll/measure.h"
+#include "core/status.h"
+
+struct fb_record {
+    json_object *doc;
+    json_object *rows;
+    char path[PATH_MAX];
+    int sizes_planned;
+};
+
+/* A new document with the envelope filled in; the caller adds the run's
+ * description (collective, devices, ...) with json_object_object_add. */
+enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char *tool,
+                             const char *invoked_as, const char *cluster, struct fb_err *err);
+
+void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
+                       const struct fb_result *oop, const struct fb_result *ip);
+
+void fb_record_warn(struct fb_record *rec, const char *text);
+
+/* Records why the run ended early; the document stays incomplete. */
+void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *message, int rank,
+                     const char *host);
+
+/* Recomputes the summary and writes the file atomically. */
+enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err);
+
+void fb_record_free(struct fb_record *rec);
+
+/* Summary over a rows array (also used by readers of old files). */
+json_object *fb_summary_of_rows(json_object *rows, int sizes_planned);
+
+#endif

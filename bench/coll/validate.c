@@ -1,0 +1,149 @@
+#include "coll/validate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum fb_status fb_checker_init(struct fb_checker *ck, size_t stage_bytes, struct fb_err *err)
+{
+    memset(ck, 0, sizeof *ck);
+    ck->stage = malloc(stage_bytes);
+    ck->expect = malloc(FB_EXPECT_PERIOD * sizeof *ck->expect);
+    if (ck->stage == NULL || ck->expect == NULL)
+        return fb_fail(err, FB_ERR_MEMORY, "cannot allocate %zu bytes for validation", stage_bytes);
+    ck->stage_bytes = stage_bytes;
+    return FB_OK;
+}
+
+void fb_checker_free(struct fb_checker *ck)
+{
+    free(ck->stage);
+    free(ck->expect);
+    memset(ck, 0, sizeof *ck);
+}
+
+static void tabulate(struct fb_checker *ck, enum fb_dtype t, enum fb_redop op, int nranks)
+{
+    if (ck->expect_ranks == nranks && ck->expect_dtype == t && ck->expect_op == op)
+        return;
+    for (size_t i = 0; i < FB_EXPECT_PERIOD; i++)
+        ck->expect[i] = fb_expected_reduce(t, op, nranks, i);
+    ck->expect_dtype = t;
+    ck->expect_op = op;
+    ck->expect_ranks = nranks;
+}
+
+/* The region a call reads as input: which buffer, element offset, count. */
+static void input_region(const struct fb_call *c, enum fb_buf *buf, size_t *off, size_t *n)
+{
+    *buf = c->in_place ? FB_BUF_RECV : FB_BUF_SEND;
+    *off = c->send_off;
+    *n = c->counts.send;
+}
+
+typedef double (*value_fn)(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
+                           size_t i);
+
+static double input_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks, size_t i)
+{
+    (void)ck;
+    return c->coll->input(c->dtype, c->op, nranks, rank, i);
+}
+
+/* A value no correct result holds: negative for signed types, all-ones for
+ * unsigned, NaN-free so float comparisons stay exact. */
+static double poison_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks, size_t i)
+{
+    (void)ck, (void)rank, (void)nranks, (void)i;
+    switch (c->dtype) {
+    case FB_UINT8: return 255;
+    case FB_UINT32: return 4294967295.0;
+    case FB_UINT64: return 18446744073709549568.0;
+    default: return -99;
+    }
+}
+
+static enum fb_status fill(struct fb_checker *ck, struct fb_backend *be, const struct fb_call *c,
+                           enum fb_buf buf, size_t off, size_t n, value_fn value, int rank,
+                           int nranks, struct fb_err *err)
+{
+    size_t esz = fb_dtype_info(c->dtype)->size;
+    size_t per = ck->stage_bytes / esz;
+    for (size_t done = 0; done < n; done += per) {
+        size_t k = n - done < per ? n - done : per;
+        for (size_t j = 0; j < k; j++)
+            fb_store(c->dtype, ck->stage, j, value(c, ck, rank, nranks, done + j));
+        enum fb_status st = be->ops->write(be, buf, (off + done) * esz, ck->stage, k * esz, err);
+        if (st != FB_OK)
+            return st;
+    }
+    return FB_OK;
+}
+
+enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be,
+                               const struct fb_call *c, int rank, int nranks, struct fb_err *err)
+{
+    enum fb_buf buf;
+    size_t off, n;
+    /* Poison first, input second: for in-place calls the input overwrites
+     * part of the poisoned region, and stale results of an earlier call can
+     * never pass for this one's. */
+    enum fb_status st = fill(ck, be, c, FB_BUF_RECV, c->recv_off, c->counts.recv, poison_at, rank,
+                             nranks, err);
+    if (st != FB_OK)
+        return st;
+    if (c->coll->id == FB_BROADCAST && rank != c->root)
+        return FB_OK; /* only the root's input travels; the rest stays poisoned */
+    input_region(c, &buf, &off, &n);
+    return fill(ck, be, c, buf, off, n, input_at, rank, nranks, err);
+}
+
+static double expected_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
+                          size_t i, int *defined)
+{
+    /* Reductions read one tabulated period instead of folding every rank. */
+    if (c->coll->id == FB_ALL_REDUCE || c->coll->id == FB_REDUCE) {
+        *defined = c->coll->id == FB_ALL_REDUCE || rank == c->root;
+        return ck->expect[i % FB_EXPECT_PERIOD];
+    }
+    if (c->coll->id == FB_REDUCE_SCATTER) {
+        *defined = 1;
+        return ck->expect[((size_t)rank * c->counts.recv + i) % FB_EXPECT_PERIOD];
+    }
+    double want = 0;
+    *defined = c->coll->expected(&c->counts, c->dtype, c->op, nranks, rank, c->root, i, &want);
+    return want;
+}
+
+enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, const struct fb_call *c,
+                             int rank, int nranks, struct fb_mismatch *out, struct fb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (c->coll->reduces)
+        tabulate(ck, c->dtype, c->op, nranks);
+    size_t esz = fb_dtype_info(c->dtype)->size;
+    size_t per = ck->stage_bytes / esz;
+    size_t n = c->counts.recv;
+    if (c->coll->id == FB_REDUCE && rank != c->root)
+        return FB_OK;
+    for (size_t done = 0; done < n; done += per) {
+        size_t k = n - done < per ? n - done : per;
+        enum fb_status st = be->ops->read(be, FB_BUF_RECV, (c->recv_off + done) * esz, ck->stage,
+                                          k * esz, err);
+        if (st != FB_OK)
+            return st;
+        for (size_t j = 0; j < k; j++) {
+            int defined = 0;
+            double want = expected_at(c, ck, rank, nranks, done + j, &defined);
+            double got = fb_load(c->dtype, ck->stage, j);
+            if (!defined || fb_value_matches(c->dtype, c->op, got, want))
+                continue;
+            if (out->wrong++ == 0) {
+                out->first_index = done + j;
+                out->got = got;
+                out->want = want;
+            }
+        }
+    }
+    return FB_OK;
+}
