@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Kubernetes manifests: every kustomization renders, passes yamllint, and its
+# objects validate against the Kubernetes and CRD schemas with the fabric
+# wiring asserted (check-rendered.mjs); inputs change what they should, a
+# missing input fails the render, and the checks catch broken wiring.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+M=$FB_ROOT/manifests
+FABRICS=(gke-tcpxo sriov-rdma aws-efa azure-ib oci-roce tcp-baseline)
+CLUSTER=(gke-tcpxo sriov-rdma oci-roce)
+
+if ! command -v kubectl >/dev/null; then
+  not_ok "kubectl present" "kubectl (with kustomize) is needed to render the manifests; install kubectl"
+  exit 1
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  not_ok "node present" "node and npm are needed for schema validation; apt-get install nodejs npm"
+  exit 1
+fi
+
+# Validators from the npm registry, pinned by tests/package-lock.json.
+node_modules_ready() {
+  [ -f "$FB_ROOT/tests/node_modules/.package-lock.json" ] &&
+    [ "$FB_ROOT/tests/node_modules/.package-lock.json" -nt "$FB_ROOT/tests/package-lock.json" ]
+}
+if ! node_modules_ready; then
+  if ! (cd "$FB_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T_DIR/npm.log" 2>&1; then
+    not_ok "npm ci in tests/" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
+    exit 1
+  fi
+fi
+ok "validators installed (tests/node_modules)"
+
+render() { # render DIR OUT: kubectl kustomize, reporting failures
+  if kubectl kustomize "$1" >"$2" 2>"$T_ERR"; then
+    ok "renders ${1#"$FB_ROOT"/}"
+  else
+    not_ok "renders ${1#"$FB_ROOT"/}" "$(head -c 400 "$T_ERR")"
+  fi
+}
+
+R=$T_DIR/render
+mkdir -p "$R"
+render "$M/base" "$T_DIR/base.yaml"
+for f in "${FABRICS[@]}"; do
+  render "$M/overlays/$f" "$R/workers.$f.yaml"
+  render "$M/mpijob/overlays/$f" "$R/mpijob.$f.yaml"
+done
+for f in "${CLUSTER[@]}"; do render "$M/cluster/$f" "$R/cluster.$f.yaml"; done
+
+if yamllint -s -c "$M/.yamllint" "$M" >"$T_OUT" 2>&1; then
+  ok "yamllint manifests/"
+else
+  not_ok "yamllint manifests/" "$(head -c 600 "$T_OUT" | tr '\n' ' ')"
+fi
+# The rendered output is what reaches the API server: lint it too (kubectl's
+# own style, so only syntax and duplicates matter).
+lint_rendered='{extends: default, rules: {document-start: disable, line-length: disable, indentation: disable, comments: disable}}'
+if yamllint -s -d "$lint_rendered" "$R" >"$T_OUT" 2>&1; then
+  ok "yamllint rendered output"
+else
+  not_ok "yamllint rendered output" "$(head -c 600 "$T_OUT" | tr '\n' ' ')"
+fi
+
+# Schemas and wiring: one line per check from the node program.
+node "$FB_ROOT/tests/manifests/check-rendered.mjs" "$R" "$M"
+
+# ---- inputs ----------------------------------------------------------------
+# Edits go to a copy of the tree; kustomize follows relative paths inside it.
+W=$T_DIR/work
+fresh_copy() { rm -rf "$W" && cp -r "$M" "$W"; }
+
+# The GPU NIC names are an input: a new name lands on its interface.
+fresh_copy
+sed -i 's/^  eth3: .*/  eth3: prod-a3-gpu-nic-2/' "$W/overlays/gke-tcpxo/gpu-nics.yaml"
+if kubectl kustomize "$W/overlays/gke-tcpxo" >"$T_OUT" 2>"$T_ERR" &&
+  grep -q '{"interfaceName":"eth3","network":"prod-a3-gpu-nic-2"}' "$T_OUT"; then
+  ok "gpu-nics input eth3 lands on eth3"
+else
+  not_ok "gpu-nics input eth3 lands on eth3" "$(grep -A10 'interfaces:' "$T_OUT" | tr '\n' ' ') $(head -c 300 "$T_ERR")"
+fi
+
+# Without the input the render fails, naming it (no placeholder reaches a pod).
+fresh_copy
+sed -i '/gpu-nics.yaml/d' "$W/overlays/gke-tcpxo/kustomization.yaml"
+if kubectl kustomize "$W/overlays/gke-tcpxo" >"$T_OUT" 2>"$T_ERR"; then
+  not_ok "render fails without the gpu-nics input" "rendered: $(grep -m1 '@eth' "$T_OUT")"
+else
+  expect_grep "render fails without the gpu-nics input" 'fabric-bench-gpu-nics' "$T_ERR"
+fi
+
+# The plugin/daemon pair lives in one file; the daemon tag and both recorded
+# versions follow it.
+fresh_copy
+sed -i -e 's/^TCPXO_DAEMON_VERSION=.*/TCPXO_DAEMON_VERSION=v9.9.9/' \
+  -e 's/^TCPXO_PLUGIN_VERSION=.*/TCPXO_PLUGIN_VERSION=v8.8.8/' "$W/components/gke-tcpxo/tcpxo-versions.env"
+if kubectl kustomize "$W/overlays/gke-tcpxo" >"$T_OUT" 2>"$T_ERR" &&
+  grep -q 'tcpgpudmarxd-dev:v9.9.9$' "$T_OUT" &&
+  grep -A1 FABRIC_TCPXO_PLUGIN_VERSION "$T_OUT" | grep -q v8.8.8 &&
+  grep -A1 FABRIC_TCPXO_DAEMON_VERSION "$T_OUT" | grep -q v9.9.9; then
+  ok "tcpxo-versions.env sets the daemon tag and both recorded versions"
+else
+  not_ok "tcpxo-versions.env sets the daemon tag and both recorded versions" "$(grep -E 'tcpgpudmarxd|TCPXO' -A1 "$T_OUT" | tr '\n' ' ') $(head -c 300 "$T_ERR")"
+fi
+
+# ---- the checks catch broken wiring -------------------------------------------
+# Each mutation breaks one property of a good render; the named check must
+# then fail (and the untouched render passed above).
+B=$T_DIR/broken
+mutate() { # mutate NAME CHECK_REGEX SED_EXPR [FILE]: break a copy, expect a failure
+  local name=$1 want=$2 expr=$3 file=${4:-workers.gke-tcpxo.yaml}
+  rm -rf "$B" && cp -r "$R" "$B"
+  sed -i -e "$expr" "$B/$file"
+  if cmp -s "$R/$file" "$B/$file"; then
+    not_ok "checks catch: $name" "the mutation changed nothing"
+    return
+  fi
+  node "$FB_ROOT/tests/manifests/check-rendered.mjs" "$B" "$M" >"$T_OUT" 2>&1
+  if grep -Eq "^not ok - .*$want" "$T_OUT"; then
+    ok "checks catch: $name"
+  else
+    not_ok "checks catch: $name" "no failing check matching '$want': $(grep '^not ok' "$T_OUT" | head -c 300)"
+  fi
+}
+mutate "privileged sidecar" "no privileged container" \
+  '/initContainers:/,$ s/privileged: false/privileged: true/'
+mutate "sidecar gains SYS_ADMIN" "no privileged container" 's/- NET_BIND_SERVICE/- SYS_ADMIN/'
+mutate "sidecar not native (no restartPolicy Always)" "native sidecar" '/restartPolicy: Always/d'
+mutate "misspelt field" "only known fields" 's/restartPolicy: Always/restartPolicyy: Always/'
+mutate "eight interfaces only" "interfaces annotation" '/{"interfaceName":"eth8"/d; s/"gpu-nic-6"},$/"gpu-nic-6"}]/'
+mutate "placeholder left in annotation" "interfaces annotation" 's/"network":"gpu-nic-4"/"network":"@eth5"/'
+mutate "missing /sys mount" "host mount" 's|mountPath: /hostsysfs|mountPath: /sysfs|'
+mutate "request differs from limit" "requests equal" '0,/cpu: "16"/s//cpu: "15"/'
+mutate "service account token mounted" "service account token" 's/automountServiceAccountToken: false/automountServiceAccountToken: true/'
+mutate "wrong daemon tag" "pair comes from" 's/tcpgpudmarxd-dev:v1.0.21/tcpgpudmarxd-dev:v1.0.20/'
+mutate "schema type error" "validates against its schema" 's/replicas: 2/replicas: two/'
+mutate "NRI device missing" "NRI device annotation" '/- path: \/dev\/dmabuf_import_helper/d'
+mutate "VF count below the attachments" "Multus attachments" 's/nvidia.com\/rdma_vf: "8"/nvidia.com\/rdma_vf: "4"/' workers.sriov-rdma.yaml
+mutate "MTU disagrees with FABRIC_MTU" "Multus attachments" 's/"mtu": 9000/"mtu": 1500/' workers.sriov-rdma.yaml
+mutate "EFA count wrong" "fabric's devices" 's/vpc.amazonaws.com\/efa: "32"/vpc.amazonaws.com\/efa: "4"/' workers.aws-efa.yaml
+mutate "IPC_LOCK on the TCP baseline" "capabilities as intended" 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: false\n          capabilities: {add: [IPC_LOCK]}/' workers.tcp-baseline.yaml
