@@ -374,6 +374,10 @@ static void print_summary(struct run *r)
 static int sweep(struct run *r)
 {
     if (r->world.rank == 0) {
+        printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
+               FB_VERSION, r->cfg.coll->name, r->world.size, r->world.size == 1 ? "" : "s",
+               r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
+               strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
         fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
         coll_config_notes(&r->cfg, stdout);
         if (r->plan.linear_warning)

@@ -54,7 +54,9 @@ void fb_plan_buffers(const struct fb_collective *c, size_t eltsize, int nranks, 
 {
     struct fb_counts k = c->counts((size_t)size, eltsize, nranks);
     *send_bytes = k.send * eltsize;
-    *recv_bytes = k.recv * eltsize;
+    /* In-place calls use the receive buffer for both roles: it must hold
+     * the input too (reduce_scatter's input is n times its output). */
+    *recv_bytes = (k.recv > k.send ? k.recv : k.send) * eltsize;
 }
 
 int fb_plan_largest_fit(const struct fb_plan *plan, const struct fb_collective *c, size_t eltsize,

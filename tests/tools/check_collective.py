@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Checks a fabric-coll results file: valid against the schema, and every
+row's numbers consistent with each other (busBW = algBW x factor, time x
+algBW = size). Usage: check_collective.py FILE [--ranks N] [--rows N]
+[--complete|--incomplete] [--nodes N]. Prints one line per failed check and
+exits 1 if any failed."""
+import argparse
+import json
+import sys
+
+import jsonschema
+
+FACTORS = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+
+def close(a, b, rel=1e-6):
+    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-12
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--schema", default="docs/schema/collective.schema.json")
+    ap.add_argument("--ranks", type=int)
+    ap.add_argument("--nodes", type=int)
+    ap.add_argument("--rows", type=int)
+    ap.add_argument("--complete", action="store_true")
+    ap.add_argument("--incomplete", action="store_true")
+    ap.add_argument("--wrong", type=int, default=0)
+    a = ap.parse_args()
+    doc = json.load(open(a.file))
+    jsonschema.validate(doc, json.load(open(a.schema)))
+    errors = []
+    n = doc["topology"]["ranks"]
+    if a.ranks is not None and n != a.ranks:
+        errors.append(f"ranks {n} != {a.ranks}")
+    if a.nodes is not None and doc["topology"]["nodes"] != a.nodes:
+        errors.append(f"nodes {doc['topology']['nodes']} != {a.nodes}")
+    if a.rows is not None and len(doc["rows"]) != a.rows:
+        errors.append(f"rows {len(doc['rows'])} != {a.rows}")
+    if a.complete and not doc["complete"]:
+        errors.append("not complete")
+    if a.incomplete and doc["complete"]:
+        errors.append("complete, expected incomplete")
+    if len(doc["devices"]) != n:
+        errors.append(f"{len(doc['devices'])} device records for {n} ranks")
+    factor = FACTORS[doc["collective"]](n)
+    wrong = 0
+    for row in doc["rows"]:
+        for name in ("out_of_place", "in_place"):
+            p = row[name]
+            t = p["time_us"] * 1e-6
+            if not close(p["algbw_GBps"] * 1e9 * t, row["bytes"], 1e-6):
+                errors.append(f"{row['bytes']} {name}: time x algBW != size")
+            if not close(p["busbw_GBps"], p["algbw_GBps"] * factor):
+                errors.append(f"{row['bytes']} {name}: busBW != algBW x {factor}")
+            if not p["time_us_min"] <= p["time_us_mean"] * (1 + 1e-9) <= p["time_us_max"] * (1 + 1e-9):
+                errors.append(f"{row['bytes']} {name}: min <= mean <= max broken")
+            wrong += p["wrong"] or 0
+    if wrong != a.wrong:
+        errors.append(f"{wrong} wrong elements, expected {a.wrong}")
+    if doc["summary"]["sizes_done"] != len(doc["rows"]):
+        errors.append("summary.sizes_done disagrees with rows")
+    for e in errors:
+        print(f"{a.file}: {e}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
