@@ -1,0 +1,70 @@
+/* One diagnosis: a check's verdict, one line of evidence, the fix, and the
+ * names of what is at fault (nodes, interfaces, pods) for scripts.
+ *
+ * A check never prints; it fills a struct fb_check, and a list of them maps
+ * to the exit code: 0 when nothing warned or failed, 30 on warnings, 31 on
+ * any failure (docs/exit-codes.md). SKIP is "does not apply here" and never
+ * changes the exit code. */
+#ifndef FB_DOCTOR_CHECK_H
+#define FB_DOCTOR_CHECK_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+#include "doctor/strbuf.h"
+
+enum fb_verdict {
+    FB_CHECK_SKIP = 0, /* lowest: a skipped check adds nothing */
+    FB_CHECK_OK,
+    FB_CHECK_WARN,
+    FB_CHECK_FAIL,
+};
+
+#define FB_CHECK_NAME_MAX 32
+#define FB_CHECK_TEXT_MAX 1024
+#define FB_CHECK_CULPRITS_MAX 64
+#define FB_CHECK_CULPRIT_LEN 160
+
+struct fb_check {
+    char name[FB_CHECK_NAME_MAX];
+    enum fb_verdict verdict;
+    char evidence[FB_CHECK_TEXT_MAX];
+    char fix[FB_CHECK_TEXT_MAX]; /* empty when there is nothing to do */
+    size_t nculprits;
+    char culprits[FB_CHECK_CULPRITS_MAX][FB_CHECK_CULPRIT_LEN];
+};
+
+void fb_check_init(struct fb_check *c, const char *name);
+
+/* Sets the verdict and evidence; a later call with a worse verdict replaces
+ * them, a milder one is ignored, so a check can test its conditions in any
+ * order and report the worst. */
+void fb_check_set(struct fb_check *c, enum fb_verdict v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void fb_check_fix(struct fb_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends to the evidence ("; " separated) without changing the verdict. */
+void fb_check_note(struct fb_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Records a culprit once (duplicates ignored, silently capped). */
+void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+bool fb_check_has_culprit(const struct fb_check *c, const char *name);
+
+const char *fb_verdict_name(enum fb_verdict v);  /* "ok", "warn", "fail", "skip" */
+const char *fb_verdict_label(enum fb_verdict v); /* "OK", "WARN", "FAIL", "SKIP" */
+
+struct fb_check_counts {
+    size_t ok, warn, fail, skip;
+};
+
+struct fb_check_counts fb_check_count(const struct fb_check *checks, size_t n);
+
+/* FB_OK, FB_DOCTOR_WARN or FB_DOCTOR_FAIL. */
+enum fb_status fb_check_exit_status(const struct fb_check *checks, size_t n);
+
+#endif

@@ -1,0 +1,65 @@
+#include "doctor/envelope.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/host.h"
+#include "core/jsonio.h"
+#include "core/version.h"
+
+json_object *fb_envelope_new(const struct fb_envelope_info *info)
+{
+    char now[32], host[FB_HOST_MAX];
+    fb_utc_iso(now, sizeof now);
+    fb_hostname(host, sizeof host);
+    const char *described = info->host && info->host[0] ? info->host : host;
+    const char *cluster = info->cluster;
+    if (cluster == NULL || cluster[0] == '\0')
+        cluster = getenv("FABRIC_CLUSTER");
+    if (cluster == NULL || cluster[0] == '\0')
+        cluster = described;
+
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
+    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
+    json_object_object_add(d, "kind", json_object_new_string(info->kind));
+    json_object_object_add(d, "complete", json_object_new_boolean(1));
+    json_object_object_add(d, "fault", NULL);
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "name", json_object_new_string(info->tool));
+    json_object_object_add(t, "version", json_object_new_string(FB_VERSION));
+    json_object_object_add(t, "invoked_as", json_object_new_string(info->invoked_as));
+    json_object_object_add(d, "tool", t);
+    json_object_object_add(d, "cluster", json_object_new_string(cluster));
+    json_object_object_add(d, "start_time", json_object_new_string(now));
+    json_object_object_add(d, "end_time", json_object_new_string(now));
+    json_object *hosts = json_object_new_array();
+    json_object_array_add(hosts, json_object_new_string(described));
+    json_object_object_add(d, "hosts", hosts);
+    json_object_object_add(d, "env", fb_env_capture());
+    json_object_object_add(d, "warnings", json_object_new_array());
+    return d;
+}
+
+void fb_envelope_warn(json_object *doc, const char *message)
+{
+    json_object *w = NULL;
+    if (json_object_object_get_ex(doc, "warnings", &w))
+        json_object_array_add(w, json_object_new_string(message));
+}
+
+enum fb_status fb_envelope_write(json_object *doc, const char *path, struct fb_err *err)
+{
+    char now[32];
+    fb_utc_iso(now, sizeof now);
+    json_object_object_add(doc, "end_time", json_object_new_string(now));
+    if (strcmp(path, "-") != 0)
+        return fb_json_write_atomic(path, doc, err);
+    const char *text = json_object_to_json_string_ext(
+        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+        return fb_fail(err, FB_ERR_IO, "cannot write JSON to standard output");
+    return FB_OK;
+}

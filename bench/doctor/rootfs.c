@@ -1,0 +1,176 @@
+#include "doctor/rootfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+bool fb_rootfs_path(const char *root, const char *path, char *buf, size_t len)
+{
+    /* "/" and "" both mean the live system; a trailing slash on the root
+     * must not double up with the path's leading one. */
+    size_t rl = root ? strlen(root) : 0;
+    while (rl > 0 && root[rl - 1] == '/')
+        rl--;
+    int n = snprintf(buf, len, "%.*s%s", (int)rl, rl ? root : "", path);
+    return n >= 0 && (size_t)n < len;
+}
+
+static bool stat_root(const char *root, const char *path, struct stat *st)
+{
+    char full[FB_ROOTFS_PATH_MAX];
+    return fb_rootfs_path(root, path, full, sizeof full) && stat(full, st) == 0;
+}
+
+bool fb_rootfs_exists(const char *root, const char *path)
+{
+    struct stat st;
+    return stat_root(root, path, &st);
+}
+
+bool fb_rootfs_is_dir(const char *root, const char *path)
+{
+    struct stat st;
+    return stat_root(root, path, &st) && S_ISDIR(st.st_mode);
+}
+
+enum fb_status fb_rootfs_read(const char *root, const char *path, char **out,
+                              struct fb_err *err)
+{
+    size_t len = 0;
+    return fb_rootfs_read_bytes(root, path, out, &len, err);
+}
+
+enum fb_status fb_rootfs_read_bytes(const char *root, const char *path, char **out,
+                                    size_t *out_len, struct fb_err *err)
+{
+    char full[FB_ROOTFS_PATH_MAX];
+    if (!fb_rootfs_path(root, path, full, sizeof full))
+        return fb_fail(err, FB_ERR_INPUT, "path too long: %s%s", root, path);
+    FILE *f = fopen(full, "r");
+    if (f == NULL)
+        return fb_fail(err, FB_ERR_INPUT, "cannot read %s: %s", full, strerror(errno));
+    /* procfs and sysfs report size 0, so grow as we read rather than stat. */
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (len + 1 == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    if (buf == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", full);
+    if (failed) {
+        free(buf);
+        return fb_fail(err, FB_ERR_INPUT, "cannot read %s (is it a directory?)", full);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return FB_OK;
+}
+
+enum fb_status fb_rootfs_read_line(const char *root, const char *path, char *buf,
+                                   size_t len, struct fb_err *err)
+{
+    char *text = NULL;
+    enum fb_status st = fb_rootfs_read(root, path, &text, err);
+    if (st != FB_OK)
+        return st;
+    size_t n = strcspn(text, "\n");
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    free(text);
+    return FB_OK;
+}
+
+enum fb_status fb_rootfs_read_long(const char *root, const char *path, long *out,
+                                   struct fb_err *err)
+{
+    char line[64];
+    enum fb_status st = fb_rootfs_read_line(root, path, line, sizeof line, err);
+    if (st != FB_OK)
+        return st;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(line, &end, 10);
+    if (end == line || errno != 0 || (*end != '\0' && *end != ' '))
+        return fb_fail(err, FB_ERR_INPUT, "%s%s holds '%s', not an integer", root, path, line);
+    *out = v;
+    return FB_OK;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    /* Version order keeps mlx5_2 before mlx5_10, as people number them. */
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+void fb_rootfs_free_list(char **names, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+enum fb_status fb_rootfs_list(const char *root, const char *path, char ***out,
+                              size_t *count, struct fb_err *err)
+{
+    char full[FB_ROOTFS_PATH_MAX];
+    if (!fb_rootfs_path(root, path, full, sizeof full))
+        return fb_fail(err, FB_ERR_INPUT, "path too long: %s%s", root, path);
+    DIR *d = opendir(full);
+    if (d == NULL)
+        return fb_fail(err, FB_ERR_INPUT, "cannot list %s: %s", full, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    enum fb_status st = FB_OK;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **bigger = realloc(names, ncap * sizeof *names);
+            if (bigger == NULL) {
+                st = fb_fail(err, FB_ERR_INTERNAL, "out of memory listing %s", full);
+                break;
+            }
+            names = bigger;
+            cap = ncap;
+        }
+        names[n] = strdup(e->d_name);
+        if (names[n] == NULL) {
+            st = fb_fail(err, FB_ERR_INTERNAL, "out of memory listing %s", full);
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (st != FB_OK) {
+        fb_rootfs_free_list(names, n);
+        return st;
+    }
+    if (n > 1)
+        qsort(names, n, sizeof *names, compare_names);
+    *out = names;
+    *count = n;
+    return FB_OK;
+}

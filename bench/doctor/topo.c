@@ -1,0 +1,295 @@
+#include "doctor/topo.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCI_VENDOR_NVIDIA 0x10de
+#define PCI_VENDOR_AMD 0x1002
+#define PCI_CLASS_DISPLAY 0x03
+#define PCI_CLASS_NETWORK 0x02
+
+const char *fb_link_name(enum fb_link l)
+{
+    switch (l) {
+    case FB_LINK_PIX: return "PIX";
+    case FB_LINK_PXB: return "PXB";
+    case FB_LINK_PHB: return "PHB";
+    case FB_LINK_NODE: return "NODE";
+    case FB_LINK_SYS: return "SYS";
+    case FB_LINK_NONE: break;
+    }
+    return "-";
+}
+
+static bool has_compute_osdev(hwloc_obj_t pci)
+{
+    for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
+        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC)
+            return true;
+    return false;
+}
+
+/* Display-class devices from GPU vendors, or any display device with a
+ * compute OS device (CUDA, OpenCL, Level Zero). The server's BMC VGA is a
+ * display device too, and must not count as a GPU. */
+static bool is_gpu(hwloc_obj_t o)
+{
+    if ((o->attr->pcidev.class_id >> 8) != PCI_CLASS_DISPLAY)
+        return false;
+    unsigned v = o->attr->pcidev.vendor_id;
+    return v == PCI_VENDOR_NVIDIA || v == PCI_VENDOR_AMD || has_compute_osdev(o);
+}
+
+static bool is_nic(hwloc_obj_t o)
+{
+    return (o->attr->pcidev.class_id >> 8) == PCI_CLASS_NETWORK;
+}
+
+static void append_name(char *buf, size_t len, const char *name)
+{
+    size_t used = strlen(buf);
+    if (used + strlen(name) + 2 < len)
+        snprintf(buf + used, len - used, "%s%s", used ? "," : "", name);
+}
+
+static int first_numa(hwloc_obj_t locality)
+{
+    if (locality == NULL || locality->nodeset == NULL || hwloc_bitmap_iszero(locality->nodeset))
+        return -1;
+    return hwloc_bitmap_first(locality->nodeset);
+}
+
+static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d)
+{
+    struct hwloc_pcidev_attr_s *p = &o->attr->pcidev;
+    snprintf(d->busid, sizeof d->busid, "%04x:%02x:%02x.%x", (unsigned)p->domain, p->bus,
+             p->dev, p->func);
+    d->vendor_id = p->vendor_id;
+    d->device_id = p->device_id;
+    d->class_id = p->class_id;
+    d->link_GBps = p->linkspeed;
+    const char *model = hwloc_obj_get_info_by_name(o, "PCIDevice");
+    if (model != NULL)
+        snprintf(d->model, sizeof d->model, "%s", model);
+    else
+        snprintf(d->model, sizeof d->model, "%04x:%04x", p->vendor_id, p->device_id);
+    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE || c->name == NULL)
+            continue;
+        switch (c->attr->osdev.type) {
+        case HWLOC_OBJ_OSDEV_OPENFABRICS:
+            if (d->rdma[0] == '\0')
+                snprintf(d->rdma, sizeof d->rdma, "%s", c->name);
+            break;
+        case HWLOC_OBJ_OSDEV_NETWORK:
+            append_name(d->netdevs, sizeof d->netdevs, c->name);
+            break;
+        case HWLOC_OBJ_OSDEV_COPROC:
+        case HWLOC_OBJ_OSDEV_GPU:
+            append_name(d->osdevs, sizeof d->osdevs, c->name);
+            break;
+        default:
+            break;
+        }
+    }
+    /* The name people use: RDMA device, else interface, else compute device. */
+    const char *name = d->busid;
+    char first[64] = "";
+    if (d->rdma[0]) {
+        name = d->rdma;
+    } else if (d->netdevs[0] || d->osdevs[0]) {
+        const char *list = d->netdevs[0] ? d->netdevs : d->osdevs;
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(list, ","), list);
+        name = first;
+    }
+    snprintf(d->name, sizeof d->name, "%s", name);
+    hwloc_obj_t locality = hwloc_get_non_io_ancestor_obj(topo, o);
+    d->numa = first_numa(locality);
+    hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, o);
+    d->package = pkg ? (int)pkg->os_index : -1;
+    d->cpuset = locality && locality->cpuset ? hwloc_bitmap_dup(locality->cpuset)
+                                             : hwloc_bitmap_alloc();
+}
+
+static bool is_host_bridge(hwloc_obj_t o)
+{
+    return o->type == HWLOC_OBJ_BRIDGE && o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
+}
+
+/* hwloc_get_common_ancestor_obj compares depths, which I/O objects do not
+ * have in a usable form; walk the parent chains instead. */
+static hwloc_obj_t common_ancestor(hwloc_obj_t a, hwloc_obj_t b)
+{
+    for (hwloc_obj_t x = a; x; x = x->parent)
+        for (hwloc_obj_t y = b; y; y = y->parent)
+            if (x == y)
+                return x;
+    return NULL;
+}
+
+static int bridges_between(hwloc_obj_t dev, hwloc_obj_t ancestor)
+{
+    int n = 0;
+    for (hwloc_obj_t x = dev->parent; x && x != ancestor; x = x->parent)
+        n += x->type == HWLOC_OBJ_BRIDGE;
+    return n;
+}
+
+static enum fb_link path_level(hwloc_topology_t topo, hwloc_obj_t gpu, hwloc_obj_t nic)
+{
+    hwloc_obj_t common = common_ancestor(gpu, nic);
+    if (common != NULL && common->type == HWLOC_OBJ_BRIDGE) {
+        if (is_host_bridge(common))
+            return FB_LINK_PHB;
+        /* Below a switch's upstream port each device sits behind one
+         * downstream port: one bridge each side is still "one switch". */
+        bool one_switch = bridges_between(gpu, common) <= 1 && bridges_between(nic, common) <= 1;
+        return one_switch ? FB_LINK_PIX : FB_LINK_PXB;
+    }
+    hwloc_obj_t ga = hwloc_get_non_io_ancestor_obj(topo, gpu);
+    hwloc_obj_t na = hwloc_get_non_io_ancestor_obj(topo, nic);
+    if (ga && na && ga->nodeset && na->nodeset && hwloc_bitmap_intersects(ga->nodeset, na->nodeset))
+        return FB_LINK_NODE;
+    return FB_LINK_SYS;
+}
+
+static int compare_busid(const void *a, const void *b)
+{
+    hwloc_obj_t x = *(hwloc_obj_t const *)a, y = *(hwloc_obj_t const *)b;
+    const struct hwloc_pcidev_attr_s *p = &x->attr->pcidev, *q = &y->attr->pcidev;
+    long kx = ((long)p->domain << 24) | (p->bus << 16) | (p->dev << 8) | p->func;
+    long ky = ((long)q->domain << 24) | (q->bus << 16) | (q->dev << 8) | q->func;
+    return (kx > ky) - (kx < ky);
+}
+
+static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
+                                    struct fb_err *err)
+{
+    if (xml_path != NULL) {
+        FILE *f = fopen(xml_path, "r");
+        if (f == NULL)
+            return fb_fail(err, FB_ERR_INPUT, "cannot read topology %s: %s", xml_path,
+                           strerror(errno));
+        fclose(f);
+        /* libxml2 prints parser errors on stderr, breaking the one-line
+         * error rule; hwloc's own parser reads everything hwloc exports. */
+        setenv("HWLOC_LIBXML_IMPORT", "0", 0);
+    }
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return fb_fail(err, FB_ERR_INTERNAL, "hwloc_topology_init failed");
+    /* An export keeps every I/O object it holds; the live machine only
+     * needs bridges leading to GPUs, NICs and their OS devices. */
+    hwloc_topology_set_io_types_filter(topo, xml_path ? HWLOC_TYPE_FILTER_KEEP_ALL
+                                                      : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) != 0) {
+        hwloc_topology_destroy(topo);
+        return fb_fail(err, FB_ERR_INPUT, "cannot use %s as a topology: %s", xml_path,
+                       strerror(errno));
+    }
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        if (xml_path != NULL)
+            return fb_fail(err, FB_ERR_INPUT, "%s is not an hwloc XML topology; export one "
+                                              "with lstopo --of xml FILE", xml_path);
+        return fb_fail(err, FB_ERR_RUNTIME, "hwloc cannot read this machine's topology: %s",
+                       strerror(errno));
+    }
+    *out = topo;
+    return FB_OK;
+}
+
+static enum fb_status collect(hwloc_topology_t topo, struct fb_topo *t, hwloc_obj_t **gpus,
+                              hwloc_obj_t **nics, struct fb_err *err)
+{
+    size_t npci = 0;
+    for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, NULL); o; o = hwloc_get_next_pcidev(topo, o))
+        npci++;
+    *gpus = calloc(npci + 1, sizeof **gpus);
+    *nics = calloc(npci + 1, sizeof **nics);
+    if (*gpus == NULL || *nics == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading the topology");
+    for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, NULL); o; o = hwloc_get_next_pcidev(topo, o)) {
+        if (is_gpu(o))
+            (*gpus)[t->ngpus++] = o;
+        else if (is_nic(o))
+            (*nics)[t->nnics++] = o;
+    }
+    qsort(*gpus, t->ngpus, sizeof **gpus, compare_busid);
+    qsort(*nics, t->nnics, sizeof **nics, compare_busid);
+    t->gpus = calloc(t->ngpus + 1, sizeof *t->gpus);
+    t->nics = calloc(t->nnics + 1, sizeof *t->nics);
+    t->link = calloc(t->ngpus * t->nnics + 1, sizeof *t->link);
+    if (t->gpus == NULL || t->nics == NULL || t->link == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading the topology");
+    for (size_t g = 0; g < t->ngpus; g++)
+        fill_dev(topo, (*gpus)[g], &t->gpus[g]);
+    for (size_t n = 0; n < t->nnics; n++)
+        fill_dev(topo, (*nics)[n], &t->nics[n]);
+    for (size_t g = 0; g < t->ngpus; g++)
+        for (size_t n = 0; n < t->nnics; n++)
+            t->link[g * t->nnics + n] = path_level(topo, (*gpus)[g], (*nics)[n]);
+    return FB_OK;
+}
+
+static enum fb_status collect_cores(hwloc_topology_t topo, struct fb_topo *t, struct fb_err *err)
+{
+    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    bool by_pu = ncores <= 0; /* some exports have PUs only */
+    int n = by_pu ? hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) : ncores;
+    t->coresets = calloc((size_t)(n > 0 ? n : 1), sizeof *t->coresets);
+    if (t->coresets == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading the topology");
+    for (int i = 0; i < n; i++) {
+        hwloc_obj_t o = hwloc_get_obj_by_type(topo, by_pu ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE,
+                                              (unsigned)i);
+        t->coresets[t->ncoresets++] = hwloc_bitmap_dup(o->cpuset);
+    }
+    return FB_OK;
+}
+
+enum fb_status fb_topo_load(const char *xml_path, struct fb_topo *t, struct fb_err *err)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->source, sizeof t->source, "%s", xml_path ? xml_path : "live");
+    hwloc_topology_t topo = NULL;
+    enum fb_status st = open_topology(xml_path, &topo, err);
+    if (st != FB_OK)
+        return st;
+    hwloc_obj_t root = hwloc_get_root_obj(topo);
+    const char *host = hwloc_obj_get_info_by_name(root, "HostName");
+    if (host != NULL)
+        snprintf(t->hostname, sizeof t->hostname, "%s", host);
+    t->npackages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+    t->nnuma = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    t->ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    t->npus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    hwloc_obj_t *gpus = NULL, *nics = NULL;
+    st = collect(topo, t, &gpus, &nics, err);
+    if (st == FB_OK)
+        st = collect_cores(topo, t, err);
+    free(gpus);
+    free(nics);
+    hwloc_topology_destroy(topo);
+    if (st != FB_OK)
+        fb_topo_free(t);
+    return st;
+}
+
+void fb_topo_free(struct fb_topo *t)
+{
+    for (size_t i = 0; t->gpus && i < t->ngpus; i++)
+        hwloc_bitmap_free(t->gpus[i].cpuset);
+    for (size_t i = 0; t->nics && i < t->nnics; i++)
+        hwloc_bitmap_free(t->nics[i].cpuset);
+    for (size_t i = 0; i < t->ncoresets; i++)
+        hwloc_bitmap_free(t->coresets[i]);
+    free(t->gpus);
+    free(t->nics);
+    free(t->link);
+    free(t->coresets);
+    memset(t, 0, sizeof *t);
+}
