@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Runs a fabric-bench sweep across bare-metal nodes with mpirun over ssh, then
+# prints fabric-report's verdict. Also the launcher inside an MPIJob.
+#
+#   launch/baremetal.sh [options] [--] COLLECTIVE [fabric-coll options]
+#
+#   --hostfile FILE       one host per line ("host slots=N" accepted)
+#   --hosts H1,H2,...     the hosts, instead of a hostfile
+#   --ranks-per-node N    ranks per host (default: the hostfile's slots=, else
+#                         the GPUs on this host, else 1)
+#   --bind numa|core|none CPU binding of each rank (default numa)
+#   --fabric NAME         environment of manifests/components/NAME/fabric.env
+#                         (default $FABRIC_NAME, else none)
+#   --env KEY=VALUE       more environment (repeatable; wins over the fabric)
+#   --cluster NAME        results/<NAME>/ (default $FABRIC_CLUSTER, else host name)
+#   --results DIR         results directory (default results)
+#   --ssh-port N          sshd port on the hosts (default 22)
+#   --ssh-key FILE        identity file (default: ssh's own)
+#   --rsh CMD             remote shell instead of ssh (called as CMD HOST COMMAND)
+#   --ssh-wait S          bound on waiting for ssh on every host (default 60)
+#   --iface NAME          interface or subnet for MPI's own traffic (default eth0)
+#   --mpirun-arg ARG      extra mpirun argument (repeatable)
+#   --print-result        print the result JSON at the end (for pods whose
+#                         files vanish with them: kubectl logs keeps it)
+#   --dry-run             print every command and generated script, run nothing
+#
+# Exit: fabric-report's verdict (0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL,
+# 23 INCOMPLETE), or a launch error (docs/exit-codes.md).
+set -uo pipefail
+# The FB_* variables configure lib.sh's script generators.
+# shellcheck disable=SC2034
+FB_PROG=baremetal
+# shellcheck source=launch/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+hostfile="" hosts_csv="" slots="" bind=numa fabric=${FABRIC_NAME:-none}
+cluster=${FABRIC_CLUSTER:-} results=results ssh_port=22 ssh_key="" rsh=""
+ssh_wait=60 iface=eth0 print_result=0
+extra_env=() mpirun_extra=()
+
+need_arg() { [ $# -ge 2 ] || fb_die "$FB_EXIT_USAGE" "$1 needs a value (see --help)"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+  esac
+  case $1 in
+    --hostfile) need_arg "$@"; hostfile=$2; shift ;;
+    --hosts) need_arg "$@"; hosts_csv=$2; shift ;;
+    --ranks-per-node) need_arg "$@"; slots=$2; shift ;;
+    --bind) need_arg "$@"; bind=$2; shift ;;
+    --fabric) need_arg "$@"; fabric=$2; shift ;;
+    --env) need_arg "$@"; extra_env+=("$2"); shift ;;
+    --cluster) need_arg "$@"; cluster=$2; shift ;;
+    --results) need_arg "$@"; results=$2; shift ;;
+    --ssh-port) need_arg "$@"; ssh_port=$2; shift ;;
+    --ssh-key) need_arg "$@"; ssh_key=$2; shift ;;
+    --rsh) need_arg "$@"; rsh=$2; shift ;;
+    --ssh-wait) need_arg "$@"; ssh_wait=$2; shift ;;
+    --iface) need_arg "$@"; iface=$2; shift ;;
+    --mpirun-arg) need_arg "$@"; mpirun_extra+=("$2"); shift ;;
+    --print-result) print_result=1 ;;
+    --dry-run) FB_DRY_RUN=1 ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; break ;;
+    -*) fb_die "$FB_EXIT_USAGE" "unknown option $1 (launcher options go before the collective; see --help)" ;;
+    *) break ;;
+  esac
+  shift
+done
+
+[ $# -ge 1 ] || fb_die "$FB_EXIT_USAGE" "no collective given: e.g. baremetal.sh --hostfile H all_reduce -b 1K -e 16G -f 2"
+coll=$(fb_collective "$1") ||
+  fb_die "$FB_EXIT_USAGE" "unknown collective '$1': use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv"
+case $bind in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got '$bind'" ;; esac
+fb_check_uint --ssh-wait "$ssh_wait"
+fb_check_uint --ssh-port "$ssh_port"
+for kv in "${extra_env[@]+"${extra_env[@]}"}"; do
+  [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got '$kv'"
+done
+
+# Hosts.
+FB_HOSTS=()
+if [ -n "$hostfile" ] && [ -n "$hosts_csv" ]; then
+  fb_die "$FB_EXIT_USAGE" "give --hostfile or --hosts, not both"
+elif [ -n "$hostfile" ]; then
+  lines=$(fb_read_hostfile "$hostfile") || exit $?
+  # Ranks per node from the hostfile's slots= when not given (MPIJob hostfiles
+  # say slotsPerWorker there).
+  [ -n "$slots" ] || slots=$(sed -n 's/^[^#]*[[:space:]]slots=\([0-9]*\).*/\1/p' "$hostfile" | head -n 1)
+  mapfile -t FB_HOSTS <<<"$lines"
+  [ -n "$lines" ] || FB_HOSTS=()
+  [ ${#FB_HOSTS[@]} -gt 0 ] || fb_die "$FB_EXIT_INPUT" "hostfile $hostfile lists no hosts: one host name per line"
+elif [ -n "$hosts_csv" ]; then
+  IFS=, read -r -a FB_HOSTS <<<"$hosts_csv"
+else
+  fb_die "$FB_EXIT_USAGE" "no hosts: give --hostfile FILE or --hosts H1,H2"
+fi
+
+# Ranks per node: one per GPU unless told.
+if [ -z "$slots" ]; then
+  slots=1
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    [ "$n" -gt 0 ] && slots=$n
+  fi
+fi
+fb_check_uint --ranks-per-node "$slots"
+# shellcheck disable=SC2034
+FB_SLOTS=$slots FB_BIND=$bind FB_IFACE=$iface FB_SSH_WAIT=$ssh_wait
+
+# Environment: the fabric's, then --env.
+lines=$(fb_fabric_env "$fabric") || exit $?
+FB_ENV=()
+[ -z "$lines" ] || mapfile -t FB_ENV <<<"$lines"
+FB_ENV+=("${extra_env[@]+"${extra_env[@]}"}")
+
+if [ -n "$rsh" ]; then
+  FB_SSH=("$rsh")
+else
+  FB_SSH=(ssh -p "$ssh_port" -o BatchMode=yes -o StrictHostKeyChecking=no
+    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5)
+  [ -n "$ssh_key" ] && FB_SSH+=(-i "$ssh_key")
+fi
+
+cluster=$(fb_sanitize_cluster "${cluster:-$(hostname)}")
+stamp=$(fb_utc_stamp)
+results_abs=$results
+case $results_abs in /*) ;; *) results_abs=$PWD/$results ;; esac
+FB_RESULT=$results_abs/$cluster/$stamp-$coll.json
+FB_LOG=$results_abs/$cluster/$stamp-$coll.log
+FB_WORKDIR=${TMPDIR:-/tmp}/fabric-bench-$stamp-$$
+# shellcheck disable=SC2034
+FB_RANK_SH=$FB_LAUNCH_ROOT/launch/rank.sh
+FB_COLL=$(fb_coll_bin) || {
+  [ "$FB_DRY_RUN" = 1 ] || fb_die "$FB_EXIT_UNAVAILABLE" "fabric-coll not found: build it with make (or put it on PATH)"
+  FB_COLL="fabric-coll"
+}
+# shellcheck disable=SC2034
+FB_COLL_ARGS=("$@")
+# shellcheck disable=SC2034
+FB_MPIRUN_EXTRA=("${mpirun_extra[@]+"${mpirun_extra[@]}"}")
+
+[ "$FB_DRY_RUN" = 1 ] || fb_need mpirun "install Open MPI (the one fabric-coll was built with)"
+
+fb_info "${#FB_HOSTS[@]} hosts x $FB_SLOTS ranks, fabric $fabric, results $FB_RESULT"
+fb_preflight_script | fb_show_script "preflight (run here)"
+if [ "$FB_DRY_RUN" != 1 ]; then
+  fb_preflight_script | bash -s || exit $?
+fi
+fb_run_script | fb_show_script "run (here)"
+rc=0
+if [ "$FB_DRY_RUN" = 1 ]; then
+  echo "+ bash $(fb_quote "$FB_WORKDIR/run.sh")"
+else
+  mkdir -p "$FB_WORKDIR" && fb_run_script >"$FB_WORKDIR/run.sh"
+  bash "$FB_WORKDIR/run.sh"
+  rc=$?
+fi
+
+# Rank 0 writes the result on its own host: fetch it when that is not here.
+if [ "$FB_DRY_RUN" != 1 ] && [ ! -s "$FB_RESULT" ]; then
+  "${FB_SSH[@]}" "${FB_HOSTS[0]}" cat "$(printf '%q' "$FB_RESULT")" >"$FB_RESULT.tmp" 2>/dev/null </dev/null &&
+    [ -s "$FB_RESULT.tmp" ] && mv "$FB_RESULT.tmp" "$FB_RESULT"
+  rm -f "$FB_RESULT.tmp"
+fi
+if [ "$FB_DRY_RUN" != 1 ] && [ ! -s "$FB_RESULT" ]; then
+  fb_die "$(( rc ? rc : FB_EXIT_RUNTIME ))" "the run wrote no result (mpirun exit $rc): see $FB_LOG"
+fi
+[ "$FB_DRY_RUN" = 1 ] || rm -rf "$FB_WORKDIR"
+if [ "$print_result" = 1 ] && [ "$FB_DRY_RUN" != 1 ]; then
+  echo "--- fabric-bench result $(basename "$FB_RESULT")"
+  cat "$FB_RESULT"
+  echo "--- end of result"
+fi
+[ "$rc" -ne 0 ] && fb_info "mpirun exited $rc; judging what was measured"
+fb_verdict "$FB_RESULT"
+verdict=$?
+[ "$verdict" -eq 127 ] && exit "$rc"
+exit "$verdict"
