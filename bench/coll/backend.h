@@ -34,6 +34,10 @@ struct fb_backend_ops {
     /* FB_OK when this backend can run here; FB_ERR_UNAVAIL with the reason
      * (no GPU, not compiled in) otherwise. Local, no communication. */
     enum fb_status (*available)(struct fb_err *err);
+    /* FB_ERR_USAGE naming the fix when this backend cannot run the
+     * collective with this type and operator. Local, no communication. */
+    enum fb_status (*supports)(const struct fb_collective *c, enum fb_dtype t, enum fb_redop op,
+                               struct fb_err *err);
     /* Collective over the world: communicators, device selection. */
     enum fb_status (*init)(struct fb_backend *be, const struct fb_world *w, struct fb_err *err);
     /* Bytes this rank can allocate for buffers (host or device memory). */

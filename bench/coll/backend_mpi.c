@@ -141,17 +141,31 @@ static int run_call(struct mpi_state *s, const struct fb_call *c, MPI_Datatype d
     return MPI_ERR_OTHER;
 }
 
+static enum fb_status mpi_supports(const struct fb_collective *c, enum fb_dtype t,
+                                   enum fb_redop op, struct fb_err *err)
+{
+    MPI_Datatype dt;
+    MPI_Op mop;
+    if (!fb_mpi_dtype(t, &dt))
+        return fb_fail(err, FB_ERR_USAGE, "the mpi backend has no %s type; use the nccl backend or -d float",
+                       fb_dtype_info(t)->name);
+    if (c->reduces && !fb_mpi_op(op, &mop))
+        return fb_fail(err, FB_ERR_USAGE, "MPI has no '%s' reduction; use the nccl backend or -o sum",
+                       fb_redop_name(op));
+    return FB_OK;
+}
+
 static enum fb_status mpi_run(struct fb_backend *be, const struct fb_call *c, struct fb_err *err)
 {
     struct mpi_state *s = be->state;
     MPI_Datatype dt;
     MPI_Op op = MPI_SUM;
-    if (!fb_mpi_dtype(c->dtype, &dt))
-        return fb_fail(err, FB_ERR_USAGE, "the mpi backend has no %s type; use the nccl backend or -d float",
-                       fb_dtype_info(c->dtype)->name);
-    if (c->coll->reduces && !fb_mpi_op(c->op, &op))
-        return fb_fail(err, FB_ERR_USAGE, "MPI has no '%s' reduction; use the nccl backend or -o sum",
-                       fb_redop_name(c->op));
+    enum fb_status st = mpi_supports(c->coll, c->dtype, c->op, err);
+    if (st != FB_OK)
+        return st;
+    fb_mpi_dtype(c->dtype, &dt);
+    if (c->coll->reduces)
+        fb_mpi_op(c->op, &op);
     if (c->counts.param > INT_MAX)
         return fb_fail(err, FB_ERR_USAGE,
                        "the mpi backend takes at most %d elements per call (MPI int counts); "
@@ -226,6 +240,7 @@ const struct fb_backend_ops fb_backend_mpi = {
     .name = "mpi",
     .inplace_style = FB_INPLACE_MPI,
     .available = mpi_available,
+    .supports = mpi_supports,
     .init = mpi_init,
     .free_memory = mpi_free_memory,
     .alloc = mpi_alloc,

@@ -195,15 +195,29 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
     return ncclInvalidArgument;
 }
 
+static enum fb_status nccl_supports(const struct fb_collective *c, enum fb_dtype t,
+                                    enum fb_redop op, struct fb_err *err)
+{
+    ncclDataType_t dt;
+    ncclRedOp_t nop;
+    if (!ncclt(t, &dt))
+        return fb_fail(err, FB_ERR_USAGE, "this NCCL has no %s type; choose another -d", fb_dtype_info(t)->name);
+    if (c->reduces && !ncclo(op, &nop))
+        return fb_fail(err, FB_ERR_USAGE, "this NCCL has no '%s' reduction; choose another -o", fb_redop_name(op));
+    return FB_OK;
+}
+
 static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, struct fb_err *err)
 {
     struct nccl_state *s = be->state;
-    ncclDataType_t dt;
+    ncclDataType_t dt = ncclFloat32;
     ncclRedOp_t op = ncclSum;
-    if (!ncclt(c->dtype, &dt))
-        return fb_fail(err, FB_ERR_USAGE, "this NCCL has no %s type", fb_dtype_info(c->dtype)->name);
-    if (c->coll->reduces && !ncclo(c->op, &op))
-        return fb_fail(err, FB_ERR_USAGE, "this NCCL has no '%s' reduction", fb_redop_name(c->op));
+    enum fb_status st = nccl_supports(c->coll, c->dtype, c->op, err);
+    if (st != FB_OK)
+        return st;
+    ncclt(c->dtype, &dt);
+    if (c->coll->reduces)
+        ncclo(c->op, &op);
     return nccl_check(issue(s, c, dt, op), s->comm, c->coll->name, err);
 }
 
@@ -306,6 +320,7 @@ const struct fb_backend_ops fb_backend_nccl = {
     .name = "nccl",
     .inplace_style = FB_INPLACE_NCCL,
     .available = nccl_available,
+    .supports = nccl_supports,
     .init = nccl_init,
     .free_memory = nccl_free_memory,
     .alloc = nccl_alloc,

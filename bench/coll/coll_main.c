@@ -41,6 +41,7 @@ struct run {
     double busbw_sum;
     long busbw_n;
     int mismatch_lines;
+    char cap_note[160]; /* set when --cap-memory lowered -e */
 };
 
 /* Rank 0 prints the agreed error; every rank returns the agreed code. */
@@ -129,12 +130,11 @@ static enum fb_status fit_memory(struct run *r, struct fb_err *err)
     if (st != FB_OK || fit_all == r->plan.count - 1)
         return st;
     if (fit_all >= 0 && r->cfg.cap_memory) {
-        char cap[32], want[32], note[256];
+        char cap[32], want[32];
         fb_format_size(r->plan.sizes[fit_all], cap, sizeof cap);
         fb_format_size(r->plan.sizes[r->plan.count - 1], want, sizeof want);
-        snprintf(note, sizeof note, "memory: sweep capped at %s instead of %s (--cap-memory)", cap, want);
-        if (r->world.rank == 0)
-            printf("# Warning: %s\n", note);
+        snprintf(r->cap_note, sizeof r->cap_note,
+                 "memory: sweep capped at %s instead of %s (--cap-memory)", cap, want);
         r->plan.count = fit_all + 1;
         return FB_OK;
     }
@@ -280,6 +280,8 @@ static int prepare(struct run *r, int argc, char **argv)
     if (err.code == FB_OK)
         check_run_shape(r, &err);
     if (err.code == FB_OK)
+        r->be.ops->supports(r->cfg.coll, r->cfg.dtype, r->cfg.op, &err);
+    if (err.code == FB_OK)
         r->be.ops->available(&err);
     if (err.code == FB_OK)
         fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes, &r->plan, &err);
@@ -371,18 +373,35 @@ static void print_summary(struct run *r)
     json_object_put(s);
 }
 
+/* Warnings go to the table (as # lines) and into the results file. */
+static void warn(struct run *r, const char *text)
+{
+    printf("# Warning: %s\n", text);
+    fb_record_warn(&r->rec, text);
+}
+
+static void print_preamble(struct run *r)
+{
+    printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
+           FB_VERSION, r->cfg.coll->name, r->world.size, r->world.size == 1 ? "" : "s",
+           r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
+           strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
+    fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
+    coll_config_notes(&r->cfg, stdout);
+    if (r->cap_note[0])
+        warn(r, r->cap_note);
+    if (r->plan.linear_warning) {
+        char text[160];
+        snprintf(text, sizeof text, "no -f given: %d sizes stepping linearly by %llu bytes (add -f 2 for a doubling sweep)",
+                 r->plan.count, (unsigned long long)r->cfg.stepbytes);
+        warn(r, text);
+    }
+}
+
 static int sweep(struct run *r)
 {
     if (r->world.rank == 0) {
-        printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
-               FB_VERSION, r->cfg.coll->name, r->world.size, r->world.size == 1 ? "" : "s",
-               r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
-               strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
-        fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
-        coll_config_notes(&r->cfg, stdout);
-        if (r->plan.linear_warning)
-            printf("# Warning: no -f given: %d sizes stepping linearly by %llu bytes (add -f 2 for a doubling sweep)\n",
-                   r->plan.count, (unsigned long long)r->cfg.stepbytes);
+        print_preamble(r);
         describe_run(r);
         r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
     }
