@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "doctor/check.h"
+#include "doctor/topo.h"
 
 enum fb_fabric {
     FB_FABRIC_AUTO = 0,
@@ -36,7 +37,8 @@ struct fb_node_ctx {
     enum fb_fabric fabric;    /* resolved: RDMA or TCPXO */
     char fabric_why[256];     /* "detected: 8 RDMA devices", "--fabric", ... */
     struct fb_node_env env;
-    const char *topology_xml; /* gpu-nic-affinity input; NULL: live hwloc */
+    const struct fb_topo *topo; /* gpu-nic-affinity input (--topology); NULL:
+                                   the live machine's, when root is live */
 };
 
 typedef void (*fb_node_check_fn)(const struct fb_node_ctx *ctx, struct fb_check *out);

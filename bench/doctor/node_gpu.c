@@ -55,28 +55,48 @@ static bool read_kernel(const char *root, int *major, int *minor, char *text, si
     return sscanf(text, "%d.%d", major, minor) == 2;
 }
 
+/* Loaded modules from /proc/modules; a kernel without loadable modules has
+ * none, and then /sys/module lists what is built in or loaded. */
+struct module_view {
+    char *text;         /* /proc/modules, or NULL */
+    const char *source; /* what the evidence cites */
+};
+
+static bool has_module(const struct fb_node_ctx *ctx, const struct module_view *m,
+                       const char *name)
+{
+    if (m->text != NULL)
+        return module_loaded(m->text, name);
+    char path[128];
+    snprintf(path, sizeof path, "/sys/module/%s", name);
+    return fb_rootfs_is_dir(ctx->root, path);
+}
+
 void fb_node_check_peermem(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
-    char *modules = NULL;
+    struct module_view m = {NULL, "/proc/modules"};
     struct fb_err err = {FB_OK, ""};
-    if (fb_rootfs_read(ctx->root, "/proc/modules", &modules, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run on the GPU node itself, or pass --root with a copy of its /proc");
-        return;
+    if (fb_rootfs_read(ctx->root, "/proc/modules", &m.text, &err) != FB_OK) {
+        if (!fb_rootfs_is_dir(ctx->root, "/sys/module")) {
+            fb_check_set(c, FB_CHECK_FAIL, "%s; no /sys/module either", err.msg);
+            fb_check_fix(c, "run on the GPU node itself, or pass --root with a copy of its /proc "
+                            "and /sys");
+            return;
+        }
+        m.source = "/sys/module (no /proc/modules: kernel without loadable modules)";
     }
-    bool peermem = module_loaded(modules, "nvidia_peermem");
-    bool legacy = module_loaded(modules, "nv_peer_mem");
-    bool nvidia = module_loaded(modules, "nvidia");
-    free(modules);
+    bool peermem = has_module(ctx, &m, "nvidia_peermem");
+    bool legacy = has_module(ctx, &m, "nv_peer_mem");
+    bool nvidia = has_module(ctx, &m, "nvidia");
+    free(m.text);
     if (peermem || legacy) {
-        fb_check_set(c, FB_CHECK_OK, "%s loaded (/proc/modules)",
-                     peermem ? "nvidia_peermem" : "nv_peer_mem");
+        fb_check_set(c, FB_CHECK_OK, "%s loaded (%s)", peermem ? "nvidia_peermem" : "nv_peer_mem",
+                     m.source);
         return;
     }
     if (!nvidia) {
-        fb_check_set(c, FB_CHECK_FAIL,
-                     "no nvidia kernel module in /proc/modules: no GPU driver loaded, so no "
-                     "GPUDirect RDMA");
+        fb_check_set(c, FB_CHECK_FAIL, "no nvidia kernel module in %s: no GPU driver loaded, so "
+                                       "no GPUDirect RDMA", m.source);
         fb_check_culprit(c, "nvidia");
         fb_check_fix(c, "install and load the NVIDIA driver (GPU Operator or the node image), "
                         "then modprobe nvidia-peermem");
@@ -109,8 +129,8 @@ void fb_node_check_peermem(const struct fb_node_ctx *ctx, struct fb_check *c)
     else
         snprintf(why, sizeof why, "Linux %s predates dma-buf RDMA (5.12)", krel);
     fb_check_set(c, FB_CHECK_FAIL,
-                 "nvidia_peermem not in /proc/modules and no dma-buf path: %s; GPU buffers "
-                 "would be staged through host memory", why);
+                 "nvidia_peermem not in %s and no dma-buf path: %s; GPU buffers would be "
+                 "staged through host memory", m.source, why);
     fb_check_culprit(c, "nvidia_peermem");
     fb_check_fix(c, "modprobe nvidia-peermem on the node (GPU Operator: driver.rdma.enabled=true; "
                     "AKS: a peermem reloader DaemonSet), or use the open kernel module on "

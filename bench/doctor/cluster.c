@@ -1,0 +1,88 @@
+#include "doctor/cluster.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct fb_cluster_check_def checks[] = {
+    {"gpu-nic-networks", FB_KUBE_NETWORKS | FB_KUBE_NODES, fb_cluster_check_gpu_nic_networks,
+     "GKE: at least eight gpu-nic Networks with Ready=True and ParamsReady=True"},
+    {"nic-info", FB_KUBE_NODES, fb_cluster_check_nic_info,
+     "GKE a3-mega: nic-info maps eth1..eth8 onto gpu-nic Networks (no gVNIC displacement)"},
+    {"pod-fabric", FB_KUBE_NODES | FB_KUBE_PODS, fb_cluster_check_pod_fabric,
+     "GPU pods request the fabric their nodes offer (efa, rdma_vf, hca_shared_devices, TCPXO)"},
+    {"tcpxo-versions", FB_KUBE_PODS, fb_cluster_check_tcpxo_versions,
+     "GKE TCPXO: nccl-plugin installer and tcpxo-daemon are a released pair"},
+};
+
+/* Google releases the plugin installer and the daemon as coupled pairs. */
+static const struct fb_version_pair builtin_pairs[] = {
+    {"v1.0.15", "v1.0.21"},
+};
+
+const struct fb_cluster_check_def *fb_cluster_checks(size_t *n)
+{
+    *n = sizeof checks / sizeof checks[0];
+    return checks;
+}
+
+const struct fb_cluster_check_def *fb_cluster_check_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (strcmp(checks[i].name, name) == 0)
+            return &checks[i];
+    return NULL;
+}
+
+void fb_cluster_ctx_init(struct fb_cluster_ctx *ctx, const struct fb_kube_data *data)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->data = data;
+    for (size_t i = 0; i < sizeof builtin_pairs / sizeof builtin_pairs[0]; i++)
+        ctx->pairs[ctx->npairs++] = builtin_pairs[i];
+}
+
+enum fb_status fb_cluster_add_pair(struct fb_cluster_ctx *ctx, const char *text,
+                                   struct fb_err *err)
+{
+    const char *eq = strchr(text, '=');
+    size_t plen = eq ? (size_t)(eq - text) : 0;
+    struct fb_version_pair p;
+    if (eq == NULL || plen == 0 || eq[1] == '\0' || plen >= sizeof p.plugin ||
+        strlen(eq + 1) >= sizeof p.daemon || strchr(eq + 1, '=') != NULL)
+        return fb_fail(err, FB_ERR_USAGE, "--pair '%s' must be PLUGIN=DAEMON versions, e.g. "
+                                          "--pair v1.0.15=v1.0.21", text);
+    if (ctx->npairs == FB_PAIRS_MAX)
+        return fb_fail(err, FB_ERR_USAGE, "at most %d version pairs", FB_PAIRS_MAX);
+    snprintf(p.plugin, sizeof p.plugin, "%.*s", (int)plen, text);
+    snprintf(p.daemon, sizeof p.daemon, "%s", eq + 1);
+    ctx->pairs[ctx->npairs++] = p;
+    return FB_OK;
+}
+
+bool fb_cluster_is_tcpxo_node(json_object *node)
+{
+    const char *type = fb_kube_label(node, "node.kubernetes.io/instance-type");
+    if (type == NULL)
+        type = fb_kube_label(node, "beta.kubernetes.io/instance-type");
+    return type != NULL && strcmp(type, FB_GKE_TCPXO_MACHINE) == 0;
+}
+
+/* The gpu-nic substring in a Network's name is how GKE TCPXO tooling finds
+ * the GPU NIC networks; a prefix such as a cluster name is allowed. */
+bool fb_cluster_is_gpu_nic_network(const char *name)
+{
+    return name != NULL && strstr(name, "gpu-nic") != NULL;
+}
+
+json_object *fb_cluster_find_node(const struct fb_cluster_ctx *ctx, const char *name)
+{
+    json_object *items = fb_kube_items(ctx->data->nodes);
+    if (items == NULL || name == NULL)
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *node = json_object_array_get_idx(items, i);
+        if (strcmp(fb_kube_name(node), name) == 0)
+            return node;
+    }
+    return NULL;
+}
