@@ -1,0 +1,169 @@
+#include "probe/comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+
+void probe_rank_name(const struct probe_ctx *c, int rank, char *buf, size_t len)
+{
+    if (rank >= 0 && rank < c->w->size)
+        snprintf(buf, len, "rank %d (%s)", rank, c->w->hosts[rank]);
+    else
+        snprintf(buf, len, "rank %d", rank);
+}
+
+enum fb_status probe_check_stop(const struct probe_ctx *c, struct fb_err *err)
+{
+    if (c->stop == NULL || *c->stop == 0)
+        return FB_OK;
+    int sig = *c->stop;
+    return fb_fail(err, sig == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
+                   "stopped by %s; sizes already finished are kept in the results file",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* Polls without hogging a core another rank may need: spin briefly, then
+ * sleep in growing steps up to a millisecond. */
+struct backoff {
+    double started;
+    long ns;
+};
+
+static void backoff_pause(struct backoff *b)
+{
+    if (fb_now() - b->started < 200e-6)
+        return;
+    struct timespec ts = {0, b->ns};
+    nanosleep(&ts, NULL);
+    if (b->ns < 1000000)
+        b->ns *= 2;
+}
+
+static enum fb_status wait_status(const struct probe_ctx *c, MPI_Request *req, MPI_Status *status,
+                                  double limit_s, int peer, const char *what, struct fb_err *err)
+{
+    struct backoff b = {fb_now(), 10000};
+    double deadline = b.started + limit_s;
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(req, &done, status) != MPI_SUCCESS) {
+            char who[FB_HOST_MAX + 32];
+            probe_rank_name(c, peer, who, sizeof who);
+            return fb_fail(err, FB_ERR_RUNTIME, "MPI failed while %s with %s", what, who);
+        }
+        if (done)
+            return FB_OK;
+        if (probe_check_stop(c, err) != FB_OK)
+            return err->code;
+        if (fb_now() > deadline) {
+            char who[FB_HOST_MAX + 32];
+            probe_rank_name(c, peer, who, sizeof who);
+            return fb_fail(err, FB_ERR_TIMEOUT,
+                           "%s did not answer within %.0f s while %s; check that host (process "
+                           "alive? network up?) or raise --timeout",
+                           who, limit_s, what);
+        }
+        backoff_pause(&b);
+    }
+}
+
+enum fb_status probe_wait(const struct probe_ctx *c, MPI_Request *req, double limit_s, int peer,
+                          const char *what, struct fb_err *err)
+{
+    return wait_status(c, req, MPI_STATUS_IGNORE, limit_s, peer, what, err);
+}
+
+enum fb_status probe_exchange(const struct probe_ctx *c, int peer, int tag, const void *out,
+                              int len, void *in, int cap, int *got, double limit_s,
+                              const char *what, struct fb_err *err)
+{
+    MPI_Request rreq, sreq;
+    MPI_Status st;
+    MPI_Irecv(in, cap, MPI_BYTE, peer, tag, c->comm, &rreq);
+    MPI_Isend(out, len, MPI_BYTE, peer, tag, c->comm, &sreq);
+    if (probe_wait(c, &sreq, limit_s, peer, what, err) != FB_OK)
+        return err->code;
+    if (wait_status(c, &rreq, &st, limit_s, peer, what, err) != FB_OK)
+        return err->code;
+    MPI_Get_count(&st, MPI_BYTE, got);
+    return FB_OK;
+}
+
+enum fb_status probe_recv(const struct probe_ctx *c, int peer, int tag, void *in, int cap, int *got,
+                          double limit_s, const char *what, struct fb_err *err)
+{
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Irecv(in, cap, MPI_BYTE, peer, tag, c->comm, &req);
+    if (wait_status(c, &req, &st, limit_s, peer, what, err) != FB_OK)
+        return err->code;
+    MPI_Get_count(&st, MPI_BYTE, got);
+    return FB_OK;
+}
+
+enum fb_status probe_gather(const struct probe_ctx *c, const void *mine, size_t len, void *all,
+                            double limit_s, const char *what, struct fb_err *err)
+{
+    const struct fb_world *w = c->w;
+    if (w->rank != 0) {
+        MPI_Request req;
+        MPI_Isend(mine, (int)len, MPI_BYTE, 0, PROBE_TAG_REPORT, c->comm, &req);
+        return probe_wait(c, &req, limit_s, 0, what, err);
+    }
+    memcpy(all, mine, len);
+    if (w->size == 1)
+        return FB_OK;
+    int n = w->size - 1;
+    MPI_Request *reqs = malloc((size_t)n * sizeof *reqs);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    if (reqs == NULL || idx == NULL) {
+        free(reqs);
+        free(idx);
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    }
+    for (int r = 1; r < w->size; r++)
+        MPI_Irecv((char *)all + (size_t)r * len, (int)len, MPI_BYTE, r, PROBE_TAG_REPORT, c->comm,
+                  &reqs[r - 1]);
+    struct backoff b = {fb_now(), 10000};
+    double deadline = b.started + limit_s;
+    int left = n;
+    enum fb_status st = FB_OK;
+    while (left > 0 && st == FB_OK) {
+        int outcount = 0;
+        MPI_Testsome(n, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
+        if (outcount == MPI_UNDEFINED)
+            break;
+        left -= outcount;
+        if (left == 0 || outcount > 0)
+            continue;
+        st = probe_check_stop(c, err);
+        if (st == FB_OK && fb_now() > deadline) {
+            int first = -1;
+            for (int i = 0; i < n && first < 0; i++)
+                if (reqs[i] != MPI_REQUEST_NULL)
+                    first = i + 1;
+            char who[FB_HOST_MAX + 32];
+            probe_rank_name(c, first, who, sizeof who);
+            st = fb_fail(err, FB_ERR_TIMEOUT,
+                         "%s did not answer within %.0f s while %s%s; check that host (process "
+                         "alive? network up?) or raise --timeout",
+                         who, limit_s, what, left > 1 ? " (and other ranks)" : "");
+        }
+        if (st == FB_OK)
+            backoff_pause(&b);
+    }
+    free(reqs);
+    free(idx);
+    return st;
+}
+
+enum fb_status probe_bcast(const struct probe_ctx *c, void *buf, int len, double limit_s,
+                           const char *what, struct fb_err *err)
+{
+    MPI_Request req;
+    MPI_Ibcast(buf, len, MPI_BYTE, 0, c->comm, &req);
+    return probe_wait(c, &req, limit_s, 0, what, err);
+}

@@ -1,0 +1,66 @@
+/* Every wait between ranks is bounded. MPI's blocking calls are not, so the
+ * probe talks through nonblocking requests polled against a deadline; a
+ * deadline that passes names the rank and host that did not answer. All
+ * probe traffic uses its own communicator. */
+#ifndef FB_PROBE_COMM_H
+#define FB_PROBE_COMM_H
+
+#include <mpi.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/world.h"
+
+struct probe_ctx {
+    const struct fb_world *w;
+    MPI_Comm comm;
+    double timeout_s;                  /* --timeout: how long a silent peer is waited for */
+    const volatile sig_atomic_t *stop; /* signal number once SIGINT/SIGTERM arrived */
+};
+
+/* Message kinds, used as tags; ranks run rounds in lockstep, so a kind
+ * between two ranks is unambiguous within a round. */
+enum probe_tag {
+    PROBE_TAG_QPINFO = 11,
+    PROBE_TAG_TCPINFO,
+    PROBE_TAG_TOTALS,
+    PROBE_TAG_ACK,
+    PROBE_TAG_REPORT,
+    PROBE_TAG_LAT_GO,
+};
+
+/* "rank 3 (host-b)" */
+void probe_rank_name(const struct probe_ctx *c, int rank, char *buf, size_t len);
+
+/* FB_EXIT_SIGINT/SIGTERM once a stop signal arrived (with a message), else
+ * FB_OK. Long loops call it. */
+enum fb_status probe_check_stop(const struct probe_ctx *c, struct fb_err *err);
+
+/* Waits for `req` at most limit_s seconds. A timeout names `peer` and says
+ * what was awaited; the request is left pending (the job is ending). */
+enum fb_status probe_wait(const struct probe_ctx *c, MPI_Request *req, double limit_s, int peer,
+                          const char *what, struct fb_err *err);
+
+/* One MPI message each way with the peer, both bounded; *got is the length
+ * received. */
+enum fb_status probe_exchange(const struct probe_ctx *c, int peer, int tag, const void *out,
+                              int len, void *in, int cap, int *got, double limit_s,
+                              const char *what, struct fb_err *err);
+
+/* One bounded receive from the peer; *got is the length received. */
+enum fb_status probe_recv(const struct probe_ctx *c, int peer, int tag, void *in, int cap, int *got,
+                          double limit_s, const char *what, struct fb_err *err);
+
+/* Rank 0 receives `len` bytes from every rank into all[rank * len] (its own
+ * copied from `mine`); the others send theirs. Bounded by limit_s; on rank
+ * 0 the error names the first rank that stayed silent. */
+enum fb_status probe_gather(const struct probe_ctx *c, const void *mine, size_t len, void *all,
+                            double limit_s, const char *what, struct fb_err *err);
+
+/* Rank 0's `buf` reaches every rank, bounded by limit_s. */
+enum fb_status probe_bcast(const struct probe_ctx *c, void *buf, int len, double limit_s,
+                           const char *what, struct fb_err *err);
+
+#endif

@@ -1,0 +1,198 @@
+#include "probe/opts.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/world.h"
+
+#define OFF(f) offsetof(struct probe_opts, f)
+#define BIG 2147483647.0
+
+const struct fb_opt probe_options[] = {
+    {0, "transport", FB_OPT_STRING, OFF(transport_name), "rdma|tcp", "rdma (verbs RDMA WRITE, default) or tcp (sockets)", 0, 0, 0},
+    {0, "pattern", FB_OPT_STRING, OFF(pattern_name), "NAME", "pairs (rank i <-> i+N/2, default), ring, all-pairs (every node pair, in rounds)", 0, 0, 0},
+    {'d', "ib-dev", FB_OPT_STRING, OFF(ib_dev), "LIST", "HCA per local rank, comma list (default: all HCAs in name order)", 0, 0, 0},
+    {'i', "ib-port", FB_OPT_INT, OFF(ib_port), "PORT", "HCA port (default 1)", 1, 255, 0},
+    {'x', "gid-index", FB_OPT_INT, OFF(gid_index), "INDEX", "GID index (default: automatic, RoCE v2 with an IPv4 address)", -1, 1023, 0},
+    {0, "mtu", FB_OPT_INT, OFF(mtu), "BYTES", "path MTU 256-4096 (default: the port's active MTU)", 0, 4096, 0},
+    {0, "sl", FB_OPT_INT, OFF(sl), "N", "InfiniBand service level (default 0)", 0, 15, 0},
+    {0, "tclass", FB_OPT_INT, OFF(tclass), "N", "RoCE traffic class (default 0)", 0, 255, 0},
+    {0, "iface", FB_OPT_STRING, OFF(iface), "LIST", "tcp: interface per local rank, comma list (default: loopback on one host, else the default route's)", 0, 0, 0},
+    {'P', "streams", FB_OPT_INT, OFF(streams), "N", "tcp: streams per link (default 1)", 1, 64, 0},
+    {0, "sock-buf", FB_OPT_SIZE, OFF(sock_buf), "BYTES", "tcp: socket buffer size (default: kernel autotuning)", 0, 0, 0},
+    {'s', "size", FB_OPT_SIZE, OFF(size), "BYTES", "message size (default 1M; latency 2)", 0, 0, 0},
+    {'a', "all", FB_OPT_FLAG, OFF(all_sizes), NULL, "sweep sizes from --min-size to --max-size by powers of 2", 0, 0, 0},
+    {0, "min-size", FB_OPT_SIZE, OFF(min_size), "BYTES", "first size of -a (default 2)", 0, 0, 0},
+    {0, "max-size", FB_OPT_SIZE, OFF(max_size), "BYTES", "last size of -a (default 8M)", 0, 0, 0},
+    {'n', "iters", FB_OPT_INT, OFF(iters), "N", "timed messages per QP/stream (default 5000 rdma, 1000 latency)", 1, BIG, 0},
+    {'D', "duration", FB_OPT_DOUBLE, OFF(duration), "SECONDS", "time each size instead of counting (default for tcp bandwidth: 2)", 0.01, 86400, 0},
+    {'w', "warmup", FB_OPT_INT, OFF(warmup), "N", "untimed messages per QP/stream before each size (default 100)", 0, BIG, 0},
+    {0, "margin", FB_OPT_DOUBLE, OFF(margin), "SECONDS", "untimed seconds before each size with -D (default 0.2)", 0, 3600, 0},
+    {'q', "qps", FB_OPT_INT, OFF(qps), "N", "rdma: queue pairs per link (default 2)", 1, 64, 0},
+    {'t', "tx-depth", FB_OPT_INT, OFF(tx_depth), "N", "rdma: writes outstanding per QP (default 128)", 1, 16384, 0},
+    {'Q', "cq-mod", FB_OPT_INT, OFF(cq_mod), "N", "rdma: one completion per N writes (default 32)", 1, 16384, 0},
+    {'l', "post-list", FB_OPT_INT, OFF(post_list), "N", "rdma: writes per ibv_post_send (default 1)", 1, 64, 0},
+    {'b', "bidirectional", FB_OPT_FLAG, OFF(bidirectional), NULL, "measure both directions of every link at once", 0, 0, 0},
+    {0, "latency", FB_OPT_FLAG, OFF(latency), NULL, "ping-pong latency (ib_write_lat style) instead of bandwidth", 0, 0, 0},
+    {0, "use-cuda", FB_OPT_FLAG, OFF(use_cuda), NULL, "rdma: GPU memory (GPUDirect RDMA; dma-buf, else nvidia-peermem)", 0, 0, 0},
+    {0, "cuda-device", FB_OPT_INT, OFF(cuda_device), "N", "GPU for --use-cuda (default: local rank modulo the GPU count)", -1, 1023, 0},
+    {0, "threshold", FB_OPT_DOUBLE, OFF(threshold), "FRACTION", "flag links below this share of line rate, else of the median link (default 0.9)", 0.01, 1, 0},
+    {0, "interval", FB_OPT_DOUBLE, OFF(interval), "SECONDS", "first sampling interval; doubles to fit 64 samples (default 0.001)", 0.0001, 3600, 0},
+    {0, "timeout", FB_OPT_DOUBLE, OFF(timeout), "SECONDS", "silence tolerated from a peer before exit 8 (default 30)", 0.1, 86400, 0},
+    {'J', "json", FB_OPT_STRING, OFF(json_path), "FILE", "results path (default results/<cluster>/<UTC time>-probe-<transport>.json)", 0, 0, 0},
+    {0, "results-dir", FB_OPT_STRING, OFF(results_dir), "DIR", "results directory (default results)", 0, 0, 0},
+    {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
+    {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},
+    {0, "version", FB_OPT_FLAG, OFF(version), NULL, "print the version", 0, 0, 0},
+    FB_OPT_END,
+};
+
+static void defaults(struct probe_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->transport_name = "rdma";
+    o->pattern_name = "pairs";
+    o->ib_port = 1;
+    o->gid_index = -1;
+    o->streams = 1;
+    o->size = 1 << 20;
+    o->min_size = 2;
+    o->max_size = 8 << 20;
+    o->warmup = 100;
+    o->margin = 0.2;
+    o->qps = 2;
+    o->tx_depth = 128;
+    o->cq_mod = 32;
+    o->post_list = 1;
+    o->cuda_device = -1;
+    o->threshold = 0.9;
+    o->interval = 0.001;
+    o->timeout = 30;
+    o->results_dir = "results";
+}
+
+static int given(const struct fb_opts_result *res, const char *name)
+{
+    int i = fb_opts_find(probe_options, name);
+    return i >= 0 && res->given[i];
+}
+
+static enum fb_status plan_sizes(struct probe_opts *o, const struct fb_opts_result *res,
+                                 struct fb_err *err)
+{
+    if (!o->all_sizes) {
+        if (o->latency && !given(res, "size"))
+            o->size = 2;
+        if (o->size == 0)
+            return fb_fail(err, FB_ERR_USAGE, "-s 0: a message needs at least 1 byte");
+        o->sizes[0] = o->size;
+        o->nsizes = 1;
+        return FB_OK;
+    }
+    if (given(res, "size"))
+        return fb_fail(err, FB_ERR_USAGE, "-a sweeps --min-size..--max-size; drop -s or -a");
+    if (o->min_size == 0 || o->min_size > o->max_size)
+        return fb_fail(err, FB_ERR_USAGE, "--min-size %llu and --max-size %llu: need 1 <= min <= max",
+                       (unsigned long long)o->min_size, (unsigned long long)o->max_size);
+    for (uint64_t s = o->min_size; s <= o->max_size && o->nsizes < 64; s *= 2)
+        o->sizes[o->nsizes++] = s;
+    return FB_OK;
+}
+
+static enum fb_status check_rdma(const struct probe_opts *o, struct fb_err *err)
+{
+    if (o->mtu != 0 && o->mtu != 256 && o->mtu != 512 && o->mtu != 1024 && o->mtu != 2048 &&
+        o->mtu != 4096)
+        return fb_fail(err, FB_ERR_USAGE, "--mtu %ld: use 256, 512, 1024, 2048 or 4096", o->mtu);
+    if (o->cq_mod + o->post_list - 1 > o->tx_depth)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "-t %ld is too shallow for -Q %ld and -l %ld (the queue would stall); use "
+                       "-t %ld or more", o->tx_depth, o->cq_mod, o->post_list,
+                       o->cq_mod + o->post_list - 1);
+    if (o->sizes[o->nsizes - 1] > (1ULL << 30))
+        return fb_fail(err, FB_ERR_USAGE, "RDMA messages are limited to 1G here; lower -s/--max-size");
+    return FB_OK;
+}
+
+static enum fb_status check_combinations(struct probe_opts *o, const struct fb_opts_result *res,
+                                         struct fb_err *err)
+{
+    if (strcmp(o->transport_name, "rdma") == 0)
+        o->transport = PROBE_RDMA;
+    else if (strcmp(o->transport_name, "tcp") == 0)
+        o->transport = PROBE_TCP;
+    else
+        return fb_fail(err, FB_ERR_USAGE, "--transport %s: use rdma or tcp", o->transport_name);
+    if (probe_pattern_parse(o->pattern_name, &o->pattern) != 0)
+        return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
+                       o->pattern_name);
+    if (given(res, "iters") && given(res, "duration"))
+        return fb_fail(err, FB_ERR_USAGE, "-n and -D both given; count messages or time, not both");
+    if (o->latency && o->pattern == PROBE_PATTERN_RING)
+        return fb_fail(err, FB_ERR_USAGE, "--latency pairs ranks for ping-pong; use --pattern pairs "
+                       "or all-pairs");
+    if (o->latency && o->bidirectional)
+        return fb_fail(err, FB_ERR_USAGE, "--latency is a round trip already; drop -b");
+    if (o->use_cuda && o->transport == PROBE_TCP)
+        return fb_fail(err, FB_ERR_USAGE, "--use-cuda applies to --transport rdma; drop it for tcp");
+    if (o->use_cuda && o->latency)
+        return fb_fail(err, FB_ERR_USAGE, "--latency polls host memory; drop --use-cuda");
+    if (given(res, "cuda-device") && !o->use_cuda)
+        return fb_fail(err, FB_ERR_USAGE, "--cuda-device needs --use-cuda");
+    /* Counting is the default except for TCP bandwidth, which (like
+     * iperf3) runs for a time. */
+    if (!given(res, "iters") && !given(res, "duration")) {
+        if (o->transport == PROBE_TCP && !o->latency)
+            o->duration = 2;
+        else
+            o->iters = o->latency ? 1000 : 5000;
+    }
+    if (given(res, "duration"))
+        o->iters = 0;
+    return o->transport == PROBE_RDMA ? check_rdma(o, err) : FB_OK;
+}
+
+static void record_invocation(struct probe_opts *o, int argc, char **argv)
+{
+    size_t used = 0;
+    o->invoked_as[0] = '\0';
+    for (int i = 0; i < argc && used < sizeof o->invoked_as; i++)
+        used += (size_t)snprintf(o->invoked_as + used, sizeof o->invoked_as - used, "%s%s",
+                                 i ? " " : "", argv[i]);
+}
+
+enum fb_status probe_opts_parse(struct probe_opts *o, int argc, char **argv, struct fb_err *err)
+{
+    defaults(o);
+    record_invocation(o, argc, argv);
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse(probe_options, argc, argv, o, &res, err);
+    if (st == FB_OK && res.npositional > 0)
+        st = fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s': fabric-rdma takes no host name "
+                     "(every pair comes from the MPI job); see --help", res.positional[0]);
+    if (st == FB_OK && !o->help && !o->version)
+        st = plan_sizes(o, &res, err);
+    if (st == FB_OK && !o->help && !o->version)
+        st = check_combinations(o, &res, err);
+    fb_opts_result_free(&res);
+    return st;
+}
+
+uint64_t probe_opts_hash(const struct probe_opts *o)
+{
+    uint64_t h = fb_opts_hash(probe_options, o);
+    return fb_hash_bytes(h, o->sizes, (size_t)o->nsizes * sizeof o->sizes[0]);
+}
+
+void probe_opts_help(const char *prog)
+{
+    printf("usage: mpirun -np N %s [options]\n"
+           "Raw link probe across every pair of an MPI job: RDMA WRITE bandwidth or latency\n"
+           "(ib_write_bw / ib_write_lat style) or a TCP baseline. One rank per HCA or\n"
+           "interface: local rank l uses the l-th device.\n\n", prog);
+    fb_opts_help(stdout, probe_options);
+    printf("\nexit codes: 0 ok, 2 usage, 4 memory, 5 unavailable (no RDMA/GPU here), 6 the ends\n"
+           "of a link disagree, 7 io, 8 timeout (names the silent rank and host), 9 runtime\n"
+           "(see docs/probe.md)\n");
+}

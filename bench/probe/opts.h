@@ -1,0 +1,52 @@
+/* fabric-rdma's options: one table (core/options.h) drives parsing,
+ * --help and the JSON echo; the checks between options live here too. */
+#ifndef FB_PROBE_OPTS_H
+#define FB_PROBE_OPTS_H
+
+#include <stdint.h>
+
+#include "core/options.h"
+#include "core/status.h"
+#include "probe/schedule.h"
+
+enum probe_transport { PROBE_RDMA, PROBE_TCP };
+
+struct probe_opts {
+    const char *transport_name, *pattern_name;
+    const char *ib_dev;
+    long ib_port, gid_index, mtu, sl, tclass;
+    const char *iface;
+    long streams;
+    uint64_t sock_buf;
+    uint64_t size, min_size, max_size;
+    int all_sizes;
+    long iters, warmup;
+    double duration, margin;
+    long qps, tx_depth, cq_mod, post_list;
+    int bidirectional, latency;
+    int use_cuda;
+    long cuda_device;
+    double threshold, interval, timeout;
+    const char *json_path, *results_dir, *cluster;
+    int help, version;
+
+    /* derived by probe_opts_parse */
+    enum probe_transport transport;
+    enum probe_pattern pattern;
+    int nsizes;
+    uint64_t sizes[64];
+    char invoked_as[1024];
+};
+
+extern const struct fb_opt probe_options[];
+
+/* Defaults, parse, then the cross-option checks and derived fields. Errors
+ * are FB_ERR_USAGE with one line naming the option and the fix. */
+enum fb_status probe_opts_parse(struct probe_opts *o, int argc, char **argv, struct fb_err *err);
+
+/* Hash of everything that must match on every rank. */
+uint64_t probe_opts_hash(const struct probe_opts *o);
+
+void probe_opts_help(const char *prog);
+
+#endif

@@ -1,0 +1,434 @@
+/* fabric-rdma: raw link probes across every pair of an MPI job, over RDMA
+ * verbs (ib_write_bw / ib_write_lat style, optionally GPUDirect) or TCP.
+ *
+ * Every rank runs the same schedule in lockstep. After each set-up and each
+ * size, all ranks report to rank 0, which records the rows, rewrites the
+ * results file and broadcasts the verdict; a failure anywhere therefore ends
+ * the job everywhere with one message. Every wait is bounded: a rank that
+ * stops answering is named, and the job ends with exit 8. */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/jsonio.h"
+#include "core/version.h"
+#include "core/world.h"
+#include "probe/comm.h"
+#include "probe/mem.h"
+#include "probe/opts.h"
+#include "probe/results.h"
+#include "probe/rounds.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+/* What every rank sends rank 0 after a step: its status, and the
+ * measurements it owns. Same binary on every rank (checked by the option
+ * hash and the wire records), so the struct travels as bytes. */
+struct report {
+    int32_t code, rank;
+    char msg[FB_ERR_MSG_MAX];
+    int32_t n;
+    struct probe_measure m[PROBE_ENDS_MAX];
+};
+
+/* Rank 0's decision after a step. `abort_job` is set when some rank timed
+ * out: a rank may be unresponsive, so MPI_Finalize could hang. */
+struct verdict {
+    int32_t code, rank, abort_job;
+    char msg[FB_ERR_MSG_MAX];
+};
+
+struct app {
+    struct probe_opts o;
+    struct fb_world w;
+    struct probe_ctx c;
+    struct probe_schedule sched;
+    struct probe_endpoint me, *all_eps;
+    struct probe_rank_env env;
+    struct probe_mem mem;
+    struct probe_round round;
+    struct probe_results res;
+    int have_results;
+    int *node_of, *local_of;
+};
+
+/* ---- agreement before measuring -------------------------------------- */
+
+/* Rank 0 prints the agreed error; every rank returns the agreed code. */
+static enum fb_status agreed(struct app *a, struct fb_err *err)
+{
+    enum fb_status st = fb_world_agree(&a->w, err);
+    if (st != FB_OK && a->w.rank == 0)
+        fprintf(stderr, "fabric-rdma: %s\n", err->msg);
+    return st;
+}
+
+static enum fb_status build_schedule(struct app *a, struct fb_err *err)
+{
+    a->node_of = calloc((size_t)a->w.size, sizeof *a->node_of);
+    a->local_of = calloc((size_t)a->w.size, sizeof *a->local_of);
+    if (a->node_of == NULL || a->local_of == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    /* Node numbering and local ranks exactly as world.c assigns them: by
+     * first appearance of the host name, in rank order. */
+    for (int r = 0, nodes = 0; r < a->w.size; r++) {
+        int q = 0;
+        while (strcmp(a->w.hosts[q], a->w.hosts[r]) != 0)
+            q++;
+        a->node_of[r] = q == r ? nodes++ : a->node_of[q];
+        for (int p = 0; p < r; p++)
+            a->local_of[r] += a->node_of[p] == a->node_of[r];
+    }
+    struct probe_layout lay = {a->w.size, a->w.nodes, a->node_of, a->local_of};
+    return probe_schedule_build(a->o.pattern, a->o.bidirectional, &lay, &a->sched, err);
+}
+
+static void init_endpoint(struct app *a)
+{
+    struct probe_endpoint *e = &a->me;
+    memset(e, 0, sizeof *e);
+    e->rank = a->w.rank;
+    e->local_rank = a->w.local_rank;
+    snprintf(e->host, sizeof e->host, "%s", a->w.host);
+    e->port = e->lid = e->gid_index = e->mtu = e->active_mtu = -1;
+    e->numa_node = e->mem_numa_node = e->gpu = -1;
+}
+
+/* GPU first: a node without CUDA says so before the HCA is looked at. */
+static enum fb_status open_devices(struct app *a, struct fb_err *err)
+{
+    const struct probe_opts *o = &a->o;
+    struct probe_rank_env *env = &a->env;
+    struct probe_endpoint *e = &a->me;
+    init_endpoint(a);
+    env->o = o;
+    env->c = &a->c;
+    env->slot_len = probe_slot_len(o);
+    size_t bytes = (size_t)(env->slot_len * PROBE_ENDS_MAX);
+    if (o->use_cuda && probe_gpu_alloc(&a->mem, bytes, (int)o->cuda_device, a->w.local_rank, err) != FB_OK)
+        return err->code;
+    if (o->transport == PROBE_RDMA) {
+        struct probe_verbs_cfg vc = {o->ib_dev, (int)o->ib_port, o->gid_index, (int)o->mtu,
+                                     (int)o->sl, (int)o->tclass};
+        if (probe_verbs_open(&vc, a->w.local_rank, a->w.local_size, a->w.host, &env->dev, e, err) != FB_OK)
+            return err->code;
+    } else {
+        env->tcfg = (struct probe_tcp_cfg){o->iface, (int)o->streams, (long)o->sock_buf, o->latency};
+        if (probe_tcp_pick_iface(&env->tcfg, a->w.local_rank, a->w.local_size, a->w.nodes == 1,
+                                 a->w.host, &env->addr, e, err) != FB_OK)
+            return err->code;
+    }
+    if (!o->use_cuda && probe_mem_host_alloc(&a->mem, bytes, e->numa_node, err) != FB_OK)
+        return err->code;
+    if (o->transport == PROBE_RDMA && probe_mem_register(&a->mem, probe_verbs_pd(env->dev), &env->mr, err) != FB_OK)
+        return err->code;
+    env->buf = a->mem.addr;
+    env->host_memory = a->mem.kind == PROBE_MEM_HOST;
+    snprintf(e->mem_kind, sizeof e->mem_kind, "%s", env->host_memory ? "host" : "gpu");
+    snprintf(e->mem_reg, sizeof e->mem_reg, "%s", a->mem.reg_path);
+    e->mem_numa_node = a->mem.numa_node;
+    e->gpu = a->mem.gpu;
+    snprintf(e->gpu_bus_id, sizeof e->gpu_bus_id, "%s", a->mem.gpu_bus_id);
+    snprintf(e->gpu_name, sizeof e->gpu_name, "%s", a->mem.gpu_name);
+    snprintf(env->me, sizeof env->me, "rank %d (%s %s)", a->w.rank, a->w.host, e->device);
+    return FB_OK;
+}
+
+static enum fb_status results_path(struct app *a, char *path, size_t len, char *cluster,
+                                   size_t clen, struct fb_err *err)
+{
+    probe_cluster_label(a->o.cluster, a->w.hosts[0], cluster, clen);
+    if (a->o.json_path != NULL) {
+        if (snprintf(path, len, "%s", a->o.json_path) >= (int)len)
+            return fb_fail(err, FB_ERR_USAGE, "-J path too long");
+        return FB_OK;
+    }
+    char stamp[32];
+    fb_utc_stamp(stamp, sizeof stamp);
+    if (snprintf(path, len, "%s/%s/%s-probe-%s.json", a->o.results_dir, cluster, stamp,
+                 a->o.transport_name) >= (int)len)
+        return fb_fail(err, FB_ERR_USAGE, "results path too long; use a shorter --results-dir");
+    return FB_OK;
+}
+
+/* ---- lockstep steps ------------------------------------------------------ */
+
+static int timed_out(int code) { return code == FB_ERR_TIMEOUT; }
+
+/* Picks the report that explains the failure best: a named error beats a
+ * timeout (the timeout is usually its consequence), then the lowest rank. */
+static void decide(const struct report *all, int n, struct verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->rank = -1;
+    for (int k = 0; k < n; k++) {
+        const struct report *r = &all[k];
+        if (r->code == FB_OK)
+            continue;
+        v->abort_job |= timed_out(r->code);
+        int better = v->code == FB_OK || (timed_out(v->code) && !timed_out(r->code));
+        if (better) {
+            v->code = r->code;
+            v->rank = r->rank;
+            snprintf(v->msg, sizeof v->msg, "%s", r->msg);
+        }
+    }
+}
+
+static int by_link(const void *x, const void *y)
+{
+    const struct probe_row *a = x, *b = y;
+    return a->m.link - b->m.link;
+}
+
+/* Rank 0: rows of this step into the record, in link order, and the file
+ * rewritten. */
+static enum fb_status record_rows(struct app *a, const struct report *all, int round,
+                                  struct fb_err *err)
+{
+    struct probe_row rows[64];
+    int n = 0;
+    for (int k = 0; k < a->w.size; k++) {
+        for (int i = 0; i < all[k].n && i < PROBE_ENDS_MAX; i++) {
+            const struct probe_measure *m = &all[k].m[i];
+            const struct probe_link *l = &a->sched.links[m->link];
+            struct probe_row row = {round, l->src, l->dst, *m};
+            if (n < (int)(sizeof rows / sizeof *rows)) {
+                rows[n++] = row;
+            } else if (probe_results_add(&a->res, &row, err) != FB_OK) {
+                return err->code;
+            }
+        }
+    }
+    qsort(rows, (size_t)n, sizeof *rows, by_link);
+    for (int i = 0; i < n; i++) {
+        if (probe_results_add(&a->res, &rows[i], err) != FB_OK)
+            return err->code;
+        probe_print_row(stdout, &a->res, &rows[i]);
+    }
+    return probe_results_save(&a->res, 0, err);
+}
+
+/* Everyone reports, rank 0 records and decides, everyone learns the
+ * verdict. `limit_s` bounds the wait for the slowest rank. Returns 1 when
+ * the verdict is shared by all ranks, 0 when only this rank knows it (it
+ * could not reach rank 0, or rank 0 could not hear from everyone). */
+static int step(struct app *a, struct report *mine, int round, double limit_s, struct verdict *v)
+{
+    struct fb_err err = {0};
+    mine->rank = a->w.rank;
+    memset(v, 0, sizeof *v);
+    v->rank = -1;
+    struct report *all = NULL;
+    if (a->w.rank == 0 && (all = calloc((size_t)a->w.size, sizeof *all)) == NULL) {
+        fprintf(stderr, "fabric-rdma: out of memory\n");
+        MPI_Abort(a->w.comm, FB_ERR_INTERNAL);
+    }
+    int shared = 1;
+    if (probe_gather(&a->c, mine, sizeof *mine, all, limit_s, "reporting to rank 0", &err) != FB_OK) {
+        shared = 0;
+    } else if (a->w.rank == 0) {
+        decide(all, a->w.size, v);
+        if (round >= 0 && record_rows(a, all, round, &err) != FB_OK && v->code == FB_OK) {
+            *v = (struct verdict){err.code, 0, 0, ""};
+            snprintf(v->msg, sizeof v->msg, "%s", err.msg);
+        }
+        fb_err_clear(&err);
+    }
+    free(all);
+    if (shared && probe_bcast(&a->c, v, sizeof *v, 2 * limit_s, "waiting for rank 0's verdict",
+                              &err) != FB_OK)
+        shared = 0;
+    if (!shared) {
+        *v = (struct verdict){err.code, a->w.rank, 1, ""};
+        snprintf(v->msg, sizeof v->msg, "%s", err.msg);
+    }
+    return shared;
+}
+
+/* Ends the job after a failed step: rank 0 keeps what was measured and
+ * says why. A verdict only this rank knows, or one that involved a silent
+ * rank, ends with MPI_Abort (MPI_Finalize could wait forever); else every
+ * rank leaves cleanly with the code. */
+static int end_with(struct app *a, const struct verdict *v, int shared)
+{
+    if (!shared && a->w.rank != 0)
+        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", a->w.rank, a->w.host, v->msg);
+    else if (a->w.rank == 0 && v->rank > 0)
+        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", v->rank, a->w.hosts[v->rank], v->msg);
+    else if (a->w.rank == 0)
+        fprintf(stderr, "fabric-rdma: %s\n", v->msg);
+    if (a->w.rank == 0 && a->have_results) {
+        struct fb_err ignored = {0};
+        probe_results_fault(&a->res, (enum fb_status)v->code, v->msg, v->rank);
+        if (probe_results_save(&a->res, 0, &ignored) == FB_OK)
+            fprintf(stderr, "fabric-rdma: measurements so far are in %s\n", a->res.path);
+    }
+    if (!shared || (v->abort_job && a->w.rank == 0)) {
+        fflush(NULL);
+        MPI_Abort(a->w.comm, v->code);
+    }
+    return v->code;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+static enum fb_status gather_endpoints(struct app *a, struct fb_err *err)
+{
+    if (a->w.rank == 0 && (a->all_eps = calloc((size_t)a->w.size, sizeof *a->all_eps)) == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    return probe_gather(&a->c, &a->me, sizeof a->me, a->all_eps, 4 * a->o.timeout,
+                        "collecting device descriptions", err);
+}
+
+static double size_limit(const struct app *a, uint64_t size)
+{
+    struct probe_run r;
+    probe_run_for(&a->o, size, NULL, &r);
+    int lanes = a->o.transport == PROBE_TCP ? (int)a->o.streams : (int)a->o.qps;
+    return a->o.timeout + probe_run_bound_s(&r, lanes * PROBE_ENDS_MAX);
+}
+
+static int run_rounds(struct app *a)
+{
+    struct verdict v;
+    struct report *rep = calloc(1, sizeof *rep);
+    if (rep == NULL)
+        return FB_ERR_INTERNAL;
+    int rc = FB_OK;
+    for (int round = 0; round < a->sched.nrounds && rc == FB_OK; round++) {
+        struct fb_err err = {0};
+        memset(rep, 0, sizeof *rep);
+        probe_round_setup(&a->env, &a->sched, round, &a->round, &err);
+        rep->code = err.code;
+        snprintf(rep->msg, sizeof rep->msg, "%s", err.msg);
+        int shared = step(a, rep, -1, 4 * a->o.timeout, &v);
+        if (v.code != FB_OK) {
+            rc = end_with(a, &v, shared);
+            break;
+        }
+        for (int s = 0; s < a->o.nsizes; s++) {
+            fb_err_clear(&err);
+            memset(rep, 0, sizeof *rep);
+            int n = 0;
+            probe_round_measure(&a->env, &a->round, a->o.sizes[s], rep->m, &n, &err);
+            rep->n = n;
+            rep->code = err.code;
+            snprintf(rep->msg, sizeof rep->msg, "%s", err.msg);
+            shared = step(a, rep, round, size_limit(a, a->o.sizes[s]), &v);
+            if (v.code != FB_OK) {
+                rc = end_with(a, &v, shared);
+                break;
+            }
+        }
+        probe_round_teardown(&a->round);
+    }
+    free(rep);
+    return rc;
+}
+
+static int prepare(struct app *a, int argc, char **argv)
+{
+    struct fb_err err = {0};
+    probe_opts_parse(&a->o, argc, argv, &err);
+    if (err.code == FB_OK && (a->o.help || a->o.version)) {
+        if (a->w.rank == 0 && a->o.help)
+            probe_opts_help("fabric-rdma");
+        if (a->w.rank == 0 && a->o.version)
+            printf("fabric-rdma %s\n", FB_VERSION);
+        return -1;
+    }
+    if (err.code == FB_OK)
+        fb_world_check_launcher(&a->w, &err);
+    if (agreed(a, &err) != FB_OK)
+        return err.code;
+    fb_world_check_same(&a->w, probe_opts_hash(&a->o), "arguments", &err);
+    if (agreed(a, &err) != FB_OK)
+        return err.code;
+    a->c = (struct probe_ctx){&a->w, MPI_COMM_NULL, a->o.timeout, &stop_signal};
+    MPI_Comm_dup(a->w.comm, &a->c.comm);
+    MPI_Comm_set_errhandler(a->c.comm, MPI_ERRORS_RETURN);
+    open_devices(a, &err);
+    if (agreed(a, &err) != FB_OK)
+        return err.code;
+    build_schedule(a, &err);
+    if (agreed(a, &err) != FB_OK)
+        return err.code;
+    char path[PATH_MAX], cluster[128];
+    if (results_path(a, path, sizeof path, cluster, sizeof cluster, &err) == FB_OK && a->w.rank == 0)
+        fb_probe_writable(path, &err);
+    if (agreed(a, &err) != FB_OK)
+        return err.code;
+    if (gather_endpoints(a, &err) != FB_OK) {
+        struct verdict v = {err.code, a->w.rank, 1, ""};
+        snprintf(v.msg, sizeof v.msg, "%s", err.msg);
+        return end_with(a, &v, 0);
+    }
+    if (a->w.rank == 0) {
+        probe_results_init(&a->res, &a->o, &a->w, &a->sched, a->all_eps, path, cluster);
+        a->have_results = 1;
+        if (a->o.use_cuda && strcmp(a->me.mem_reg, "peermem") == 0)
+            probe_results_warn(&a->res, "GPU memory registered through nvidia-peermem: dma-buf was refused");
+        probe_print_header(stdout, &a->res);
+        if (probe_results_save(&a->res, 0, &err) != FB_OK) {
+            fprintf(stderr, "fabric-rdma: %s\n", err.msg);
+            MPI_Abort(a->w.comm, err.code);
+        }
+    }
+    return FB_OK;
+}
+
+static void release(struct app *a)
+{
+    probe_round_teardown(&a->round);
+    if (a->env.mr != NULL)
+        ibv_dereg_mr(a->env.mr);
+    probe_mem_free(&a->mem);
+    probe_verbs_close(a->env.dev);
+    if (a->have_results)
+        probe_results_free(&a->res);
+    probe_schedule_free(&a->sched);
+    free(a->all_eps);
+    free(a->node_of);
+    free(a->local_of);
+    if (a->c.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&a->c.comm);
+    fb_world_free(&a->w);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    static struct app a;
+    a.c.comm = MPI_COMM_NULL;
+    struct fb_err err = {0};
+    if (fb_world_init(&a.w, MPI_COMM_WORLD, &err) != FB_OK) {
+        fprintf(stderr, "fabric-rdma: %s\n", err.msg);
+        MPI_Abort(MPI_COMM_WORLD, err.code);
+    }
+    int rc = prepare(&a, argc, argv);
+    if (rc == FB_OK) {
+        rc = run_rounds(&a);
+        if (rc == FB_OK && a.w.rank == 0) {
+            probe_print_summary(stdout, &a.res);
+            if (probe_results_save(&a.res, 1, &err) != FB_OK) {
+                fprintf(stderr, "fabric-rdma: %s\n", err.msg);
+                rc = err.code;
+            } else {
+                printf("# results: %s\n", a.res.path);
+            }
+        }
+    }
+    if (rc < 0)
+        rc = FB_OK;
+    release(&a);
+    MPI_Finalize();
+    return rc;
+}

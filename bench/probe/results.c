@@ -1,0 +1,615 @@
+#include "probe/results.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/host.h"
+#include "core/jsonio.h"
+#include "core/units.h"
+#include "core/version.h"
+
+void probe_cluster_label(const char *given, const char *host0, char *out, size_t len)
+{
+    const char *name = given && *given ? given : getenv("FABRIC_CLUSTER");
+    if (name == NULL || *name == '\0')
+        name = host0;
+    size_t i = 0;
+    for (; name[i] && i + 1 < len; i++) {
+        char c = name[i];
+        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_' || c == '.';
+        out[i] = safe ? c : '_';
+    }
+    out[i] = '\0';
+}
+
+void probe_results_init(struct probe_results *r, const struct probe_opts *o,
+                        const struct fb_world *w, const struct probe_schedule *s,
+                        const struct probe_endpoint *ep, const char *path, const char *cluster)
+{
+    memset(r, 0, sizeof *r);
+    r->o = o;
+    r->nranks = w->size;
+    r->nnodes = w->nodes;
+    r->hosts = (const char (*)[FB_HOST_MAX])w->hosts;
+    r->sched = s;
+    r->ep = ep;
+    snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->cluster, sizeof r->cluster, "%s", cluster);
+    fb_utc_iso(r->start_time, sizeof r->start_time);
+    int len = 0;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, ",\n")] = '\0';
+    snprintf(r->mpi_version, sizeof r->mpi_version, "%s", lib);
+    r->warnings = json_object_new_array();
+    r->fault_rank = -1;
+}
+
+enum fb_status probe_results_add(struct probe_results *r, const struct probe_row *row,
+                                 struct fb_err *err)
+{
+    if (r->nrows == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 64;
+        struct probe_row *grown = realloc(r->rows, (size_t)cap * sizeof *grown);
+        if (grown == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d result rows", cap);
+        r->rows = grown;
+        r->cap = cap;
+    }
+    r->rows[r->nrows++] = *row;
+    return FB_OK;
+}
+
+void probe_results_warn(struct probe_results *r, const char *text)
+{
+    json_object_array_add(r->warnings, json_object_new_string(text));
+}
+
+void probe_results_fault(struct probe_results *r, enum fb_status code, const char *msg, int rank)
+{
+    r->fault_code = (int)code;
+    r->fault_rank = rank;
+    snprintf(r->fault_msg, sizeof r->fault_msg, "%s", msg);
+}
+
+void probe_results_free(struct probe_results *r)
+{
+    free(r->rows);
+    json_object_put(r->warnings);
+    memset(r, 0, sizeof *r);
+}
+
+void probe_endpoint_label(const struct probe_results *r, int rank, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%s[%d]", r->hosts[rank], r->ep[rank].device, rank);
+}
+
+static double line_rate_of(const struct probe_results *r, const struct probe_row *row)
+{
+    double a = r->ep[row->src].line_rate_gbps, b = r->ep[row->dst].line_rate_gbps;
+    if (a <= 0 || b <= 0)
+        return 0;
+    return a < b ? a : b;
+}
+
+static double avg_gbps(const struct probe_measure *m) { return probe_gbps(m->bytes, m->seconds); }
+
+/* ---- analysis ------------------------------------------------------------- */
+
+int probe_analyze(const struct probe_results *r, struct probe_analysis *a)
+{
+    memset(a, 0, sizeof *a);
+    a->median_gbps = NAN;
+    if (r->o->latency || r->nrows == 0)
+        return 0;
+    for (int i = 0; i < r->nrows; i++)
+        if (r->rows[i].m.size > a->size)
+            a->size = r->rows[i].m.size;
+    a->scores = calloc((size_t)r->nrows, sizeof *a->scores);
+    a->row = calloc((size_t)r->nrows, sizeof *a->row);
+    a->flags = calloc((size_t)r->nrows, sizeof *a->flags);
+    a->suspects = calloc((size_t)r->nranks, sizeof *a->suspects);
+    if (!a->scores || !a->row || !a->flags || !a->suspects) {
+        probe_analysis_free(a);
+        return -1;
+    }
+    double *avg = calloc((size_t)r->nrows, sizeof *avg);
+    for (int i = 0; i < r->nrows; i++) {
+        const struct probe_row *row = &r->rows[i];
+        if (row->m.size != a->size)
+            continue;
+        a->scores[a->n] = (struct probe_link_score){row->src, row->dst, avg_gbps(&row->m),
+                                                    line_rate_of(r, row)};
+        if (avg != NULL)
+            avg[a->n] = a->scores[a->n].avg_gbps;
+        a->row[a->n++] = i;
+    }
+    if (avg != NULL)
+        a->median_gbps = probe_median(avg, a->n);
+    free(avg);
+    a->nflags = probe_flag_links(a->scores, a->n, r->o->threshold, a->flags);
+    a->nsuspects = probe_suspects(a->scores, a->n, a->flags, a->nflags, r->nranks, a->suspects);
+    return 0;
+}
+
+void probe_analysis_free(struct probe_analysis *a)
+{
+    free(a->scores);
+    free(a->row);
+    free(a->flags);
+    free(a->suspects);
+    memset(a, 0, sizeof *a);
+}
+
+static int is_flagged(const struct probe_analysis *a, int row)
+{
+    for (int f = 0; f < a->nflags; f++)
+        if (a->row[a->flags[f].index] == row)
+            return 1;
+    return 0;
+}
+
+/* Distinct hosts in order of first rank; returns the count. */
+static int distinct_hosts(const struct probe_results *r, int *first_rank)
+{
+    int n = 0;
+    for (int k = 0; k < r->nranks; k++) {
+        int seen = 0;
+        for (int j = 0; j < n && !seen; j++)
+            seen = strcmp(r->hosts[first_rank[j]], r->hosts[k]) == 0;
+        if (!seen)
+            first_rank[n++] = k;
+    }
+    return n;
+}
+
+static int host_index(const struct probe_results *r, const int *first_rank, int nh, int rank)
+{
+    for (int j = 0; j < nh; j++)
+        if (strcmp(r->hosts[first_rank[j]], r->hosts[rank]) == 0)
+            return j;
+    return -1;
+}
+
+/* Slowest link from host i to host j at the analysed size; NAN if none. */
+static double *host_matrix(const struct probe_results *r, const struct probe_analysis *a,
+                           const int *first_rank, int nh)
+{
+    double *m = malloc((size_t)nh * (size_t)nh * sizeof *m);
+    if (m == NULL)
+        return NULL;
+    for (int i = 0; i < nh * nh; i++)
+        m[i] = NAN;
+    for (int i = 0; i < a->n; i++) {
+        int s = host_index(r, first_rank, nh, a->scores[i].src);
+        int d = host_index(r, first_rank, nh, a->scores[i].dst);
+        double v = a->scores[i].avg_gbps;
+        if (s >= 0 && d >= 0 && isfinite(v) && (isnan(m[s * nh + d]) || v < m[s * nh + d]))
+            m[s * nh + d] = v;
+    }
+    return m;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static json_object *str_or_null(const char *s)
+{
+    return s && *s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *int_or_null(int v) { return v >= 0 ? json_object_new_int(v) : NULL; }
+
+static json_object *endpoint_json(const struct probe_endpoint *e)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "rank", json_object_new_int(e->rank));
+    json_object_object_add(o, "host", json_object_new_string(e->host));
+    json_object_object_add(o, "local_rank", json_object_new_int(e->local_rank));
+    json_object_object_add(o, "device", str_or_null(e->device));
+    json_object_object_add(o, "port", int_or_null(e->port));
+    json_object_object_add(o, "firmware", str_or_null(e->firmware));
+    json_object_object_add(o, "link_layer", str_or_null(e->link_layer));
+    json_object_object_add(o, "port_state", str_or_null(e->port_state));
+    json_object_object_add(o, "mtu_bytes", int_or_null(e->mtu));
+    json_object_object_add(o, "active_mtu_bytes", int_or_null(e->active_mtu));
+    json_object_object_add(o, "rate", str_or_null(e->rate));
+    json_object_object_add(o, "line_rate_Gbps",
+                           e->line_rate_gbps > 0 ? json_object_new_double(e->line_rate_gbps) : NULL);
+    json_object_object_add(o, "lid", int_or_null(e->lid));
+    json_object *gid = NULL;
+    if (e->gid[0]) {
+        gid = json_object_new_object();
+        json_object_object_add(gid, "index", json_object_new_int(e->gid_index));
+        json_object_object_add(gid, "address", json_object_new_string(e->gid));
+        json_object_object_add(gid, "type", json_object_new_string(e->gid_type));
+        json_object_object_add(gid, "automatic", json_object_new_boolean(e->gid_auto));
+        json_object_object_add(gid, "rule", str_or_null(e->gid_rule));
+    }
+    json_object_object_add(o, "gid", gid);
+    json_object_object_add(o, "address", str_or_null(e->address));
+    json_object_object_add(o, "numa_node", int_or_null(e->numa_node));
+    json_object_object_add(o, "pci_bus_id", str_or_null(e->pci_bus_id));
+    json_object *mem = json_object_new_object();
+    json_object_object_add(mem, "kind", json_object_new_string(e->mem_kind));
+    json_object_object_add(mem, "registration", str_or_null(e->mem_reg));
+    json_object_object_add(mem, "numa_node", int_or_null(e->mem_numa_node));
+    json_object_object_add(mem, "gpu", int_or_null(e->gpu));
+    json_object_object_add(mem, "gpu_bus_id", str_or_null(e->gpu_bus_id));
+    json_object_object_add(mem, "gpu_name", str_or_null(e->gpu_name));
+    json_object_object_add(o, "memory", mem);
+    return o;
+}
+
+static json_object *end_json(const struct probe_results *r, int rank)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "rank", json_object_new_int(rank));
+    json_object_object_add(o, "host", json_object_new_string(r->hosts[rank]));
+    json_object_object_add(o, "device", str_or_null(r->ep[rank].device));
+    return o;
+}
+
+static json_object *samples_json(const struct probe_samples *s)
+{
+    json_object *a = json_object_new_array();
+    for (int i = 0; i < s->n; i++) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "t_s", fb_json_number(s->start_s[i]));
+        json_object_object_add(o, "dur_s", fb_json_number(s->dur_s[i]));
+        json_object_object_add(o, "bytes", fb_json_number(s->bytes[i]));
+        json_object_object_add(o, "Gbps", fb_json_number(probe_gbps(s->bytes[i], s->dur_s[i])));
+        json_object_array_add(a, o);
+    }
+    return a;
+}
+
+static json_object *latency_json(const struct probe_latency *l)
+{
+    if (!l->valid)
+        return NULL;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "min_us", fb_json_number(l->min_us));
+    json_object_object_add(o, "p50_us", fb_json_number(l->p50_us));
+    json_object_object_add(o, "avg_us", fb_json_number(l->avg_us));
+    json_object_object_add(o, "p99_us", fb_json_number(l->p99_us));
+    json_object_object_add(o, "max_us", fb_json_number(l->max_us));
+    return o;
+}
+
+static json_object *row_json(const struct probe_results *r, const struct probe_row *row,
+                             int flagged)
+{
+    const struct probe_measure *m = &row->m;
+    double avg = avg_gbps(m), line = line_rate_of(r, row);
+    double peak = r->o->latency ? NAN : probe_samples_peak_gbps(&m->samples, avg);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "round", json_object_new_int(row->round));
+    json_object_object_add(o, "link", json_object_new_int(m->link));
+    json_object_object_add(o, "size_bytes", json_object_new_uint64(m->size));
+    json_object_object_add(o, "src", end_json(r, row->src));
+    json_object_object_add(o, "dst", end_json(r, row->dst));
+    json_object_object_add(o, "messages", json_object_new_uint64(m->messages));
+    json_object_object_add(o, "bytes", fb_json_number(m->bytes));
+    json_object_object_add(o, "time_s", fb_json_number(m->seconds));
+    json_object_object_add(o, "avg_Gbps", fb_json_number(avg));
+    json_object_object_add(o, "avg_GBps", fb_json_number(avg / 8));
+    json_object_object_add(o, "peak_Gbps", fb_json_number(peak));
+    json_object_object_add(o, "peak_GBps", fb_json_number(peak / 8));
+    json_object_object_add(o, "msg_rate_Mpps", fb_json_number(probe_mpps((double)m->messages, m->seconds)));
+    json_object_object_add(o, "line_rate_Gbps", line > 0 ? json_object_new_double(line) : NULL);
+    json_object_object_add(o, "line_rate_share", line > 0 ? fb_json_number(avg / line) : NULL);
+    json_object_object_add(o, "samples", r->o->latency ? json_object_new_array() : samples_json(&m->samples));
+    json_object_object_add(o, "latency", latency_json(&m->lat));
+    json_object_object_add(o, "flagged", json_object_new_boolean(flagged));
+    return o;
+}
+
+static json_object *analysis_json(const struct probe_results *r, const struct probe_analysis *a,
+                                  json_object *doc)
+{
+    json_object *flags = json_object_new_array();
+    for (int f = 0; f < a->nflags; f++) {
+        const struct probe_flag *fl = &a->flags[f];
+        const struct probe_link_score *s = &a->scores[fl->index];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "link", json_object_new_int(r->rows[a->row[fl->index]].m.link));
+        json_object_object_add(o, "size_bytes", json_object_new_uint64(a->size));
+        json_object_object_add(o, "src", end_json(r, s->src));
+        json_object_object_add(o, "dst", end_json(r, s->dst));
+        json_object_object_add(o, "avg_Gbps", fb_json_number(s->avg_gbps));
+        json_object_object_add(o, "reference_Gbps", fb_json_number(fl->reference_gbps));
+        json_object_object_add(o, "reference", json_object_new_string(fl->by_line_rate ? "line-rate" : "median"));
+        json_object_object_add(o, "threshold_Gbps", fb_json_number(fl->threshold_gbps));
+        json_object_array_add(flags, o);
+    }
+    json_object_object_add(doc, "flags", flags);
+    json_object *sus = json_object_new_array();
+    for (int i = 0; i < a->nsuspects; i++) {
+        int e = a->suspects[i].endpoint;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "rank", json_object_new_int(e));
+        json_object_object_add(o, "host", json_object_new_string(r->hosts[e]));
+        json_object_object_add(o, "device", str_or_null(r->ep[e].device));
+        json_object_object_add(o, "slow_links", json_object_new_int(a->suspects[i].flagged));
+        json_object_object_add(o, "links", json_object_new_int(a->suspects[i].links));
+        json_object_array_add(sus, o);
+    }
+    json_object_object_add(doc, "suspects", sus);
+
+    int *first = malloc((size_t)r->nranks * sizeof *first);
+    json_object *matrix = NULL;
+    if (first != NULL && a->n > 0) {
+        int nh = distinct_hosts(r, first);
+        double *m = host_matrix(r, a, first, nh);
+        matrix = json_object_new_object();
+        json_object_object_add(matrix, "size_bytes", json_object_new_uint64(a->size));
+        json_object_object_add(matrix, "reduce", json_object_new_string("min"));
+        json_object *hosts = json_object_new_array(), *rows = json_object_new_array();
+        for (int i = 0; i < nh; i++) {
+            json_object_array_add(hosts, json_object_new_string(r->hosts[first[i]]));
+            json_object *line = json_object_new_array();
+            for (int j = 0; j < nh && m != NULL; j++)
+                json_object_array_add(line, fb_json_number(m[i * nh + j]));
+            json_object_array_add(rows, line);
+        }
+        json_object_object_add(matrix, "hosts", hosts);
+        json_object_object_add(matrix, "avg_Gbps", rows);
+        free(m);
+    }
+    free(first);
+    return matrix;
+}
+
+static json_object *summary_json(const struct probe_results *r, const struct probe_analysis *a)
+{
+    json_object *s = json_object_new_object();
+    int planned = r->sched->nlinks * r->o->nsizes;
+    json_object_object_add(s, "links_planned", json_object_new_int(r->sched->nlinks));
+    json_object_object_add(s, "rounds_planned", json_object_new_int(r->sched->nrounds));
+    json_object_object_add(s, "measurements_planned", json_object_new_int(planned));
+    json_object_object_add(s, "measurements_done", json_object_new_int(r->nrows));
+    json_object_object_add(s, "reference_size_bytes", a->n ? json_object_new_uint64(a->size) : NULL);
+    double lo = NAN, hi = NAN;
+    for (int i = 0; i < a->n; i++) {
+        double v = a->scores[i].avg_gbps;
+        lo = isnan(lo) || v < lo ? v : lo;
+        hi = isnan(hi) || v > hi ? v : hi;
+    }
+    json_object_object_add(s, "min_avg_Gbps", fb_json_number(lo));
+    json_object_object_add(s, "median_avg_Gbps", fb_json_number(a->median_gbps));
+    json_object_object_add(s, "max_avg_Gbps", fb_json_number(hi));
+    json_object_object_add(s, "flagged", json_object_new_int(a->nflags));
+    return s;
+}
+
+json_object *probe_results_json(const struct probe_results *r, int complete)
+{
+    const struct probe_opts *o = r->o;
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
+    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
+    json_object_object_add(d, "kind", json_object_new_string("probe"));
+    json_object_object_add(d, "complete", json_object_new_boolean(complete));
+    json_object *fault = NULL;
+    if (r->fault_code != 0) {
+        fault = json_object_new_object();
+        json_object_object_add(fault, "status", json_object_new_string(fb_status_name(r->fault_code)));
+        json_object_object_add(fault, "exit_code", json_object_new_int(r->fault_code));
+        json_object_object_add(fault, "message", json_object_new_string(r->fault_msg));
+        json_object_object_add(fault, "rank", r->fault_rank >= 0 ? json_object_new_int(r->fault_rank) : NULL);
+        json_object_object_add(fault, "host", r->fault_rank >= 0 && r->fault_rank < r->nranks
+                                                  ? json_object_new_string(r->hosts[r->fault_rank]) : NULL);
+    }
+    json_object_object_add(d, "fault", fault);
+    json_object *tool = json_object_new_object();
+    json_object_object_add(tool, "name", json_object_new_string("fabric-rdma"));
+    json_object_object_add(tool, "version", json_object_new_string(FB_VERSION));
+    json_object_object_add(tool, "invoked_as", json_object_new_string(o->invoked_as));
+    json_object_object_add(d, "tool", tool);
+    json_object_object_add(d, "cluster", json_object_new_string(r->cluster));
+    json_object_object_add(d, "start_time", json_object_new_string(r->start_time));
+    char now[32];
+    fb_utc_iso(now, sizeof now);
+    json_object_object_add(d, "end_time", complete || r->fault_code ? json_object_new_string(now) : NULL);
+    int *first = malloc((size_t)r->nranks * sizeof *first);
+    json_object *hosts = json_object_new_array();
+    int nh = first ? distinct_hosts(r, first) : 0;
+    for (int i = 0; i < nh; i++)
+        json_object_array_add(hosts, json_object_new_string(r->hosts[first[i]]));
+    free(first);
+    json_object_object_add(d, "hosts", hosts);
+    json_object_object_add(d, "env", fb_env_capture());
+    json_object_get(r->warnings);
+    json_object_object_add(d, "warnings", r->warnings);
+
+    json_object_object_add(d, "transport", json_object_new_string(o->transport == PROBE_TCP ? "tcp" : "rdma"));
+    json_object_object_add(d, "pattern", json_object_new_string(probe_pattern_name(o->pattern)));
+    json_object_object_add(d, "mode", json_object_new_string(o->latency ? "latency" : "bandwidth"));
+    json_object_object_add(d, "bidirectional", json_object_new_boolean(o->bidirectional));
+    json_object_object_add(d, "config", fb_opts_to_json(probe_options, o));
+    json_object *topo = json_object_new_object();
+    json_object_object_add(topo, "ranks", json_object_new_int(r->nranks));
+    json_object_object_add(topo, "nodes", json_object_new_int(r->nnodes));
+    json_object_object_add(topo, "rounds", json_object_new_int(r->sched->nrounds));
+    json_object_object_add(topo, "links", json_object_new_int(r->sched->nlinks));
+    json_object_object_add(d, "topology", topo);
+    json_object *versions = json_object_new_object();
+    json_object_object_add(versions, "mpi", json_object_new_string(r->mpi_version));
+    json_object_object_add(d, "versions", versions);
+    json_object *eps = json_object_new_array();
+    for (int k = 0; k < r->nranks; k++)
+        json_object_array_add(eps, endpoint_json(&r->ep[k]));
+    json_object_object_add(d, "endpoints", eps);
+
+    struct probe_analysis a;
+    probe_analyze(r, &a);
+    json_object *links = json_object_new_array();
+    for (int i = 0; i < r->nrows; i++)
+        json_object_array_add(links, row_json(r, &r->rows[i], is_flagged(&a, i)));
+    json_object_object_add(d, "links", links);
+    json_object *matrix = analysis_json(r, &a, d);
+    json_object_object_add(d, "matrix", matrix);
+    json_object_object_add(d, "summary", summary_json(r, &a));
+    probe_analysis_free(&a);
+    return d;
+}
+
+enum fb_status probe_results_save(struct probe_results *r, int complete, struct fb_err *err)
+{
+    json_object *d = probe_results_json(r, complete);
+    enum fb_status st = fb_json_write_atomic(r->path, d, err);
+    json_object_put(d);
+    return st;
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+static void size_text(uint64_t bytes, char *buf, size_t len) { fb_format_size(bytes, buf, len); }
+
+void probe_print_header(FILE *out, const struct probe_results *r)
+{
+    const struct probe_opts *o = r->o;
+    char sizes[128], first[32], last[32];
+    size_text(o->sizes[0], first, sizeof first);
+    size_text(o->sizes[o->nsizes - 1], last, sizeof last);
+    if (o->nsizes == 1)
+        snprintf(sizes, sizeof sizes, "size %s", first);
+    else
+        snprintf(sizes, sizeof sizes, "sizes %s..%s (%d)", first, last, o->nsizes);
+    char amount[64];
+    if (o->iters)
+        snprintf(amount, sizeof amount, "%ld messages", o->iters);
+    else
+        snprintf(amount, sizeof amount, "%g s", o->duration);
+    fprintf(out, "# fabric-rdma %s: %s %s%s %s, %d ranks on %d node%s, %d link%s in %d round%s\n",
+            FB_VERSION, o->transport == PROBE_TCP ? "tcp" : "rdma", probe_pattern_name(o->pattern),
+            o->bidirectional ? " bidirectional" : "", o->latency ? "latency" : "bandwidth",
+            r->nranks, r->nnodes, r->nnodes == 1 ? "" : "s", r->sched->nlinks, r->sched->nlinks == 1 ? "" : "s",
+            r->sched->nrounds, r->sched->nrounds == 1 ? "" : "s");
+    if (o->transport == PROBE_TCP)
+        fprintf(out, "# %s, %s per stream, %ld stream%s per link\n", sizes, amount, o->streams,
+                o->streams == 1 ? "" : "s");
+    else
+        fprintf(out, "# %s, %s per QP, %ld QP%s per link, tx depth %ld, cq moderation %ld, post list %ld\n",
+                sizes, amount, o->qps, o->qps == 1 ? "" : "s", o->tx_depth, o->cq_mod, o->post_list);
+    fprintf(out, "# %4s %-16s %-10s %-10s %-22s %5s %-40s %4s %s\n", "rank", "host", "device",
+            o->transport == PROBE_TCP ? "link" : "port", "rate", "MTU",
+            o->transport == PROBE_TCP ? "address" : "GID (index type address rule)", "NUMA", "memory");
+    for (int k = 0; k < r->nranks; k++) {
+        const struct probe_endpoint *e = &r->ep[k];
+        char port[32], addr[160], mem[96];
+        if (o->transport == PROBE_TCP) {
+            snprintf(port, sizeof port, "%s", e->link_layer);
+            snprintf(addr, sizeof addr, "%s", e->address);
+        } else {
+            snprintf(port, sizeof port, "%d %s", e->port, e->port_state);
+            snprintf(addr, sizeof addr, "%d %s %s (%s)", e->gid_index, e->gid_type, e->gid,
+                     e->gid_auto ? e->gid_rule : "-x");
+        }
+        if (e->gpu >= 0)
+            snprintf(mem, sizeof mem, "gpu %d %s %s", e->gpu, e->gpu_bus_id, e->mem_reg);
+        else
+            snprintf(mem, sizeof mem, "host%s", e->mem_numa_node >= 0 ? " (NUMA-bound)" : "");
+        fprintf(out, "# %4d %-16.16s %-10.10s %-10.10s %-22.22s %5d %-40.40s %4d %s\n", k, e->host,
+                e->device, port, e->rate[0] ? e->rate : "-", e->mtu, addr, e->numa_node, mem);
+    }
+    if (o->latency)
+        fprintf(out, "#%5s %10s  %-44s %9s %9s %9s %9s %9s %9s\n", "round", "bytes",
+                "source -> destination", "iters", "min[us]", "p50[us]", "avg[us]", "p99[us]", "max[us]");
+    else
+        fprintf(out, "#%5s %10s  %-44s %9s %10s %10s %9s %8s %6s\n", "round", "bytes",
+                "source -> destination", "messages", "peak Gb/s", "avg Gb/s", "avg GB/s", "Mpps", "line%");
+    fflush(out);
+}
+
+void probe_print_row(FILE *out, const struct probe_results *r, const struct probe_row *row)
+{
+    char src[FB_HOST_MAX + 80], dst[FB_HOST_MAX + 80], pair[2 * FB_HOST_MAX + 200];
+    probe_endpoint_label(r, row->src, src, sizeof src);
+    probe_endpoint_label(r, row->dst, dst, sizeof dst);
+    snprintf(pair, sizeof pair, "%s -> %s", src, dst);
+    const struct probe_measure *m = &row->m;
+    if (r->o->latency) {
+        const struct probe_latency *l = &m->lat;
+        fprintf(out, " %5d %10llu  %-44s %9llu %9.2f %9.2f %9.2f %9.2f %9.2f\n", row->round,
+                (unsigned long long)m->size, pair, (unsigned long long)m->messages, l->min_us,
+                l->p50_us, l->avg_us, l->p99_us, l->max_us);
+    } else {
+        double avg = avg_gbps(m), line = line_rate_of(r, row);
+        char share[16] = "-";
+        if (line > 0)
+            snprintf(share, sizeof share, "%.1f", 100 * avg / line);
+        fprintf(out, " %5d %10llu  %-44s %9llu %10.2f %10.2f %9.3f %8.3f %6s\n", row->round,
+                (unsigned long long)m->size, pair, (unsigned long long)m->messages,
+                probe_samples_peak_gbps(&m->samples, avg), avg, avg / 8,
+                probe_mpps((double)m->messages, m->seconds), share);
+    }
+    fflush(out);
+}
+
+static void print_matrix(FILE *out, const struct probe_results *r, const struct probe_analysis *a)
+{
+    int *first = malloc((size_t)r->nranks * sizeof *first);
+    if (first == NULL)
+        return;
+    int nh = distinct_hosts(r, first);
+    double *m = host_matrix(r, a, first, nh);
+    if (m != NULL && nh > 1) {
+        char size[32];
+        size_text(a->size, size, sizeof size);
+        fprintf(out, "# host matrix at %s: slowest link in Gb/s, rows send, columns receive\n", size);
+        fprintf(out, "# %-16s", "");
+        for (int j = 0; j < nh; j++)
+            fprintf(out, " %12.12s", r->hosts[first[j]]);
+        fprintf(out, "\n");
+        for (int i = 0; i < nh; i++) {
+            fprintf(out, "# %-16.16s", r->hosts[first[i]]);
+            for (int j = 0; j < nh; j++) {
+                if (isnan(m[i * nh + j]))
+                    fprintf(out, " %12s", "-");
+                else
+                    fprintf(out, " %12.2f", m[i * nh + j]);
+            }
+            fprintf(out, "\n");
+        }
+    }
+    free(m);
+    free(first);
+}
+
+void probe_print_summary(FILE *out, const struct probe_results *r)
+{
+    struct probe_analysis a;
+    if (probe_analyze(r, &a) != 0 || a.n == 0) {
+        probe_analysis_free(&a);
+        return;
+    }
+    print_matrix(out, r, &a);
+    char size[32];
+    size_text(a.size, size, sizeof size);
+    if (a.nflags == 0)
+        fprintf(out, "# all %d link%s at %s within %.0f%% of their reference (median %.2f Gb/s)\n",
+                a.n, a.n == 1 ? "" : "s", size, 100 * r->o->threshold, a.median_gbps);
+    for (int f = 0; f < a.nflags; f++) {
+        const struct probe_flag *fl = &a.flags[f];
+        const struct probe_link_score *s = &a.scores[fl->index];
+        char src[FB_HOST_MAX + 80], dst[FB_HOST_MAX + 80];
+        probe_endpoint_label(r, s->src, src, sizeof src);
+        probe_endpoint_label(r, s->dst, dst, sizeof dst);
+        fprintf(out, "# SLOW %s -> %s at %s: %.2f Gb/s, %.0f%% of the %s (%.2f Gb/s)\n", src, dst,
+                size, s->avg_gbps, 100 * s->avg_gbps / fl->reference_gbps,
+                fl->by_line_rate ? "line rate" : "median link", fl->reference_gbps);
+    }
+    for (int i = 0; i < a.nsuspects; i++) {
+        const struct probe_suspect *su = &a.suspects[i];
+        char who[FB_HOST_MAX + 80];
+        probe_endpoint_label(r, su->endpoint, who, sizeof who);
+        fprintf(out, "# SUSPECT %s (host %s, device %s): slow in %d of its %d links\n", who,
+                r->hosts[su->endpoint], r->ep[su->endpoint].device, su->flagged, su->links);
+    }
+    probe_analysis_free(&a);
+    fflush(out);
+}

@@ -1,0 +1,71 @@
+/* One round of the schedule on this rank: connect the link ends it takes
+ * part in (queue pairs or sockets), measure them at each size, tear them
+ * down. Transport-neutral for the caller. */
+#ifndef FB_PROBE_ROUNDS_H
+#define FB_PROBE_ROUNDS_H
+
+#include <netinet/in.h>
+
+#include "probe/comm.h"
+#include "probe/measure.h"
+#include "probe/opts.h"
+#include "probe/schedule.h"
+#include "probe/tcp.h"
+#include "probe/verbs.h"
+
+/* A rank takes part in at most this many link ends per round (a
+ * bidirectional ring: two out, two in). */
+#define PROBE_ENDS_MAX 4
+
+/* What this rank brings to every round. */
+struct probe_rank_env {
+    const struct probe_opts *o;
+    const struct probe_ctx *c;
+    struct probe_verbs_dev *dev; /* rdma */
+    struct ibv_mr *mr;           /* rdma: registers buf */
+    char *buf;                   /* PROBE_ENDS_MAX slots of slot_len bytes */
+    uint64_t slot_len;
+    int host_memory;             /* buf is host memory (may be cleared by the CPU) */
+    struct in_addr addr;         /* tcp */
+    struct probe_tcp_cfg tcfg;   /* tcp */
+    char me[FB_HOST_MAX + 96];   /* "rank 0 (host mlx5_0)" */
+};
+
+struct probe_end {
+    const struct probe_link *link;
+    int is_src, peer;
+    char *slot;
+    char peer_name[FB_HOST_MAX + 96];
+    struct probe_verbs_link *vl;
+    struct probe_tcp_flow flow;
+    int listen_fd;
+    uint8_t record[PROBE_QPINFO_WIRE_MAX];
+    MPI_Request record_req;
+};
+
+struct probe_round {
+    int index, nends;
+    struct probe_end ends[PROBE_ENDS_MAX];
+};
+
+/* Bytes each slot needs for the options' largest size. */
+uint64_t probe_slot_len(const struct probe_opts *o);
+
+/* Connects this rank's ends of `round`. On error the round is torn down. */
+enum fb_status probe_round_setup(const struct probe_rank_env *env, const struct probe_schedule *s,
+                                 int round, struct probe_round *rd, struct fb_err *err);
+
+/* Measures one size on every end this rank drives; out[] receives the
+ * measurements this rank owns (rdma: sources; tcp bandwidth: destinations;
+ * latency: initiators), *nout how many. */
+enum fb_status probe_round_measure(const struct probe_rank_env *env, struct probe_round *rd,
+                                   uint64_t size, struct probe_measure *out, int *nout,
+                                   struct fb_err *err);
+
+void probe_round_teardown(struct probe_round *rd);
+
+/* The measurement parameters for one size. */
+void probe_run_for(const struct probe_opts *o, uint64_t size, const volatile sig_atomic_t *stop,
+                   struct probe_run *r);
+
+#endif

@@ -1,0 +1,33 @@
+/* How one size is measured, whatever the transport: iterations or a
+ * duration, the warm-up before the timed part, sampling, and how long
+ * silence from the peer is tolerated. */
+#ifndef FB_PROBE_RUN_H
+#define FB_PROBE_RUN_H
+
+#include <signal.h>
+#include <stdint.h>
+
+struct probe_run {
+    uint64_t size;       /* message bytes */
+    uint64_t stride;     /* distance between per-QP/stream regions (largest size) */
+    long iters;          /* timed messages per QP/stream; 0 selects duration mode */
+    long warmup;         /* untimed messages per QP/stream before (iteration mode) */
+    double duration;     /* timed seconds (duration mode) */
+    double margin;       /* untimed seconds before (duration mode) */
+    int cq_mod;          /* rdma: one signaled completion per cq_mod writes */
+    int post_list;       /* rdma: writes chained per ibv_post_send */
+    int tx_depth;        /* rdma: writes outstanding per QP */
+    double interval;     /* first sample interval, seconds */
+    double timeout;      /* seconds of silence before the peer is declared gone */
+    const volatile sig_atomic_t *stop;
+};
+
+/* Slowest rate a wait for someone else's measurement allows before calling
+ * it a hang: a link this slow is broken anyway. */
+#define PROBE_FLOOR_GBPS 1.0
+
+/* Upper bound of one size's run at PROBE_FLOOR_GBPS (and 1 ms per message),
+ * for waits that cover another rank's measurement. */
+double probe_run_bound_s(const struct probe_run *r, int lanes);
+
+#endif

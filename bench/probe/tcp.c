@@ -1,0 +1,355 @@
+/* TCP set-up: interfaces, listeners, connections and their greeting. */
+#include "probe/tcp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "probe/devsel.h"
+#include "probe/sysfs.h"
+
+#define HELLO_LEN 16
+#define IFACES_MAX 64
+
+static const uint8_t hello_magic[4] = {'F', 'B', 'T', 'S'};
+
+int probe_tcp_default_route_iface(const char *root, char *name, size_t len)
+{
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/proc/net/route", root);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    int found = -1;
+    while (found != 0 && fgets(line, sizeof line, f) != NULL) {
+        char ifname[IF_NAMESIZE + 1];
+        unsigned long dest = 1, mask = 1;
+        unsigned flags = 0;
+        /* Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex) */
+        if (sscanf(line, "%16s %lx %*x %x %*d %*d %*d %lx", ifname, &dest, &flags, &mask) != 4)
+            continue;
+        if (dest == 0 && mask == 0 && (flags & 0x1) /* RTF_UP */) {
+            snprintf(name, len, "%s", ifname);
+            found = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+struct iface {
+    char name[IF_NAMESIZE + 1];
+    struct in_addr addr;
+    int loopback;
+};
+
+/* Up interfaces with an IPv4 address (the first address of each). */
+static int list_ifaces(struct iface *out, int cap)
+{
+    struct ifaddrs *all = NULL;
+    if (getifaddrs(&all) != 0)
+        return -1;
+    int n = 0;
+    for (struct ifaddrs *a = all; a != NULL && n < cap; a = a->ifa_next) {
+        if (a->ifa_addr == NULL || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP))
+            continue;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= strcmp(out[i].name, a->ifa_name) == 0;
+        if (dup)
+            continue;
+        snprintf(out[n].name, sizeof out[n].name, "%s", a->ifa_name);
+        out[n].addr = ((struct sockaddr_in *)a->ifa_addr)->sin_addr;
+        out[n].loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
+        n++;
+    }
+    freeifaddrs(all);
+    return n;
+}
+
+static const struct iface *find_iface(const struct iface *v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return &v[i];
+    return NULL;
+}
+
+static const struct iface *default_iface(const struct iface *v, int n, int single_host)
+{
+    const struct iface *best = NULL;
+    char route[IF_NAMESIZE + 1];
+    if (single_host)
+        for (int i = 0; i < n; i++)
+            if (v[i].loopback)
+                return &v[i];
+    if (probe_tcp_default_route_iface("", route, sizeof route) == 0 &&
+        (best = find_iface(v, n, route)) != NULL)
+        return best;
+    for (int i = 0; i < n; i++)
+        if (!v[i].loopback && (best == NULL || strcmp(v[i].name, best->name) < 0))
+            best = &v[i];
+    return best;
+}
+
+static void fill_endpoint(const struct iface *i, struct probe_endpoint *ep)
+{
+    snprintf(ep->device, sizeof ep->device, "%.*s", IF_NAMESIZE, i->name);
+    inet_ntop(AF_INET, &i->addr, ep->address, sizeof ep->address);
+    snprintf(ep->link_layer, sizeof ep->link_layer, "%s", i->loopback ? "loopback" : "Ethernet");
+    snprintf(ep->port_state, sizeof ep->port_state, "UP");
+    ep->mtu = (int)probe_sysfs_net_mtu("", i->name);
+    long mbps = probe_sysfs_net_speed_mbps("", i->name);
+    ep->line_rate_gbps = mbps > 0 ? (double)mbps / 1000.0 : 0.0;
+    if (mbps > 0)
+        snprintf(ep->rate, sizeof ep->rate, "%ld Mb/s", mbps);
+    ep->numa_node = probe_sysfs_numa_node("", "net", i->name);
+    probe_sysfs_pci_address("", "net", i->name, ep->pci_bus_id, sizeof ep->pci_bus_id);
+}
+
+enum fb_status probe_tcp_pick_iface(const struct probe_tcp_cfg *cfg, int local_rank,
+                                    int local_size, int single_host, const char *host,
+                                    struct in_addr *addr, struct probe_endpoint *ep,
+                                    struct fb_err *err)
+{
+    struct iface v[IFACES_MAX];
+    int n = list_ifaces(v, IFACES_MAX);
+    if (n < 0)
+        return fb_fail(err, FB_ERR_RUNTIME, "cannot list network interfaces: %s", strerror(errno));
+    const struct iface *pick = NULL;
+    if (cfg->ifaces != NULL && *cfg->ifaces != '\0') {
+        const char *names[IFACES_MAX];
+        char described[IFACES_MAX][IF_NAMESIZE + 24];
+        for (int i = 0; i < n; i++)
+            names[i] = v[i].name;
+        char name[IF_NAMESIZE + 1];
+        if (probe_pick_device(names, n, cfg->ifaces, local_rank, local_size, "interface",
+                              "--iface", host, name, sizeof name, err) != FB_OK) {
+            /* Rephrase with addresses: the list is what the user needs. */
+            const char *desc[IFACES_MAX];
+            for (int i = 0; i < n; i++) {
+                char a[INET_ADDRSTRLEN];
+                inet_ntop(AF_INET, &v[i].addr, a, sizeof a);
+                snprintf(described[i], sizeof described[i], "%s (%s)", v[i].name, a);
+                desc[i] = described[i];
+            }
+            char have[1024];
+            probe_join_names(desc, n, have, sizeof have);
+            char why[FB_ERR_MSG_MAX];
+            snprintf(why, sizeof why, "%.500s; interfaces with an IPv4 address: %.480s", err->msg, have);
+            snprintf(err->msg, sizeof err->msg, "%s", why);
+            return err->code;
+        }
+        pick = find_iface(v, n, name);
+    } else {
+        pick = default_iface(v, n, single_host);
+        if (pick == NULL)
+            return fb_fail(err, FB_ERR_USAGE,
+                           "%s has no network interface with an IPv4 address that is up; bring "
+                           "one up or name it with --iface", host);
+    }
+    *addr = pick->addr;
+    fill_endpoint(pick, ep);
+    return FB_OK;
+}
+
+static void set_buffers(int fd, const struct probe_tcp_cfg *cfg)
+{
+    if (cfg->sock_buf > 0) {
+        int v = (int)cfg->sock_buf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    }
+}
+
+static void set_nonblocking_nodelay(int fd, int nodelay)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    int one = 1;
+    if (nodelay)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+enum fb_status probe_tcp_listen(struct in_addr addr, const struct probe_tcp_cfg *cfg, int *fd,
+                                uint16_t *port, struct fb_err *err)
+{
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (*fd < 0)
+        return fb_fail(err, FB_ERR_RUNTIME, "socket() failed: %s", strerror(errno));
+    set_buffers(*fd, cfg); /* inherited by accepted sockets, before the window is set */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = addr, .sin_port = 0};
+    socklen_t sl = sizeof sa;
+    if (bind(*fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(*fd, cfg->streams + 8) != 0 ||
+        getsockname(*fd, (struct sockaddr *)&sa, &sl) != 0) {
+        char a[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &addr, a, sizeof a);
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        return fb_fail(err, FB_ERR_RUNTIME, "cannot listen on %s: %s", a, strerror(e));
+    }
+    *port = ntohs(sa.sin_port);
+    return FB_OK;
+}
+
+/* poll() one fd for `events` until the deadline; 0 ready, -1 timeout. */
+static int wait_fd(int fd, short events, double deadline)
+{
+    for (;;) {
+        double left = deadline - fb_now();
+        if (left <= 0)
+            return -1;
+        struct pollfd p = {.fd = fd, .events = events};
+        int rc = poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+        if (rc > 0)
+            return 0;
+        if (rc < 0 && errno != EINTR)
+            return 0; /* let the following call report the error */
+    }
+}
+
+static enum fb_status connect_one(struct in_addr local, const struct probe_tcpinfo *peer,
+                                  const struct probe_tcp_cfg *cfg, double deadline,
+                                  const char *peer_name, int *out, struct fb_err *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return fb_fail(err, FB_ERR_RUNTIME, "socket() failed: %s", strerror(errno));
+    set_buffers(fd, cfg);
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = local, .sin_port = 0};
+    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(peer->port)};
+    memcpy(&dst.sin_addr, peer->ipv4, 4);
+    char a[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &dst.sin_addr, a, sizeof a);
+    int rc = bind(fd, (struct sockaddr *)&src, sizeof src);
+    if (rc == 0)
+        rc = connect(fd, (struct sockaddr *)&dst, sizeof dst);
+    if (rc != 0 && errno == EINPROGRESS) {
+        if (wait_fd(fd, POLLOUT, deadline) != 0) {
+            close(fd);
+            return fb_fail(err, FB_ERR_TIMEOUT,
+                           "connecting to %s at %s:%u timed out; is that address reachable from "
+                           "here (routing, firewall)? choose another with --iface", peer_name, a,
+                           peer->port);
+        }
+        socklen_t el = sizeof rc;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &el);
+        errno = rc;
+    }
+    if (rc != 0) {
+        int e = errno;
+        close(fd);
+        return fb_fail(err, FB_ERR_RUNTIME, "cannot connect to %s at %s:%u: %s; choose a reachable "
+                       "interface with --iface", peer_name, a, peer->port, strerror(e));
+    }
+    *out = fd;
+    return FB_OK;
+}
+
+static enum fb_status io_all(int fd, void *buf, size_t len, int writing, double deadline,
+                             const char *peer_name, const char *what, struct fb_err *err)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
+                            : recv(fd, (char *)buf + done, len - done, 0);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return fb_fail(err, FB_ERR_RUNTIME, "%s closed the connection during %s", peer_name, what);
+        if (errno != EAGAIN && errno != EINTR)
+            return fb_fail(err, FB_ERR_RUNTIME, "%s with %s failed: %s", what, peer_name,
+                           strerror(errno));
+        if (wait_fd(fd, writing ? POLLOUT : POLLIN, deadline) != 0)
+            return fb_fail(err, FB_ERR_TIMEOUT, "%s did not answer during %s; check that host or "
+                           "raise --timeout", peer_name, what);
+    }
+    return FB_OK;
+}
+
+static void encode_hello(uint8_t *b, uint32_t link, uint16_t stream)
+{
+    memset(b, 0, HELLO_LEN);
+    memcpy(b, hello_magic, 4);
+    b[4] = PROBE_WIRE_VERSION;
+    b[6] = (uint8_t)stream;
+    b[7] = (uint8_t)(stream >> 8);
+    for (int i = 0; i < 4; i++)
+        b[8 + i] = (uint8_t)(link >> (8 * i));
+}
+
+enum fb_status probe_tcp_connect(struct in_addr local, const struct probe_tcpinfo *peer,
+                                 const struct probe_tcp_cfg *cfg, uint32_t link, double timeout,
+                                 const char *peer_name, int *fds, struct fb_err *err)
+{
+    double deadline = fb_now() + timeout;
+    for (int s = 0; s < cfg->streams; s++)
+        fds[s] = -1;
+    for (int s = 0; s < cfg->streams; s++) {
+        uint8_t hello[HELLO_LEN];
+        encode_hello(hello, link, (uint16_t)s);
+        if (connect_one(local, peer, cfg, deadline, peer_name, &fds[s], err) != FB_OK ||
+            io_all(fds[s], hello, sizeof hello, 1, deadline, peer_name, "the stream greeting",
+                   err) != FB_OK)
+            return err->code;
+        set_nonblocking_nodelay(fds[s], cfg->nodelay);
+    }
+    return FB_OK;
+}
+
+enum fb_status probe_tcp_accept(int lfd, const struct probe_tcp_cfg *cfg, uint32_t link,
+                                double timeout, const char *peer_name, int *fds,
+                                struct fb_err *err)
+{
+    double deadline = fb_now() + timeout;
+    for (int s = 0; s < cfg->streams; s++)
+        fds[s] = -1;
+    for (int got = 0; got < cfg->streams; got++) {
+        if (wait_fd(lfd, POLLIN, deadline) != 0)
+            return fb_fail(err, FB_ERR_TIMEOUT,
+                           "%s did not connect within %.0f s (%d of %d streams arrived); check "
+                           "that host and that it can reach this one (--iface)", peer_name,
+                           timeout, got, cfg->streams);
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return fb_fail(err, FB_ERR_RUNTIME, "accept() failed: %s", strerror(errno));
+        uint8_t h[HELLO_LEN];
+        if (io_all(fd, h, sizeof h, 0, deadline, peer_name, "the stream greeting", err) != FB_OK) {
+            close(fd);
+            return err->code;
+        }
+        uint16_t stream = (uint16_t)(h[6] | h[7] << 8);
+        uint32_t l = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 |
+                     (uint32_t)h[11] << 24;
+        if (memcmp(h, hello_magic, 4) != 0 || h[4] != PROBE_WIRE_VERSION || l != link ||
+            stream >= cfg->streams || fds[stream] >= 0) {
+            close(fd);
+            return fb_fail(err, FB_ERR_LAUNCH,
+                           "unexpected connection on the listener for link %u (greeting for link "
+                           "%u stream %u); is another fabric-rdma using this host?", link, l, stream);
+        }
+        set_nonblocking_nodelay(fd, cfg->nodelay);
+        fds[stream] = fd;
+    }
+    return FB_OK;
+}
+
+void probe_tcp_close_flow(struct probe_tcp_flow *f)
+{
+    for (int s = 0; s < f->nfd; s++)
+        if (f->fds[s] >= 0)
+            close(f->fds[s]);
+    f->nfd = 0;
+}
