@@ -47,6 +47,11 @@ struct fb_backend_ops {
                             struct fb_err *err);
     /* Issues one call; may return before it completes (NCCL). */
     enum fb_status (*run)(struct fb_backend *be, const struct fb_call *call, struct fb_err *err);
+    /* Optional (NULL when unsupported): captures `ops` calls into one CUDA
+     * graph and launches it `launches` times, for -G. *seconds is the wall
+     * time of the launches alone, capture and instantiation excluded. */
+    enum fb_status (*run_graph)(struct fb_backend *be, const struct fb_call *call, long ops,
+                                int launches, double *seconds, struct fb_err *err);
     /* Waits until every issued call has completed. */
     enum fb_status (*wait)(struct fb_backend *be, struct fb_err *err);
     /* Copies between a buffer and host memory (for data set-up and checks). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coll/backend.h"
+#include "core/clock.h"
 
 struct nccl_state {
     int device;
@@ -221,6 +222,36 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, s
     return nccl_check(issue(s, c, dt, op), s->comm, c->coll->name, err);
 }
 
+/* Launch overhead out of the measurement: the timed calls are captured
+ * once and replayed, as nccl-tests -G does. */
+static enum fb_status nccl_run_graph(struct fb_backend *be, const struct fb_call *c, long ops,
+                                     int launches, double *seconds, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    enum fb_status st = cuda_check(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal),
+                                   "cudaStreamBeginCapture", err);
+    for (long i = 0; st == FB_OK && i < ops; i++)
+        st = nccl_run(be, c, err);
+    cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
+    if (st == FB_OK)
+        st = cuda_check(end, "cudaStreamEndCapture", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", err);
+    double t0 = fb_now();
+    for (int l = 0; st == FB_OK && l < launches; l++)
+        st = cuda_check(cudaGraphLaunch(exec, s->stream), "cudaGraphLaunch", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
+    *seconds = fb_now() - t0;
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    return st;
+}
+
 static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
 {
     struct nccl_state *s = be->state;
@@ -325,6 +356,7 @@ const struct fb_backend_ops fb_backend_nccl = {
     .free_memory = nccl_free_memory,
     .alloc = nccl_alloc,
     .run = nccl_run,
+    .run_graph = nccl_run_graph,
     .wait = nccl_wait,
     .write = nccl_write,
     .read = nccl_read,
