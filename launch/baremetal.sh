@@ -138,7 +138,7 @@ FB_COLL=$(fb_coll_bin) || {
   FB_COLL="fabric-coll"
 }
 # shellcheck disable=SC2034
-FB_COLL_ARGS=("$@")
+FB_COLL_ARGS=("$@" --cluster "$cluster")
 # shellcheck disable=SC2034
 FB_MPIRUN_EXTRA=("${mpirun_extra[@]+"${mpirun_extra[@]}"}")
 

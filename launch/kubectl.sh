@@ -261,12 +261,15 @@ rc=0
 kx -n "$ns" exec "$pod0" -c "$container" -- bash "$job/run.sh" || rc=$?
 
 # ---- results back, verdict ----------------------------------------------------------
-fb_do mkdir -p "$local_dir"
 result=$local_dir/$stamp-$coll.json
-kx -n "$ns" cp -c "$container" "$pod0:$FB_RESULT" "$result" >/dev/null 2>&1 ||
-  [ "$FB_DRY_RUN" = 1 ] || { rm -f "$result"; fb_info "no result copied from $pod0:$FB_RESULT"; }
-kx -n "$ns" cp -c "$container" "$pod0:$FB_LOG" "$local_dir/$stamp-$coll.log" >/dev/null 2>&1 || true
-[ "$FB_DRY_RUN" = 1 ] && exit 0
+if [ "$FB_DRY_RUN" = 1 ]; then
+  kx -n "$ns" cp -c "$container" "$pod0:$FB_RESULT" "$result"
+  kx -n "$ns" cp -c "$container" "$pod0:$FB_LOG" "$local_dir/$stamp-$coll.log"
+  exit 0
+fi
+mkdir -p "$local_dir" || fb_die "$FB_EXIT_INPUT" "cannot create $local_dir: choose another --results"
+k -n "$ns" cp -c "$container" "$pod0:$FB_RESULT" "$result" >/dev/null 2>&1 || rm -f "$result"
+k -n "$ns" cp -c "$container" "$pod0:$FB_LOG" "$local_dir/$stamp-$coll.log" >/dev/null 2>&1 || true
 if [ ! -s "$result" ]; then
   fb_die "$(( rc ? rc : FB_EXIT_RUNTIME ))" "the run wrote no result (exit $rc): see $local_dir/$stamp-$coll.log"
 fi

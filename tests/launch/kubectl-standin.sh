@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Stand-in for kubectl in the launcher tests: pods fabric-bench-0..N-1 are the
+# network-namespace hosts FBL_SET1..N of scripts/testhosts.sh, so everything
+# after kubectl (exec, ssh between pods, mpirun, cp) is real.
+#
+#   get pods -l SEL -o json            pod list in the state FBL_SCENARIO says
+#   exec [-i] POD [-c C] -- CMD...     CMD inside the pod's host
+#   cp [-c C] POD:PATH LOCAL           file from the pod's host
+#   create secret generic ... --dry-run=client -o yaml   (real kubectl, offline)
+#   apply -f -                         saves the object in $FBL_STATE/applied.yaml
+#   config current-context             "fbl-test"
+#
+# Environment: FBL_SET (host set, "fbl"), FBL_COUNT (pods, 2), FBL_STATE (a
+# directory for the call log and counters), FBL_SCENARIO: ready (default),
+# pending, sidecar, none, badname, slow (Ready from the third poll on);
+# FBL_FABRIC (pod annotation, tcp-baseline), FBL_GPUS (GPU limit, "1").
+set -uo pipefail
+set_name=${FBL_SET:-fbl}
+count=${FBL_COUNT:-2}
+state=${FBL_STATE:?FBL_STATE must name a directory}
+scenario=${FBL_SCENARIO:-ready}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+echo "kubectl $*" >>"$state/calls"
+
+die() { echo "stand-in kubectl: $*" >&2; exit 1; }
+
+# Global flags the launchers use.
+ns_args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    -n | --namespace) ns_args=(-n "$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] || die "no command"
+
+pod_host() { # fabric-bench-K -> K+1
+  local k=${1#fabric-bench-}
+  if ! [[ $k =~ ^[0-9]+$ ]] || [ "$k" -ge "$count" ]; then die "pods \"$1\" not found"; fi
+  echo $((k + 1))
+}
+
+pod_json() { # pod_json K: one pod object
+  local k=$1
+  local host="$set_name$((k + 1))" phase=Running sidecar_ready=true main_ready=true cond='[]'
+  case $scenario in
+    pending) if [ "$k" -eq 1 ]; then
+        phase=Pending main_ready=false sidecar_ready=false
+        cond='[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}]'
+      fi ;;
+    sidecar) [ "$k" -eq 0 ] && sidecar_ready=false ;;
+    badname) [ "$k" -eq 1 ] && host="nohost-$set_name" ;;
+    slow)
+      local polls; polls=$(cat "$state/polls" 2>/dev/null || echo 0)
+      [ "$polls" -lt 3 ] && main_ready=false ;;
+  esac
+  jq -n --arg name "fabric-bench-$k" --arg host "$host" --arg phase "$phase" \
+    --argjson sr "$sidecar_ready" --argjson mr "$main_ready" --argjson cond "$cond" \
+    --arg fabric "${FBL_FABRIC:-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" '{
+    metadata: {name: $name, annotations: {"fabric-bench/fabric": $fabric}},
+    spec: {hostname: $host,
+      initContainers: [{name: "tcpxo-daemon", restartPolicy: "Always"}],
+      containers: [{name: "fabric-bench", resources: {limits: {"nvidia.com/gpu": $gpus}}}]},
+    status: {phase: $phase, conditions: $cond,
+      initContainerStatuses: [{name: "tcpxo-daemon", ready: $sr,
+        state: (if $sr then {running: {}} else {running: {}} end)}],
+      containerStatuses: [{name: "fabric-bench", ready: $mr,
+        state: (if $phase == "Pending" then {waiting: {reason: "ContainerCreating"}} else {running: {}} end)}]}}'
+}
+
+case $1 in
+  get)
+    [ "${2:-}" = pods ] || die "unsupported: get $*"
+    polls=$(cat "$state/polls" 2>/dev/null || echo 0)
+    echo $((polls + 1)) >"$state/polls"
+    if [ "$scenario" = none ]; then
+      echo '{"apiVersion":"v1","kind":"List","items":[]}'
+      exit 0
+    fi
+    for ((k = 0; k < count; k++)); do pod_json "$k"; done | jq -s '{apiVersion: "v1", kind: "List", items: .}'
+    ;;
+  exec)
+    shift
+    stdin=0
+    [ "${1:-}" = -i ] && { stdin=1; shift; }
+    pod=$1; shift
+    [ "${1:-}" = -c ] && shift 2
+    [ "${1:-}" = -- ] && shift
+    i=$(pod_host "$pod") || exit 1
+    if [ "$stdin" = 1 ]; then
+      exec "$root/scripts/testhosts.sh" exec "$set_name" "$i" "$@"
+    fi
+    exec "$root/scripts/testhosts.sh" exec "$set_name" "$i" "$@" </dev/null
+    ;;
+  cp)
+    shift
+    [ "${1:-}" = -c ] && shift 2
+    src=$1 dst=$2
+    i=$(pod_host "${src%%:*}") || exit 1
+    if ! "$root/scripts/testhosts.sh" exec "$set_name" "$i" cat "${src#*:}" >"$dst.part" </dev/null; then
+      rm -f "$dst.part"
+      die "${src#*:}: no such file"
+    fi
+    mv "$dst.part" "$dst"
+    ;;
+  create)
+    # Client-side rendering needs no cluster: the real kubectl does it.
+    /usr/bin/kubectl "${ns_args[@]}" "$@"
+    ;;
+  apply)
+    if [ "${2:-}" != -f ] || [ "${3:-}" != - ]; then die "unsupported: $*"; fi
+    cat >"$state/applied.yaml"
+    ;;
+  config)
+    [ "${2:-}" = current-context ] || die "unsupported: $*"
+    echo fbl-test
+    ;;
+  *) die "unsupported: $*" ;;
+esac
