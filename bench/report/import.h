@@ -1,0 +1,69 @@
+/* Other tools' output turned into this project's results JSON, so that years
+ * of existing logs become comparable: nccl-tests text tables (the formats
+ * with and without the root column, with and without the 2.19
+ * "# Collective test starting" lines), nccl-tests -J JSON, and perftest
+ * ib_write_bw text and --out_json output. */
+#ifndef FB_REPORT_IMPORT_H
+#define FB_REPORT_IMPORT_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+enum fb_import_format {
+    FB_IMPORT_AUTO,
+    FB_IMPORT_NCCLT_TEXT,
+    FB_IMPORT_NCCLT_JSON,
+    FB_IMPORT_PERFTEST_TEXT,
+    FB_IMPORT_PERFTEST_JSON,
+};
+
+struct fb_import_opts {
+    const char *cluster;    /* label of the results; default: first host, else the file name */
+    const char *collective; /* when the input does not say which collective ran */
+    const char *units;      /* perftest --out_json: "Gbps" or "MBps" when they cannot be inferred */
+    long long mtime;        /* the file's modification time (UTC seconds), -1 unknown: stands
+                             * in for the start time an input lacks */
+};
+
+/* One input can hold several runs (a log of several collectives). */
+struct fb_import_out {
+    json_object **docs;
+    size_t n;
+};
+
+/* "nccl-tests-text", "nccl-tests-json", "perftest-text", "perftest-json". */
+const char *fb_import_format_name(enum fb_import_format f);
+enum fb_status fb_import_format_parse(const char *name, enum fb_import_format *f, struct fb_err *err);
+
+/* Guesses the format from the content; FB_ERR_INPUT when it is none of them. */
+enum fb_status fb_import_detect(const char *name, const char *text, size_t len,
+                                enum fb_import_format *f, struct fb_err *err);
+
+/* Converts `text` (the content of file `name`). Every document appended to
+ * `out` is a complete results document of docs/results-schema.md. */
+enum fb_status fb_import_text(const char *name, const char *text, size_t len, enum fb_import_format f,
+                              const struct fb_import_opts *o, struct fb_import_out *out,
+                              struct fb_err *err);
+
+void fb_import_out_free(struct fb_import_out *out);
+
+/* Per format (import_ncclt.c, import_ncclt_json.c, import_perftest.c). */
+enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t len,
+                                    const struct fb_import_opts *o, struct fb_import_out *out,
+                                    struct fb_err *err);
+enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t len,
+                                    const struct fb_import_opts *o, struct fb_import_out *out,
+                                    struct fb_err *err);
+enum fb_status fb_import_perftest_text(const char *name, const char *text, size_t len,
+                                       const struct fb_import_opts *o, struct fb_import_out *out,
+                                       struct fb_err *err);
+enum fb_status fb_import_perftest_json(const char *name, const char *text, size_t len,
+                                       const struct fb_import_opts *o, struct fb_import_out *out,
+                                       struct fb_err *err);
+
+/* Appends a document to `out` (takes it). */
+enum fb_status fb_import_out_add(struct fb_import_out *out, json_object *doc, struct fb_err *err);
+
+#endif

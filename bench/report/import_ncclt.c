@@ -1,0 +1,396 @@
+/* nccl-tests text output. Facts the parser relies on:
+ *   "# Collective test starting: all_reduce_perf"   (2.19 and later; older
+ *   "# Collective test concluded: all_reduce_perf"   versions print neither)
+ *   "# nccl-tests version 2.13.9 nccl-headers=22105 nccl-library=22105"
+ *   "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
+ *   "#  Rank  0 Group  0 Pid  1234 on  host-a device  0 [0000:1b:00] NVIDIA H100 80GB HBM3"
+ *   a column header naming size, count, type, redop, [root], then per
+ *   placement time, algbw, busbw and #wrong (older: "error", a float), with
+ *   -I four more per placement and -T a time stamp at the end;
+ *   data lines "%12li  %12li  %8s  %6s  %6s" then per placement
+ *   "  %7s  %6s  %6s  %6g" (#wrong "N/A" when -c 0);
+ *   "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : 12.34" last.
+ * NCCL INFO lines between them (NCCL_DEBUG=INFO) give the transport. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/import.h"
+#include "report/nccl_log.h"
+#include "report/ncclt_run.h"
+#include "report/text.h"
+
+#define TOK_MAX 64
+
+/* Where the numbers of a data line are, from the column header. */
+struct layout {
+    bool known;
+    int pre;      /* size, count, type, redop[, root] */
+    bool root;
+    int per;      /* columns per placement: 4, or 8 with -I */
+    bool wrong_is_error; /* old "error" column: a max deviation, not a count */
+};
+
+struct parser {
+    const char *name;
+    const struct fb_import_opts *opts;
+    struct fb_import_out *out;
+    struct fb_nccl_log *log;
+    struct ncclt_run run;
+    bool open;       /* a run is being read */
+    bool saw_header; /* "# nThread" of the open run */
+    struct layout lay;
+    int runs_emitted;
+};
+
+static void run_begin(struct parser *p)
+{
+    ncclt_run_init(&p->run, "nccl-tests-text");
+    p->open = true;
+    p->saw_header = false;
+    memset(&p->lay, 0, sizeof p->lay);
+}
+
+static enum fb_status run_end(struct parser *p, struct fb_err *err)
+{
+    if (!p->open)
+        return FB_OK;
+    p->open = false;
+    if (!p->saw_header && p->run.nrows == 0) {
+        ncclt_run_free(&p->run);
+        return FB_OK;
+    }
+    json_object *doc = NULL;
+    enum fb_status st = ncclt_build_doc(&p->run, p->name, p->opts, &doc, err);
+    ncclt_run_free(&p->run);
+    if (st == FB_OK) {
+        st = fb_import_out_add(p->out, doc, err);
+        p->runs_emitted++;
+    }
+    return st;
+}
+
+static const char *after(const char *s, const char *key)
+{
+    const char *at = strstr(s, key);
+    return at ? at + strlen(key) : NULL;
+}
+
+static long long_after(const char *s, const char *key, long dflt)
+{
+    const char *v = after(s, key);
+    return v ? strtol(v, NULL, 10) : dflt;
+}
+
+static void on_config(struct parser *p, const char *line)
+{
+    struct ncclt_run *r = &p->run;
+    r->have_config = true;
+    r->nthreads = long_after(line, "nThread ", 1);
+    r->ngpus = long_after(line, "nGpus ", 1);
+    const char *v = after(line, "minBytes ");
+    r->minbytes = v ? strtoull(v, NULL, 10) : 0;
+    v = after(line, "maxBytes ");
+    r->maxbytes = v ? strtoull(v, NULL, 10) : 0;
+    v = after(line, "step: ");
+    r->step = v ? strtoull(v, NULL, 10) : 0;
+    r->step_is_factor = v != NULL && strstr(v, "(factor)") != NULL;
+    r->warmup = long_after(line, "warmup iters: ", 0);
+    r->iters = long_after(line, " iters: ", 0);
+    const char *it = strstr(line, "iters: ");
+    /* "warmup iters: 5 iters: 20": the second "iters: " is the timed count. */
+    if (it != NULL && (it = strstr(it + 1, " iters: ")) != NULL)
+        r->iters = strtol(it + 8, NULL, 10);
+    r->agg = long_after(line, "agg iters: ", 1);
+    r->validation = long_after(line, "validation: ", 0);
+    r->graph = long_after(line, "graph: ", 0);
+}
+
+static void on_version(struct parser *p, const char *line)
+{
+    const char *v = after(line, "nccl-tests version ");
+    if (v != NULL)
+        sscanf(v, "%31s", p->run.tool_version);
+    v = after(line, "nccl-library=");
+    if (v != NULL)
+        ncclt_version_from_code(strtol(v, NULL, 10), p->run.nccl_version, sizeof p->run.nccl_version);
+}
+
+/* "#  Rank  0 Group  0 Pid 1234 on host device  0 [0000:1b:00] NVIDIA H100"
+ * (older versions have no Group, fabric-coll prints "device - [host]"). */
+static enum fb_status on_rank(struct parser *p, const char *line, struct fb_err *err)
+{
+    char buf[1024];
+    fb_copy(buf, sizeof buf, line, strlen(line));
+    char *tok[TOK_MAX];
+    int n = fb_tokens(buf, tok, TOK_MAX);
+    struct ncclt_device d = {0};
+    d.rank = -1;
+    int i = 0;
+    for (; i < n; i++) {
+        if (strcmp(tok[i], "Rank") == 0 && i + 1 < n)
+            d.rank = strtol(tok[i + 1], NULL, 10);
+        else if (strcmp(tok[i], "on") == 0 && i + 1 < n)
+            fb_copy(d.host, sizeof d.host, tok[i + 1], strlen(tok[i + 1]));
+        else if (strcmp(tok[i], "device") == 0 && i + 2 < n)
+            break;
+    }
+    if (d.rank < 0 || d.host[0] == '\0') {
+        ncclt_warn(&p->run, "device line not understood: %.200s", line);
+        return FB_OK;
+    }
+    if (i + 2 < n && tok[i + 2][0] == '[') {
+        char *bus = tok[i + 2] + 1;
+        size_t len = strcspn(bus, "]");
+        fb_copy(d.bus, sizeof d.bus, bus, len);
+        d.host_memory = strcmp(d.bus, "host") == 0;
+        /* The name is the rest of the line after the bus token (buf is a
+         * copy of line, so offsets carry over). */
+        const char *rest = line + (tok[i + 2] - buf) + strlen(tok[i + 2]);
+        while (*rest == ' ')
+            rest++;
+        fb_copy(d.name, sizeof d.name, rest, strlen(rest));
+    }
+    return ncclt_add_device(&p->run, &d, err);
+}
+
+/* "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time ..." */
+static bool on_columns(struct parser *p, const char *line)
+{
+    char buf[1024];
+    fb_copy(buf, sizeof buf, line + 1, strlen(line + 1));
+    char *tok[TOK_MAX];
+    int n = fb_tokens(buf, tok, TOK_MAX);
+    if (n < 6 || strcmp(tok[0], "size") != 0 || strcmp(tok[1], "count") != 0)
+        return false;
+    int first = -1, second = -1;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(tok[i], "time") == 0 || strcmp(tok[i], "cputime") == 0) {
+            if (first < 0)
+                first = i;
+            else if (second < 0)
+                second = i;
+        }
+        if (strcmp(tok[i], "root") == 0)
+            p->lay.root = true;
+    }
+    if (first < 0)
+        return false;
+    p->lay.known = true;
+    p->lay.pre = first;
+    p->lay.per = second > first ? second - first : 4;
+    p->lay.wrong_is_error = first + 3 < n && strcmp(tok[first + 3], "error") == 0;
+    return true;
+}
+
+static bool parse_place(struct parser *p, char **tok, struct fb_place *out)
+{
+    memset(out, 0, sizeof *out);
+    out->present = true;
+    out->wrong = -1;
+    out->time_us = out->algbw_GBps = out->busbw_GBps = NAN;
+    if (!fb_parse_double_token(tok[0], &out->time_us) || !fb_parse_double_token(tok[1], &out->algbw_GBps) ||
+        !fb_parse_double_token(tok[2], &out->busbw_GBps))
+        return false;
+    if (out->time_us < 0 || out->algbw_GBps < 0 || out->busbw_GBps < 0)
+        return false;
+    if (strcmp(tok[3], "N/A") == 0)
+        return true;
+    double w = 0;
+    if (!fb_parse_double_token(tok[3], &w) || w < 0)
+        return false;
+    if (p->lay.wrong_is_error) {
+        if (w > 0)
+            ncclt_warn(&p->run, "old-format error column shows a deviation of %g; its wrong-element count is unknown", w);
+    } else {
+        out->wrong = w > 9e18 ? (long long)9e18 : (long long)w;
+    }
+    return true;
+}
+
+/* Without a header (a table cut from a larger log), 13 columns mean the
+ * format with a root column, 12 the older one without. */
+static void infer_layout(struct parser *p, int n)
+{
+    p->lay.known = true;
+    p->lay.per = 4;
+    p->lay.root = n != 12 && n != 8;
+    p->lay.pre = p->lay.root ? 5 : 4;
+    ncclt_warn(&p->run, "no column header: %s layout assumed", p->lay.root ? "size count type redop root" : "size count type redop");
+}
+
+static enum fb_status on_data(struct parser *p, const char *line, struct fb_err *err)
+{
+    char buf[1024];
+    fb_copy(buf, sizeof buf, line, strlen(line));
+    char *tok[TOK_MAX];
+    int n = fb_tokens(buf, tok, TOK_MAX);
+    unsigned long long bytes = 0, count = 0;
+    if (n < 2 || !fb_parse_u64_token(tok[0], &bytes) || !fb_parse_u64_token(tok[1], &count))
+        return FB_OK; /* not a table line */
+    if (!p->open)
+        run_begin(p);
+    if (!p->lay.known)
+        infer_layout(p, n);
+    struct fb_row row = {0};
+    row.bytes = bytes;
+    row.count = count;
+    int pre = p->lay.pre, per = p->lay.per;
+    if (pre < 4 || n < pre + 4)
+        return fb_fail(err, FB_ERR_INPUT, "%s: table line cut short (%d columns): \"%.80s\"; the file is truncated or not an nccl-tests output", p->name, n, line);
+    struct ncclt_run *r = &p->run;
+    if (r->nrows == 0) {
+        fb_copy(r->dtype, sizeof r->dtype, tok[2], strlen(tok[2]));
+        fb_copy(r->op, sizeof r->op, tok[3], strlen(tok[3]));
+        if (p->lay.root)
+            r->root = strtol(tok[4], NULL, 10);
+    }
+    bool ok;
+    if (n >= pre + 2 * per) {
+        ok = parse_place(p, tok + pre, &row.oop) && parse_place(p, tok + pre + per, &row.ip);
+    } else {
+        /* Only the in-place columns printed (replayed traces). */
+        row.oop.present = false;
+        row.oop.wrong = -1;
+        row.oop.time_us = row.oop.algbw_GBps = row.oop.busbw_GBps = NAN;
+        ok = parse_place(p, tok + pre, &row.ip);
+    }
+    if (!ok)
+        return fb_fail(err, FB_ERR_INPUT, "%s: table line with a value that is not a number >= 0: \"%.80s\"", p->name, line);
+    row.run = 0;
+    if (r->nrows > 0) {
+        const struct fb_row *prev = &r->rows[r->nrows - 1];
+        row.run = prev->run + (bytes <= prev->bytes ? 1 : 0);
+    }
+    return ncclt_add_row(r, &row, r->iters > 0 ? r->iters * (r->agg > 0 ? r->agg : 1) : 0, err);
+}
+
+static bool is_failure_line(const char *line)
+{
+    return strstr(line, "NCCL failure") != NULL || strstr(line, "CUDA failure") != NULL ||
+           strstr(line, "Test failure") != NULL || strstr(line, "NCCL WARN") != NULL;
+}
+
+static enum fb_status on_comment(struct parser *p, const char *line, struct fb_err *err)
+{
+    const char *body = line + 1;
+    while (*body == ' ')
+        body++;
+    if (fb_starts_with(body, "Collective test starting:")) {
+        /* The version line comes just before: keep a run that holds nothing else. */
+        if (!p->open || p->saw_header || p->run.nrows > 0) {
+            enum fb_status st = run_end(p, err);
+            if (st != FB_OK)
+                return st;
+            run_begin(p);
+        }
+        ncclt_collective_in(body + strlen("Collective test starting:"), p->run.collective, sizeof p->run.collective);
+        return FB_OK;
+    }
+    if (fb_starts_with(body, "Collective test concluded:"))
+        return run_end(p, err);
+    if (fb_starts_with(body, "nThread ")) {
+        if (p->open && p->saw_header) {
+            if (!p->run.finished)
+                return fb_fail(err, FB_ERR_INPUT, "%s holds a second nccl-tests header before the first table ended: output of several processes interleaved (a binary built without MPI under mpirun?) or logs concatenated; split the file", p->name);
+            enum fb_status st = run_end(p, err);
+            if (st != FB_OK)
+                return st;
+        }
+        if (!p->open)
+            run_begin(p);
+        p->saw_header = true;
+        on_config(p, body);
+        return FB_OK;
+    }
+    if (!p->open)
+        run_begin(p);
+    if (fb_starts_with(body, "nccl-tests version"))
+        on_version(p, body);
+    else if (fb_starts_with(body, "Rank "))
+        return on_rank(p, body, err);
+    else if (fb_starts_with(body, "size "))
+        on_columns(p, line);
+    else if (fb_starts_with(body, "Out of bounds values")) {
+        const char *v = strchr(body, ':');
+        p->run.oob = v ? strtoll(v + 1, NULL, 10) : -1;
+    } else if (fb_starts_with(body, "Avg bus bandwidth")) {
+        const char *v = strchr(body, ':');
+        p->run.avg_footer = v ? strtod(v + 1, NULL) : NAN;
+        p->run.finished = true;
+    }
+    return FB_OK;
+}
+
+static enum fb_status parse_lines(struct parser *p, const char *text, size_t len, struct fb_err *err)
+{
+    size_t pos = 0, n = 0;
+    const char *line = NULL;
+    char buf[2048];
+    enum fb_status st = FB_OK;
+    while (st == FB_OK && fb_next_line(text, len, &pos, &line, &n)) {
+        fb_copy(buf, sizeof buf, line, n);
+        const char *s = buf;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (strstr(s, "NCCL INFO ") != NULL)
+            continue; /* fed to the log reader as a whole */
+        if (is_failure_line(s) && p->open)
+            fb_copy(p->run.fault, sizeof p->run.fault, s, strlen(s));
+        if (s[0] == '#')
+            st = on_comment(p, s, err);
+        else if (isdigit((unsigned char)s[0]))
+            st = on_data(p, s, err);
+    }
+    return st;
+}
+
+/* Transport from the NCCL INFO lines, given to every run of the file. */
+static enum fb_status attach_transport(struct parser *p, struct fb_import_out *out, size_t first,
+                                       struct fb_err *err)
+{
+    if (fb_nccl_log_info_lines(p->log) == 0)
+        return FB_OK;
+    json_object *t = NULL;
+    struct fb_err local = {0};
+    if (fb_nccl_log_transport(p->log, &t, &local) != FB_OK) {
+        /* A log too short to tell is a warning here, not a failed import. */
+        for (size_t i = first; i < out->n; i++) {
+            json_object *w = NULL;
+            if (json_object_object_get_ex(out->docs[i], "warnings", &w))
+                json_object_array_add(w, json_object_new_string(local.msg));
+        }
+        return FB_OK;
+    }
+    for (size_t i = first; i < out->n; i++)
+        json_object_object_add(out->docs[i], "transport", json_object_get(t));
+    json_object_put(t);
+    (void)err;
+    return FB_OK;
+}
+
+enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t len,
+                                    const struct fb_import_opts *o, struct fb_import_out *out,
+                                    struct fb_err *err)
+{
+    struct parser p = {.name = name, .opts = o, .out = out};
+    p.log = fb_nccl_log_new();
+    if (p.log == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name);
+    size_t first = out->n;
+    enum fb_status st = fb_nccl_log_feed(p.log, name, text, len, err);
+    if (st == FB_OK)
+        st = parse_lines(&p, text, len, err);
+    if (st == FB_OK)
+        st = run_end(&p, err);
+    else if (p.open)
+        ncclt_run_free(&p.run);
+    if (st == FB_OK && p.runs_emitted == 0)
+        st = fb_fail(err, FB_ERR_INPUT, "%s holds no nccl-tests table (no \"# nThread\" header or size/count lines)", name);
+    if (st == FB_OK)
+        st = attach_transport(&p, out, first, err);
+    fb_nccl_log_free(p.log);
+    return st;
+}

@@ -1,0 +1,280 @@
+/* nccl-tests -J output (JSON file version 2). Facts the reader relies on:
+ *   {"version": 2, "start_time": "2025-01-31 10:00:00" (local time),
+ *    "args": [argv...], "env": ["NAME=value", ...], "nccl_version": 22105,
+ *    "config": {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes",
+ *               "step_factor" | "step_bytes", "warmup_iters", "iterations",
+ *               "aggregated_iterations", "validation", "graph",
+ *               "blocking_collectives": "true"|"false", ...,
+ *               "devices": [{"rank", "group", "pid", "hostname", "device",
+ *                            "device_hex", "device_info"}]},
+ *    "results": [{"size", "count", "type", "redop", "root": "    -1",
+ *                 "out_of_place": {"time"|"cpu_time", "alg_bw", "bus_bw",
+ *                                  "nwrong": number|null} | null,
+ *                 "in_place": {...}, "actual_iterations", ...}],
+ *    "out_of_bounds": {"count", "okay"},
+ *    "average_bus_bandwidth": {"bandwidth", "okay"}, "end_time": ...}
+ * Booleans are strings, "root" is a padded string, NaN is the string "nan",
+ * and the whole environment is there (only the relevant part is kept). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/host.h"
+#include "core/jsonio.h"
+#include "report/import.h"
+#include "report/ncclt_run.h"
+#include "report/text.h"
+
+static json_object *member(json_object *obj, const char *key)
+{
+    json_object *v = NULL;
+    if (obj == NULL || !json_object_is_type(obj, json_type_object) || !json_object_object_get_ex(obj, key, &v))
+        return NULL;
+    return v;
+}
+
+/* A number that may come as a number, a numeric string or "nan". */
+static bool loose_number(json_object *v, double *out)
+{
+    if (v == NULL)
+        return false;
+    if (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) {
+        *out = json_object_get_double(v);
+        return isfinite(*out);
+    }
+    if (json_object_is_type(v, json_type_string)) {
+        const char *s = json_object_get_string(v);
+        while (*s == ' ')
+            s++;
+        return fb_parse_double_token(s, out);
+    }
+    return false;
+}
+
+static long loose_long(json_object *obj, const char *key, long dflt)
+{
+    double d = 0;
+    if (!loose_number(member(obj, key), &d) || d < -1e12 || d > 1e12)
+        return dflt;
+    return (long)d;
+}
+
+static const char *string_member(json_object *obj, const char *key)
+{
+    json_object *v = member(obj, key);
+    return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static void copy_string(char *dst, size_t len, const char *src)
+{
+    if (src != NULL)
+        fb_copy(dst, len, src, strlen(src));
+}
+
+static void read_config(struct ncclt_run *r, json_object *c)
+{
+    if (c == NULL || !json_object_is_type(c, json_type_object))
+        return;
+    r->have_config = true;
+    r->nthreads = loose_long(c, "nthreads", 1);
+    r->ngpus = loose_long(c, "ngpus", 1);
+    double d = 0;
+    r->minbytes = loose_number(member(c, "minimum_bytes"), &d) && d >= 0 ? (unsigned long long)d : 0;
+    r->maxbytes = loose_number(member(c, "maximum_bytes"), &d) && d >= 0 ? (unsigned long long)d : 0;
+    r->step_is_factor = member(c, "step_factor") != NULL;
+    double step = 0;
+    loose_number(member(c, r->step_is_factor ? "step_factor" : "step_bytes"), &step);
+    r->step = step > 0 && step < 1e18 ? (unsigned long long)step : 0;
+    r->warmup = loose_long(c, "warmup_iters", 0);
+    r->iters = loose_long(c, "iterations", 0);
+    r->agg = loose_long(c, "aggregated_iterations", 1);
+    r->validation = loose_long(c, "validation", 0);
+    r->graph = loose_long(c, "graph", 0);
+}
+
+static enum fb_status read_devices(struct ncclt_run *r, json_object *devs, struct fb_err *err)
+{
+    if (devs == NULL || !json_object_is_type(devs, json_type_array))
+        return FB_OK;
+    for (size_t i = 0; i < json_object_array_length(devs); i++) {
+        json_object *e = json_object_array_get_idx(devs, i);
+        struct ncclt_device d = {0};
+        d.rank = loose_long(e, "rank", (long)i);
+        copy_string(d.host, sizeof d.host, string_member(e, "hostname"));
+        copy_string(d.bus, sizeof d.bus, string_member(e, "device_hex"));
+        copy_string(d.name, sizeof d.name, string_member(e, "device_info"));
+        if (d.host[0] == '\0')
+            snprintf(d.host, sizeof d.host, "unknown");
+        enum fb_status st = ncclt_add_device(r, &d, err);
+        if (st != FB_OK)
+            return st;
+    }
+    return FB_OK;
+}
+
+static void read_args(struct ncclt_run *r, json_object *args)
+{
+    if (args == NULL || !json_object_is_type(args, json_type_array))
+        return;
+    struct fb_str joined = {0};
+    for (size_t i = 0; i < json_object_array_length(args); i++) {
+        json_object *a = json_object_array_get_idx(args, i);
+        if (!json_object_is_type(a, json_type_string))
+            continue;
+        const char *s = json_object_get_string(a);
+        fb_str_addf(&joined, "%s%s", i ? " " : "", s);
+        if (i == 0)
+            ncclt_collective_in(s, r->collective, sizeof r->collective);
+        /* -a: how the time is reduced across ranks (default mean). */
+        if (strcmp(s, "-a") == 0 && i + 1 < json_object_array_length(args)) {
+            const char *v = json_object_get_string(json_object_array_get_idx(args, i + 1));
+            static const char *const names[] = {"rank0", "mean", "min", "max"};
+            long a_val = v ? strtol(v, NULL, 10) : 1;
+            if (a_val >= 0 && a_val <= 3)
+                snprintf(r->time_reduction, sizeof r->time_reduction, "%s", names[a_val]);
+        }
+    }
+    copy_string(r->invoked_as, sizeof r->invoked_as, fb_str_get(&joined));
+    fb_str_free(&joined);
+}
+
+/* Only the variables that explain a fabric result, never secrets. */
+static void read_env(struct ncclt_run *r, json_object *env)
+{
+    r->env = json_object_new_object();
+    if (env == NULL || !json_object_is_type(env, json_type_array))
+        return;
+    for (size_t i = 0; i < json_object_array_length(env); i++) {
+        json_object *e = json_object_array_get_idx(env, i);
+        if (!json_object_is_type(e, json_type_string))
+            continue;
+        const char *kv = json_object_get_string(e);
+        const char *eq = strchr(kv, '=');
+        if (eq == NULL || eq == kv || (size_t)(eq - kv) >= 256)
+            continue;
+        char key[256];
+        fb_copy(key, sizeof key, kv, (size_t)(eq - kv));
+        if (fb_env_is_relevant(key))
+            json_object_object_add(r->env, key, json_object_new_string(eq + 1));
+    }
+}
+
+static bool read_place(json_object *o, struct fb_place *p)
+{
+    memset(p, 0, sizeof *p);
+    p->wrong = -1;
+    p->time_us = p->algbw_GBps = p->busbw_GBps = NAN;
+    if (o == NULL || json_object_is_type(o, json_type_null))
+        return true;
+    if (!json_object_is_type(o, json_type_object))
+        return false;
+    p->present = true;
+    json_object *t = member(o, "time") ? member(o, "time") : member(o, "cpu_time");
+    loose_number(t, &p->time_us);
+    loose_number(member(o, "alg_bw"), &p->algbw_GBps);
+    loose_number(member(o, "bus_bw"), &p->busbw_GBps);
+    double w = 0;
+    if (loose_number(member(o, "nwrong"), &w) && w >= 0)
+        p->wrong = w > 9e18 ? (long long)9e18 : (long long)w;
+    return !(p->time_us < 0 || p->algbw_GBps < 0 || p->busbw_GBps < 0);
+}
+
+static enum fb_status read_results(struct ncclt_run *r, json_object *results, const char *name,
+                                   struct fb_err *err)
+{
+    if (results == NULL || !json_object_is_type(results, json_type_array))
+        return fb_fail(err, FB_ERR_INPUT, "%s: nccl-tests JSON without a \"results\" list", name);
+    for (size_t i = 0; i < json_object_array_length(results); i++) {
+        json_object *e = json_object_array_get_idx(results, i);
+        struct fb_row row = {0};
+        double d = 0;
+        if (!json_object_is_type(e, json_type_object) || !loose_number(member(e, "size"), &d) || d < 0 || d > 1e19)
+            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has no size", name, i);
+        row.bytes = (unsigned long long)d;
+        row.count = loose_number(member(e, "count"), &d) && d >= 0 && d < 1e19 ? (unsigned long long)d : 0;
+        if (!read_place(member(e, "out_of_place"), &row.oop) || !read_place(member(e, "in_place"), &row.ip))
+            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has a placement that is not an object of numbers >= 0", name, i);
+        if (!row.oop.present && !row.ip.present)
+            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has neither out_of_place nor in_place", name, i);
+        if (r->nrows > 0) {
+            const struct fb_row *prev = &r->rows[r->nrows - 1];
+            row.run = prev->run + (row.bytes <= prev->bytes ? 1 : 0);
+        } else {
+            copy_string(r->dtype, sizeof r->dtype, string_member(e, "type"));
+            copy_string(r->op, sizeof r->op, string_member(e, "redop"));
+            r->root = loose_long(e, "root", -1);
+        }
+        long iters = loose_long(e, "actual_iterations", r->iters * (r->agg > 0 ? r->agg : 1));
+        enum fb_status st = ncclt_add_row(r, &row, iters, err);
+        if (st != FB_OK)
+            return st;
+    }
+    return FB_OK;
+}
+
+static enum fb_status convert(struct ncclt_run *r, json_object *doc, const char *name,
+                              const struct fb_import_opts *o, struct fb_import_out *out,
+                              struct fb_err *err)
+{
+    copy_string(r->started, sizeof r->started, string_member(doc, "start_time"));
+    read_args(r, member(doc, "args"));
+    read_env(r, member(doc, "env"));
+    long code = loose_long(doc, "nccl_version", 0);
+    ncclt_version_from_code(code, r->nccl_version, sizeof r->nccl_version);
+    json_object *config = member(doc, "config");
+    read_config(r, config);
+    enum fb_status st = read_devices(r, member(config, "devices"), err);
+    if (st == FB_OK)
+        st = read_results(r, member(doc, "results"), name, err);
+    if (st != FB_OK)
+        return st;
+    json_object *avg = member(doc, "average_bus_bandwidth");
+    if (avg != NULL) {
+        r->finished = true;
+        if (!loose_number(member(avg, "bandwidth"), &r->avg_footer))
+            r->avg_footer = NAN;
+    }
+    json_object *oob = member(doc, "out_of_bounds");
+    r->oob = oob ? loose_long(oob, "count", -1) : -1;
+    json_object *errors = member(doc, "errors");
+    if (errors != NULL && json_object_is_type(errors, json_type_array) && json_object_array_length(errors) > 0) {
+        json_object *e0 = json_object_array_get_idx(errors, 0);
+        if (json_object_is_type(e0, json_type_string) && json_object_get_string(e0)[0] != '\0')
+            copy_string(r->fault, sizeof r->fault, json_object_get_string(e0));
+    }
+    json_object *result = NULL;
+    st = ncclt_build_doc(r, name, o, &result, err);
+    if (st == FB_OK)
+        st = fb_import_out_add(out, result, err);
+    return st;
+}
+
+enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t len,
+                                    const struct fb_import_opts *o, struct fb_import_out *out,
+                                    struct fb_err *err)
+{
+    json_tokener *tok = json_tokener_new();
+    if (tok == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name);
+    json_object *doc = json_tokener_parse_ex(tok, text, (int)(len > 0x7fffffff ? 0x7fffffff : len));
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    if (doc == NULL || jerr != json_tokener_success) {
+        if (doc != NULL)
+            json_object_put(doc);
+        if (jerr == json_tokener_continue)
+            return fb_fail(err, FB_ERR_INPUT, "%s: nccl-tests JSON ends early (the run was killed before it finished?); import its text output instead", name);
+        return fb_fail(err, FB_ERR_INPUT, "%s: not valid JSON (%s)", name, json_tokener_error_desc(jerr));
+    }
+    if (!json_object_is_type(doc, json_type_object) || member(doc, "results") == NULL) {
+        json_object_put(doc);
+        return fb_fail(err, FB_ERR_INPUT, "%s: not nccl-tests JSON (no \"results\" list)", name);
+    }
+    struct ncclt_run r;
+    ncclt_run_init(&r, "nccl-tests-json");
+    enum fb_status st = convert(&r, doc, name, o, out, err);
+    ncclt_run_free(&r);
+    json_object_put(doc);
+    return st;
+}

@@ -1,0 +1,386 @@
+/* perftest bandwidth output (ib_write_bw, ib_read_bw, ib_send_bw) as a
+ * "probe" results document with one link.
+ *
+ * Text facts: a dashed block with the test name ("RDMA_Write BW Test") and
+ * "Key : value" pairs (Device, Number of qps, Connection type, TX depth,
+ * CQ Moderation, Mtu "4096[B]", Link type, GID index), then the result
+ * header " #bytes #iterations BW peak[UNIT] BW average[UNIT] MsgRate[Mpps]"
+ * where UNIT is Gb/sec (--report_gbits) or MB/sec / MiB/sec (2^20 bytes),
+ * and one line per size.
+ *
+ * --out_json facts: {"test_info": {"test": "RDMA_Write_BW_Test", "Device",
+ * "Number_of_qps", "Connection_type", "TX_depth", "CQ_Moderation", "Mtu",
+ * "Link_type", "GID_index", "cuda_device", ...}, "results": {"MsgSize",
+ * "n_iterations", "BW_peak", "BW_average", "MsgRate"}}: one size, no unit.
+ * The unit shows in the numbers themselves: BW / (MsgSize x MsgRate) is
+ * 8e-3 for Gb/s and 1e6 / 2^20 for MiB/s, both measured over one interval. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/jsonio.h"
+#include "core/version.h"
+#include "report/import.h"
+#include "report/text.h"
+
+#define MIB_PER_S_IN_GBPS (1048576.0 * 8 / 1e9)
+
+struct perf_row {
+    unsigned long long bytes, iterations;
+    double peak_Gbps, avg_Gbps, msg_rate_Mpps;
+};
+
+struct perf_run {
+    char test[48];   /* "rdma_write_bw" */
+    char device[64];
+    char connection[8];
+    char link[16];
+    long qps, tx_depth, cq_mod, mtu, gid_index;
+    bool cuda, bidirectional;
+    const char *units; /* "Gb/sec" or "MiB/sec" as found */
+    struct perf_row *rows;
+    size_t nrows;
+};
+
+static void run_init(struct perf_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->qps = r->tx_depth = r->cq_mod = r->mtu = r->gid_index = -1;
+}
+
+static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, struct fb_err *err)
+{
+    struct perf_row *rows = realloc(r->rows, (r->nrows + 1) * sizeof *rows);
+    if (rows == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing perftest rows");
+    r->rows = rows;
+    r->rows[r->nrows++] = *row;
+    return FB_OK;
+}
+
+/* "RDMA_Write BW Test" / "RDMA_Write_BW_Test" -> "rdma_write_bw" */
+static void test_name(const char *in, char *out, size_t len)
+{
+    size_t k = 0;
+    for (const char *c = in; *c && k + 1 < len; c++) {
+        if (strncasecmp(c, "_test", 5) == 0 || strncasecmp(c, " test", 5) == 0)
+            break;
+        out[k++] = (*c == ' ' || *c == '_') ? '_' : (char)tolower((unsigned char)*c);
+    }
+    while (k > 0 && out[k - 1] == '_')
+        k--;
+    out[k] = '\0';
+}
+
+static json_object *nullable_long(long v)
+{
+    return v >= 0 ? json_object_new_int64(v) : NULL;
+}
+
+static void utc_from(long long t, char *buf, size_t len)
+{
+    time_t tt = t >= 0 ? (time_t)t : 0;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static enum fb_status build_doc(const struct perf_run *r, const char *name, const char *format,
+                                const struct fb_import_opts *o, json_object *warnings,
+                                json_object **out, struct fb_err *err)
+{
+    if (r->nrows == 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s holds no bandwidth lines (a latency test, or the run failed before its table)", name);
+    const char *base = strrchr(name, '/');
+    const char *cluster = o->cluster ? o->cluster : (base ? base + 1 : name);
+    char when[32];
+    utc_from(o->mtime, when, sizeof when);
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
+    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
+    json_object_object_add(d, "kind", json_object_new_string("probe"));
+    json_object_object_add(d, "complete", json_object_new_boolean(true));
+    json_object_object_add(d, "fault", NULL);
+    json_object *tool = json_object_new_object();
+    json_object_object_add(tool, "name", json_object_new_string("perftest"));
+    json_object_object_add(tool, "version", json_object_new_string("unknown"));
+    json_object_object_add(tool, "invoked_as", json_object_new_string(""));
+    json_object_object_add(d, "tool", tool);
+    json_object_object_add(d, "cluster", json_object_new_string(cluster));
+    json_object_object_add(d, "start_time", json_object_new_string(when));
+    json_object_object_add(d, "end_time", json_object_new_string(when));
+    json_object *hosts = json_object_new_array();
+    json_object_array_add(hosts, json_object_new_string(cluster));
+    json_object_object_add(d, "hosts", hosts);
+    json_object_object_add(d, "env", json_object_new_object());
+    json_object_array_add(warnings, json_object_new_string("start_time is the imported file's modification time; perftest does not name the hosts"));
+    json_object_object_add(d, "warnings", json_object_get(warnings));
+    json_object_object_add(d, "probe", json_object_new_string(r->test[0] ? r->test : "rdma_bw"));
+    json_object_object_add(d, "transport", json_object_new_string("rdma"));
+    json_object *cfg = json_object_new_object();
+    json_object_object_add(cfg, "connection", r->connection[0] ? json_object_new_string(r->connection) : NULL);
+    json_object_object_add(cfg, "qps", nullable_long(r->qps));
+    json_object_object_add(cfg, "tx_depth", nullable_long(r->tx_depth));
+    json_object_object_add(cfg, "cq_moderation", nullable_long(r->cq_mod));
+    json_object_object_add(cfg, "bidirectional", json_object_new_boolean(r->bidirectional));
+    json_object_object_add(d, "config", cfg);
+    json_object *link = json_object_new_object();
+    json_object_object_add(link, "src_host", NULL);
+    json_object_object_add(link, "dst_host", NULL);
+    json_object_object_add(link, "device", r->device[0] ? json_object_new_string(r->device) : NULL);
+    json_object_object_add(link, "link_layer", r->link[0] ? json_object_new_string(r->link) : NULL);
+    json_object_object_add(link, "mtu_bytes", nullable_long(r->mtu));
+    json_object_object_add(link, "gid_index", nullable_long(r->gid_index));
+    json_object_object_add(link, "memory", json_object_new_string(r->cuda ? "cuda" : "host"));
+    json_object *rows = json_object_new_array();
+    double peak = NAN;
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct perf_row *p = &r->rows[i];
+        json_object *row = json_object_new_object();
+        json_object_object_add(row, "bytes", json_object_new_int64((int64_t)p->bytes));
+        json_object_object_add(row, "iterations", json_object_new_int64((int64_t)p->iterations));
+        json_object_object_add(row, "bw_peak_Gbps", fb_json_number(p->peak_Gbps));
+        json_object_object_add(row, "bw_avg_Gbps", fb_json_number(p->avg_Gbps));
+        json_object_object_add(row, "bw_avg_GBps", fb_json_number(p->avg_Gbps / 8));
+        json_object_object_add(row, "msg_rate_Mpps", fb_json_number(p->msg_rate_Mpps));
+        json_object_array_add(rows, row);
+        if (isnan(peak) || p->avg_Gbps > peak)
+            peak = p->avg_Gbps;
+    }
+    json_object_object_add(link, "rows", rows);
+    json_object_object_add(link, "bw_avg_at_largest_Gbps", fb_json_number(r->rows[r->nrows - 1].avg_Gbps));
+    json_object_object_add(link, "best_bw_avg_Gbps", fb_json_number(peak));
+    json_object *links = json_object_new_array();
+    json_object_array_add(links, link);
+    json_object_object_add(d, "links", links);
+    json_object *imp = json_object_new_object();
+    json_object_object_add(imp, "format", json_object_new_string(format));
+    json_object_object_add(imp, "file", json_object_new_string(name));
+    json_object_object_add(imp, "units_in_input", json_object_new_string(r->units ? r->units : "unknown"));
+    json_object_object_add(imp, "importer", json_object_new_string("fabric-report " FB_VERSION));
+    json_object_object_add(d, "import", imp);
+    *out = d;
+    return FB_OK;
+}
+
+static const char *value_after_colon(const char *s)
+{
+    const char *c = strchr(s, ':');
+    if (c == NULL)
+        return NULL;
+    c++;
+    while (*c == ' ' || *c == '\t')
+        c++;
+    return c;
+}
+
+/* " Dual-port : OFF		Device : mlx5_0": each "Key : value" of a line. */
+static void on_keys(struct perf_run *r, char *line)
+{
+    char *save = NULL;
+    for (char *part = strtok_r(line, "\t", &save); part != NULL; part = strtok_r(NULL, "\t", &save)) {
+        while (*part == ' ')
+            part++;
+        const char *v = value_after_colon(part);
+        if (v == NULL)
+            continue;
+        if (fb_starts_with(part, "Device"))
+            sscanf(v, "%63s", r->device);
+        else if (fb_starts_with(part, "Number of qps"))
+            r->qps = strtol(v, NULL, 10);
+        else if (fb_starts_with(part, "Connection type"))
+            sscanf(v, "%7s", r->connection);
+        else if (fb_starts_with(part, "TX depth"))
+            r->tx_depth = strtol(v, NULL, 10);
+        else if (fb_starts_with(part, "CQ Moderation"))
+            r->cq_mod = strtol(v, NULL, 10);
+        else if (fb_starts_with(part, "Mtu"))
+            r->mtu = strtol(v, NULL, 10);
+        else if (fb_starts_with(part, "Link type"))
+            sscanf(v, "%15s", r->link);
+        else if (fb_starts_with(part, "GID index"))
+            r->gid_index = strtol(v, NULL, 10);
+    }
+}
+
+static enum fb_status on_data(struct perf_run *r, const char *line, double to_Gbps, const char *name,
+                              struct fb_err *err)
+{
+    char buf[512];
+    fb_copy(buf, sizeof buf, line, strlen(line));
+    char *tok[12];
+    int n = fb_tokens(buf, tok, 12);
+    struct perf_row row = {0};
+    if (n < 5 || !fb_parse_u64_token(tok[0], &row.bytes))
+        return FB_OK;
+    if (!fb_parse_u64_token(tok[1], &row.iterations) || !fb_parse_double_token(tok[2], &row.peak_Gbps) ||
+        !fb_parse_double_token(tok[3], &row.avg_Gbps) || !fb_parse_double_token(tok[4], &row.msg_rate_Mpps) ||
+        row.peak_Gbps < 0 || row.avg_Gbps < 0 || row.msg_rate_Mpps < 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s: bandwidth line with a value that is not a number >= 0: \"%.80s\"", name, line);
+    row.peak_Gbps *= to_Gbps;
+    row.avg_Gbps *= to_Gbps;
+    return add_row(r, &row, err);
+}
+
+enum fb_status fb_import_perftest_text(const char *name, const char *text, size_t len,
+                                       const struct fb_import_opts *o, struct fb_import_out *out,
+                                       struct fb_err *err)
+{
+    struct perf_run r;
+    run_init(&r);
+    double to_Gbps = 0;
+    size_t pos = 0, n = 0;
+    const char *line = NULL;
+    char buf[1024];
+    enum fb_status st = FB_OK;
+    while (st == FB_OK && fb_next_line(text, len, &pos, &line, &n)) {
+        fb_copy(buf, sizeof buf, line, n);
+        char *s = buf;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (strstr(s, " BW Test") != NULL || strstr(s, "_BW_Test") != NULL) {
+            test_name(s, r.test, sizeof r.test);
+            r.bidirectional = strstr(s, "Bidirectional") != NULL;
+        } else if (strstr(s, "CUDA") != NULL) {
+            r.cuda = true;
+        } else if (fb_starts_with(s, "#bytes")) {
+            if (strstr(s, "t_min") != NULL || strstr(s, "t_avg") != NULL)
+                st = fb_fail(err, FB_ERR_INPUT, "%s is a perftest latency report; only bandwidth reports (ib_*_bw) are imported", name);
+            else if (strstr(s, "[Gb/sec]") != NULL)
+                to_Gbps = 1, r.units = "Gb/sec";
+            else if (strstr(s, "[MB/sec]") != NULL || strstr(s, "[MiB/sec]") != NULL)
+                to_Gbps = MIB_PER_S_IN_GBPS, r.units = "MiB/sec";
+            else
+                st = fb_fail(err, FB_ERR_INPUT, "%s: bandwidth header without a known unit ([Gb/sec] or [MB/sec])", name);
+        } else if (to_Gbps > 0 && isdigit((unsigned char)s[0])) {
+            st = on_data(&r, s, to_Gbps, name, err);
+        } else if (strchr(s, ':') != NULL && to_Gbps == 0) {
+            on_keys(&r, s);
+        }
+    }
+    json_object *warnings = json_object_new_array();
+    json_object *doc = NULL;
+    if (st == FB_OK && to_Gbps == 0)
+        st = fb_fail(err, FB_ERR_INPUT, "%s has no perftest bandwidth table (no \" #bytes ... BW average\" header)", name);
+    if (st == FB_OK)
+        st = build_doc(&r, name, "perftest-text", o, warnings, &doc, err);
+    if (st == FB_OK)
+        st = fb_import_out_add(out, doc, err);
+    json_object_put(warnings);
+    free(r.rows);
+    return st;
+}
+
+static bool json_num(json_object *o, const char *key, double *out)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v) || v == NULL)
+        return false;
+    if (json_object_is_type(v, json_type_string))
+        return fb_parse_double_token(json_object_get_string(v), out);
+    if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+        return false;
+    *out = json_object_get_double(v);
+    return isfinite(*out);
+}
+
+static long json_long(json_object *o, const char *key)
+{
+    double d = 0;
+    return json_num(o, key, &d) && d >= 0 && d < 1e12 ? (long)d : -1;
+}
+
+/* The unit of --out_json numbers: from --units, else from their ratio. */
+static enum fb_status json_units(const struct fb_import_opts *o, double bytes, double bw, double rate,
+                                 const char *name, double *to_Gbps, const char **units, struct fb_err *err)
+{
+    if (o->units != NULL) {
+        if (strcmp(o->units, "Gbps") == 0)
+            return *to_Gbps = 1, *units = "Gb/sec", FB_OK;
+        if (strcmp(o->units, "MBps") == 0 || strcmp(o->units, "MiBps") == 0)
+            return *to_Gbps = MIB_PER_S_IN_GBPS, *units = "MiB/sec", FB_OK;
+        return fb_fail(err, FB_ERR_USAGE, "--units %s: use Gbps (perftest --report_gbits) or MBps", o->units);
+    }
+    double bytes_per_s = bytes * rate * 1e6;
+    if (bytes_per_s > 0 && bw > 0) {
+        double as_gbps = bw / (bytes_per_s * 8 / 1e9), as_mib = bw / (bytes_per_s / 1048576.0);
+        if (fabs(as_gbps - 1) < 0.2)
+            return *to_Gbps = 1, *units = "Gb/sec", FB_OK;
+        if (fabs(as_mib - 1) < 0.2)
+            return *to_Gbps = MIB_PER_S_IN_GBPS, *units = "MiB/sec", FB_OK;
+    }
+    return fb_fail(err, FB_ERR_INPUT, "%s: cannot tell the bandwidth unit of this --out_json file; add --units Gbps or --units MBps", name);
+}
+
+enum fb_status fb_import_perftest_json(const char *name, const char *text, size_t len,
+                                       const struct fb_import_opts *o, struct fb_import_out *out,
+                                       struct fb_err *err)
+{
+    json_tokener *tok = json_tokener_new();
+    if (tok == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name);
+    json_object *doc = json_tokener_parse_ex(tok, text, (int)(len > 0x7fffffff ? 0x7fffffff : len));
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    json_object *info = NULL, *res = NULL;
+    if (doc == NULL || jerr != json_tokener_success || !json_object_is_type(doc, json_type_object) ||
+        !json_object_object_get_ex(doc, "test_info", &info) || !json_object_object_get_ex(doc, "results", &res) ||
+        !json_object_is_type(info, json_type_object) || !json_object_is_type(res, json_type_object)) {
+        if (doc != NULL)
+            json_object_put(doc);
+        return fb_fail(err, FB_ERR_INPUT, "%s: not perftest --out_json output (needs \"test_info\" and \"results\" objects)", name);
+    }
+    struct perf_run r;
+    run_init(&r);
+    const char *test = fb_json_get_string(info, "test");
+    if (test != NULL)
+        test_name(test, r.test, sizeof r.test);
+    r.bidirectional = test != NULL && strstr(test, "Bidirectional") != NULL;
+    const char *s = fb_json_get_string(info, "Device");
+    if (s != NULL)
+        fb_copy(r.device, sizeof r.device, s, strlen(s));
+    s = fb_json_get_string(info, "Connection_type");
+    if (s != NULL)
+        fb_copy(r.connection, sizeof r.connection, s, strlen(s));
+    s = fb_json_get_string(info, "Link_type");
+    if (s != NULL)
+        fb_copy(r.link, sizeof r.link, s, strlen(s));
+    r.qps = json_long(info, "Number_of_qps");
+    r.tx_depth = json_long(info, "TX_depth");
+    r.cq_mod = json_long(info, "CQ_Moderation");
+    r.mtu = json_long(info, "Mtu");
+    r.gid_index = json_long(info, "GID_index");
+    r.cuda = json_object_object_get_ex(info, "cuda_device", NULL);
+    struct perf_row row = {0};
+    double bytes = 0, iters = 0;
+    enum fb_status st = FB_OK;
+    if (!json_num(res, "MsgSize", &bytes) || !json_num(res, "n_iterations", &iters) ||
+        !json_num(res, "BW_peak", &row.peak_Gbps) || !json_num(res, "BW_average", &row.avg_Gbps) ||
+        !json_num(res, "MsgRate", &row.msg_rate_Mpps) || bytes < 0 || iters < 0 || row.avg_Gbps < 0 ||
+        row.peak_Gbps < 0 || row.msg_rate_Mpps < 0 || bytes > 1e18 || iters > 1e18)
+        st = fb_fail(err, FB_ERR_INPUT, "%s: \"results\" needs MsgSize, n_iterations, BW_peak, BW_average and MsgRate numbers", name);
+    double to_Gbps = 0;
+    if (st == FB_OK)
+        st = json_units(o, bytes, row.avg_Gbps, row.msg_rate_Mpps, name, &to_Gbps, &r.units, err);
+    if (st == FB_OK) {
+        row.bytes = (unsigned long long)bytes;
+        row.iterations = (unsigned long long)iters;
+        row.peak_Gbps *= to_Gbps;
+        row.avg_Gbps *= to_Gbps;
+        st = add_row(&r, &row, err);
+    }
+    json_object *warnings = json_object_new_array();
+    json_object *result = NULL;
+    if (st == FB_OK)
+        st = build_doc(&r, name, "perftest-json", o, warnings, &result, err);
+    if (st == FB_OK)
+        st = fb_import_out_add(out, result, err);
+    json_object_put(warnings);
+    json_object_put(doc);
+    free(r.rows);
+    return st;
+}

@@ -1,0 +1,342 @@
+#include "report/ncclt_run.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/jsonio.h"
+#include "core/version.h"
+#include "report/text.h"
+
+void ncclt_run_init(struct ncclt_run *r, const char *format)
+{
+    memset(r, 0, sizeof *r);
+    r->format = format;
+    r->root = -1;
+    r->oob = -1;
+    r->avg_footer = NAN;
+    r->nthreads = r->ngpus = 1;
+    snprintf(r->time_reduction, sizeof r->time_reduction, "mean");
+    r->warnings = json_object_new_array();
+}
+
+void ncclt_run_free(struct ncclt_run *r)
+{
+    free(r->devs);
+    free(r->rows);
+    free(r->row_iters);
+    if (r->env != NULL)
+        json_object_put(r->env);
+    if (r->warnings != NULL)
+        json_object_put(r->warnings);
+    if (r->transport != NULL)
+        json_object_put(r->transport);
+    memset(r, 0, sizeof *r);
+}
+
+enum fb_status ncclt_add_row(struct ncclt_run *r, const struct fb_row *row, long iterations,
+                             struct fb_err *err)
+{
+    if (r->nrows == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        struct fb_row *rows = realloc(r->rows, cap * sizeof *rows);
+        if (rows == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing rows");
+        r->rows = rows;
+        long *iters = realloc(r->row_iters, cap * sizeof *iters);
+        if (iters == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing rows");
+        r->row_iters = iters;
+        r->cap = cap;
+    }
+    r->rows[r->nrows] = *row;
+    r->row_iters[r->nrows] = iterations;
+    r->nrows++;
+    return FB_OK;
+}
+
+enum fb_status ncclt_add_device(struct ncclt_run *r, const struct ncclt_device *d, struct fb_err *err)
+{
+    struct ncclt_device *devs = realloc(r->devs, (r->ndevs + 1) * sizeof *devs);
+    if (devs == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing devices");
+    r->devs = devs;
+    r->devs[r->ndevs++] = *d;
+    return FB_OK;
+}
+
+void ncclt_warn(struct ncclt_run *r, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_object_array_add(r->warnings, json_object_new_string(buf));
+}
+
+bool ncclt_collective_in(const char *s, char *out, size_t len)
+{
+    /* Longest names first: "reduce" is inside three others. */
+    static const struct {
+        const char *spelling, *name;
+    } names[] = {
+        {"reduce_scatter", "reduce_scatter"}, {"reducescatter", "reduce_scatter"},
+        {"all_reduce", "all_reduce"}, {"allreduce", "all_reduce"},
+        {"all_gather", "all_gather"}, {"allgather", "all_gather"},
+        {"alltoall", "alltoall"}, {"all_to_all", "alltoall"},
+        {"broadcast", "broadcast"}, {"sendrecv", "sendrecv"}, {"reduce", "reduce"},
+    };
+    const char *base = strrchr(s, '/');
+    base = base ? base + 1 : s;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strstr(base, names[i].spelling) != NULL) {
+            snprintf(out, len, "%s", names[i].name);
+            return true;
+        }
+    return false;
+}
+
+void ncclt_version_from_code(long code, char *out, size_t len)
+{
+    if (code >= 20900)
+        snprintf(out, len, "%ld.%ld.%ld", code / 10000, code / 100 % 100, code % 100);
+    else if (code > 0)
+        snprintf(out, len, "%ld.%ld.%ld", code / 1000, code / 100 % 10, code % 100);
+    else
+        out[0] = '\0';
+}
+
+static void utc_from(long long t, char *buf, size_t len)
+{
+    time_t tt = t >= 0 ? (time_t)t : 0;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Without device lines the rank count still shows in busBW / algBW:
+ * 2(n-1)/n for all_reduce, (n-1)/n for the gathers, scatters and alltoall. */
+static long ranks_from_factor(const struct ncclt_run *r)
+{
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct fb_place *p = r->rows[i].oop.present ? &r->rows[i].oop : &r->rows[i].ip;
+        if (!(p->algbw_GBps > 0) || !(p->busbw_GBps > 0))
+            continue;
+        double f = p->busbw_GBps / p->algbw_GBps;
+        double n = 0;
+        if (strcmp(r->collective, "all_reduce") == 0 && f < 1.99)
+            n = 2 / (2 - f);
+        else if ((strcmp(r->collective, "all_gather") == 0 || strcmp(r->collective, "reduce_scatter") == 0 ||
+                  strcmp(r->collective, "alltoall") == 0) && f < 0.999)
+            n = 1 / (1 - f);
+        if (n >= 1 && n < 1e6)
+            return lround(n);
+    }
+    return 0;
+}
+
+static long planned_sizes(const struct ncclt_run *r)
+{
+    if (!r->have_config || r->minbytes == 0 || r->maxbytes < r->minbytes || r->step == 0)
+        return -1;
+    long n = 0;
+    if (r->step_is_factor) {
+        if (r->step < 2)
+            return -1;
+        for (unsigned long long s = r->minbytes; s <= r->maxbytes && n < 100000; s *= r->step)
+            n++;
+    } else {
+        n = (long)((r->maxbytes - r->minbytes) / r->step) + 1;
+    }
+    return n;
+}
+
+static json_object *place_json(const struct fb_place *p)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "time_us", fb_json_number(p->present ? p->time_us : NAN));
+    json_object_object_add(o, "time_us_mean", fb_json_number(p->present ? p->time_us : NAN));
+    json_object_object_add(o, "time_us_min", NULL);
+    json_object_object_add(o, "time_us_max", NULL);
+    json_object_object_add(o, "algbw_GBps", fb_json_number(p->present ? p->algbw_GBps : NAN));
+    json_object_object_add(o, "busbw_GBps", fb_json_number(p->present ? p->busbw_GBps : NAN));
+    json_object_object_add(o, "wrong", p->present && p->wrong >= 0 ? json_object_new_int64(p->wrong) : NULL);
+    return o;
+}
+
+static json_object *rows_json(const struct ncclt_run *r)
+{
+    json_object *rows = json_object_new_array();
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct fb_row *row = &r->rows[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "bytes", json_object_new_int64((int64_t)row->bytes));
+        json_object_object_add(o, "count", json_object_new_int64((int64_t)row->count));
+        json_object_object_add(o, "run", json_object_new_int64(row->run));
+        json_object_object_add(o, "iterations", json_object_new_int64(r->row_iters[i] > 0 ? r->row_iters[i] : 1));
+        json_object_object_add(o, "out_of_place", place_json(&row->oop));
+        json_object_object_add(o, "in_place", place_json(&row->ip));
+        json_object_array_add(rows, o);
+    }
+    return rows;
+}
+
+static json_object *devices_json(const struct ncclt_run *r, json_object *hosts, long *ranks_per_node)
+{
+    json_object *devs = json_object_new_array();
+    *ranks_per_node = 0;
+    for (size_t i = 0; i < r->ndevs; i++) {
+        const struct ncclt_device *d = &r->devs[i];
+        long local = 0;
+        for (size_t k = 0; k < i; k++)
+            local += strcmp(r->devs[k].host, d->host) == 0;
+        if (local + 1 > *ranks_per_node)
+            *ranks_per_node = local + 1;
+        bool seen = false;
+        for (size_t k = 0; k < json_object_array_length(hosts); k++)
+            seen = seen || strcmp(json_object_get_string(json_object_array_get_idx(hosts, k)), d->host) == 0;
+        if (!seen)
+            json_object_array_add(hosts, json_object_new_string(d->host));
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "rank", json_object_new_int64(d->rank));
+        json_object_object_add(o, "host", json_object_new_string(d->host));
+        json_object_object_add(o, "local_rank", json_object_new_int64(local));
+        json_object_object_add(o, "kind", json_object_new_string(d->host_memory ? "cpu" : "gpu"));
+        json_object_object_add(o, "name", d->name[0] ? json_object_new_string(d->name) : NULL);
+        json_object_object_add(o, "pci_bus_id", d->bus[0] && !d->host_memory ? json_object_new_string(d->bus) : NULL);
+        json_object_object_add(o, "memory_bytes", NULL);
+        json_object_array_add(devs, o);
+    }
+    return devs;
+}
+
+static json_object *config_json(const struct ncclt_run *r)
+{
+    json_object *c = json_object_new_object();
+    if (!r->have_config)
+        return c;
+    json_object_object_add(c, "minbytes", json_object_new_int64((int64_t)r->minbytes));
+    json_object_object_add(c, "maxbytes", json_object_new_int64((int64_t)r->maxbytes));
+    json_object_object_add(c, r->step_is_factor ? "stepfactor" : "stepbytes", json_object_new_int64((int64_t)r->step));
+    json_object_object_add(c, "iters", json_object_new_int64(r->iters));
+    json_object_object_add(c, "warmup_iters", json_object_new_int64(r->warmup));
+    json_object_object_add(c, "agg_iters", json_object_new_int64(r->agg));
+    json_object_object_add(c, "check", json_object_new_int64(r->validation));
+    json_object_object_add(c, "cudagraph", json_object_new_int64(r->graph));
+    json_object_object_add(c, "nthreads", json_object_new_int64(r->nthreads));
+    json_object_object_add(c, "ngpus", json_object_new_int64(r->ngpus));
+    return c;
+}
+
+static const char *file_base(const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    return slash ? slash + 1 : name;
+}
+
+enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const struct fb_import_opts *o,
+                               json_object **doc, struct fb_err *err)
+{
+    if (r->collective[0] == '\0' && o->collective != NULL)
+        snprintf(r->collective, sizeof r->collective, "%s", o->collective);
+    if (r->collective[0] == '\0' && !ncclt_collective_in(name, r->collective, sizeof r->collective))
+        return fb_fail(err, FB_ERR_INPUT, "%s does not say which collective it ran (no \"# Collective test starting\" line, no name in the file name); add --collective NAME", name);
+    if (!fb_collective_known(r->collective))
+        return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv", r->collective);
+
+    json_object *d = json_object_new_object();
+    json_object *hosts = json_object_new_array();
+    long rpn = 0;
+    json_object *devices = devices_json(r, hosts, &rpn);
+    long ranks = (long)r->ndevs;
+    if (ranks == 0) {
+        ranks = ranks_from_factor(r);
+        ncclt_warn(r, "no device lines: rank count %s", ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
+        if (ranks == 0)
+            ranks = 1;
+        rpn = ranks;
+    }
+    long nodes = json_object_array_length(hosts) > 0 ? (long)json_object_array_length(hosts) : 1;
+    const char *cluster = o->cluster;
+    if (cluster == NULL)
+        cluster = r->ndevs > 0 ? r->devs[0].host : file_base(name);
+    if (json_object_array_length(hosts) == 0)
+        json_object_array_add(hosts, json_object_new_string(cluster));
+    char when[32];
+    utc_from(o->mtime, when, sizeof when);
+    ncclt_warn(r, "start_time is the imported file's modification time%s%s%s", r->started[0] ? " (the input says " : "",
+               r->started, r->started[0] ? ", local time)" : "");
+    if (!r->finished)
+        ncclt_warn(r, "the output ends before the nccl-tests footer: the run did not finish");
+
+    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
+    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
+    json_object_object_add(d, "kind", json_object_new_string("collective"));
+    json_object_object_add(d, "complete", json_object_new_boolean(r->finished));
+    json_object *fault = NULL;
+    if (r->fault[0] != '\0') {
+        fault = json_object_new_object();
+        json_object_object_add(fault, "status", json_object_new_string("runtime"));
+        json_object_object_add(fault, "message", json_object_new_string(r->fault));
+        json_object_object_add(fault, "rank", NULL);
+        json_object_object_add(fault, "host", NULL);
+    }
+    json_object_object_add(d, "fault", fault);
+    json_object *tool = json_object_new_object();
+    json_object_object_add(tool, "name", json_object_new_string(r->ndevs > 0 && r->devs[0].host_memory ? "fabric-coll" : "nccl-tests"));
+    json_object_object_add(tool, "version", json_object_new_string(r->tool_version[0] ? r->tool_version : "unknown"));
+    json_object_object_add(tool, "invoked_as", json_object_new_string(r->invoked_as));
+    json_object_object_add(d, "tool", tool);
+    json_object_object_add(d, "cluster", json_object_new_string(cluster));
+    json_object_object_add(d, "start_time", json_object_new_string(when));
+    json_object_object_add(d, "end_time", r->finished ? json_object_new_string(when) : NULL);
+    json_object_object_add(d, "hosts", hosts);
+    json_object_object_add(d, "env", r->env ? json_object_get(r->env) : json_object_new_object());
+    json_object_object_add(d, "warnings", json_object_get(r->warnings));
+    json_object_object_add(d, "collective", json_object_new_string(r->collective));
+    bool host_memory = r->ndevs > 0 && r->devs[0].host_memory;
+    json_object_object_add(d, "backend", json_object_new_string(host_memory ? "mpi" : "nccl"));
+    json_object_object_add(d, "dtype", json_object_new_string(r->dtype[0] ? r->dtype : "float"));
+    json_object_object_add(d, "op", json_object_new_string(r->op[0] ? r->op : "none"));
+    json_object_object_add(d, "root", json_object_new_int64(r->root));
+    json_object_object_add(d, "time_reduction", json_object_new_string(r->time_reduction));
+    json_object_object_add(d, "config", config_json(r));
+    json_object *topo = json_object_new_object();
+    json_object_object_add(topo, "ranks", json_object_new_int64(ranks));
+    json_object_object_add(topo, "nodes", json_object_new_int64(nodes));
+    json_object_object_add(topo, "ranks_per_node", json_object_new_int64(rpn > 0 ? rpn : ranks));
+    json_object_object_add(d, "topology", topo);
+    json_object_object_add(d, "devices", devices);
+    json_object *versions = json_object_new_object();
+    json_object_object_add(versions, "mpi", NULL);
+    json_object_object_add(versions, "nccl", r->nccl_version[0] ? json_object_new_string(r->nccl_version) : NULL);
+    json_object_object_add(versions, "cuda_runtime", NULL);
+    json_object_object_add(versions, "cuda_driver", NULL);
+    json_object_object_add(d, "versions", versions);
+    json_object_object_add(d, "transport", r->transport ? json_object_get(r->transport) : NULL);
+    json_object_object_add(d, "rows", rows_json(r));
+    struct fb_summary s;
+    fb_summary_compute(r->rows, r->nrows, &s);
+    long planned = planned_sizes(r);
+    long runs = r->nrows > 0 ? r->rows[r->nrows - 1].run + 1 : 1;
+    if (r->finished || planned < 0)
+        planned = (long)r->nrows;
+    else if (planned * runs < (long)r->nrows)
+        planned = (long)r->nrows;
+    else
+        planned *= runs;
+    json_object_object_add(d, "summary", fb_summary_json(&s, planned, (long)r->nrows));
+    json_object *imp = json_object_new_object();
+    json_object_object_add(imp, "format", json_object_new_string(r->format));
+    json_object_object_add(imp, "file", json_object_new_string(name));
+    json_object_object_add(imp, "avg_bus_bandwidth_GBps", fb_json_number(r->avg_footer));
+    json_object_object_add(imp, "out_of_bounds", r->oob >= 0 ? json_object_new_int64(r->oob) : NULL);
+    json_object_object_add(imp, "importer", json_object_new_string("fabric-report " FB_VERSION));
+    json_object_object_add(d, "import", imp);
+    *doc = d;
+    return FB_OK;
+}

@@ -1,0 +1,72 @@
+/* What an nccl-tests output says about one run, whichever format it came in
+ * (text table or -J JSON). Both importers fill this record; one builder
+ * turns it into a results document, so the two formats cannot drift. */
+#ifndef FB_REPORT_NCCLT_RUN_H
+#define FB_REPORT_NCCLT_RUN_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/host.h"
+#include "core/status.h"
+#include "report/import.h"
+#include "report/result.h"
+
+struct ncclt_device {
+    long rank;
+    char host[FB_HOST_MAX];
+    char bus[48];   /* "0000:1b:00" / "0x1b" as printed, without brackets */
+    char name[96];  /* "NVIDIA H100 80GB HBM3" */
+    bool host_memory; /* fabric-coll's MPI backend prints "[host] host memory" */
+};
+
+struct ncclt_run {
+    const char *format; /* "nccl-tests-text" or "nccl-tests-json" */
+    char collective[32];
+    char tool_version[32];
+    char nccl_version[32];
+    char dtype[16], op[16];
+    long root;
+    char time_reduction[8];
+    char invoked_as[512];
+    char started[32]; /* as the input wrote it, for the record */
+    bool have_config;
+    long nthreads, ngpus, warmup, iters, agg, validation, graph;
+    unsigned long long minbytes, maxbytes, step;
+    bool step_is_factor;
+    struct ncclt_device *devs;
+    size_t ndevs;
+    struct fb_row *rows;
+    long *row_iters;
+    size_t nrows, cap;
+    bool finished;      /* the footer ("Avg bus bandwidth") was reached */
+    long long oob;      /* "Out of bounds values", -1 when absent */
+    double avg_footer;  /* "Avg bus bandwidth", NAN when absent */
+    char fault[512];    /* the last failure line, "" when none */
+    json_object *env;   /* relevant variables only (fb_env_is_relevant) */
+    json_object *warnings;
+    json_object *transport; /* from NCCL INFO lines in the output, or NULL */
+};
+
+void ncclt_run_init(struct ncclt_run *r, const char *format);
+void ncclt_run_free(struct ncclt_run *r);
+
+enum fb_status ncclt_add_row(struct ncclt_run *r, const struct fb_row *row, long iterations,
+                             struct fb_err *err);
+enum fb_status ncclt_add_device(struct ncclt_run *r, const struct ncclt_device *d, struct fb_err *err);
+void ncclt_warn(struct ncclt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Finds a collective name in a program or file name ("all_reduce_perf",
+ * "logs/allgather-16n.txt"); false when none is there. */
+bool ncclt_collective_in(const char *s, char *out, size_t len);
+
+/* NCCL_VERSION_CODE (22105, or 2708 before 2.9) as "2.21.5". */
+void ncclt_version_from_code(long code, char *out, size_t len);
+
+/* Builds the results document; fails (FB_ERR_INPUT) when the collective
+ * cannot be told. */
+enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const struct fb_import_opts *o,
+                               json_object **doc, struct fb_err *err);
+
+#endif

@@ -1,0 +1,311 @@
+#include "report/plot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/jsonio.h"
+#include "core/units.h"
+
+#define GNUPLOT_TIMEOUT_S 60
+
+static bool ends_with_nocase(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+/* Single-quoted gnuplot string: a quote is written twice. */
+static void quoted(struct fb_str *out, const char *s)
+{
+    fb_str_addf(out, "'");
+    for (const char *c = s; *c; c++) {
+        if (*c == '\'')
+            fb_str_addf(out, "''");
+        else if (*c != '\n' && *c != '\r')
+            fb_str_addf(out, "%c", *c);
+    }
+    fb_str_addf(out, "'");
+}
+
+static void size_range(const struct fb_result_set *set, unsigned long long *lo, unsigned long long *hi)
+{
+    *lo = ULLONG_MAX;
+    *hi = 0;
+    for (size_t i = 0; i < set->n; i++)
+        for (size_t k = 0; k < set->r[i].nrows; k++) {
+            unsigned long long b = set->r[i].rows[k].bytes;
+            if (b == 0)
+                continue;
+            *lo = b < *lo ? b : *lo;
+            *hi = b > *hi ? b : *hi;
+        }
+    if (*hi == 0)
+        *lo = *hi = 1;
+}
+
+/* Tics on powers of two, labelled 1K, 16M, 4G, at most about a dozen. */
+static void xtics(struct fb_str *out, unsigned long long lo, unsigned long long hi)
+{
+    int a = (int)floor(log2((double)lo)), b = (int)ceil(log2((double)hi));
+    int step = (b - a) / 12 + 1;
+    fb_str_addf(out, "set xtics (");
+    for (int e = a; e <= b && e < 63; e += step) {
+        char label[32];
+        fb_format_size(1ULL << e, label, sizeof label);
+        fb_str_addf(out, "%s\"%s\" %llu", e == a ? "" : ", ", label, 1ULL << e);
+    }
+    fb_str_addf(out, ")\n");
+}
+
+static void default_title(const struct fb_result_set *set, struct fb_str *out)
+{
+    struct fb_str t = {0};
+    fb_str_addf(&t, "%s busBW vs message size: ", set->n ? set->r[0].collective : "");
+    for (size_t i = 0; i < set->n; i++) {
+        if (t.len > 140) {
+            fb_str_addf(&t, ", ...");
+            break;
+        }
+        fb_str_addf(&t, "%s%s", i ? ", " : "", set->r[i].cluster);
+    }
+    quoted(out, fb_str_get(&t));
+    fb_str_free(&t);
+}
+
+void fb_plot_script(const struct fb_result_set *set, const char *const *data_files,
+                    const struct fb_plot_line *lines, size_t nlines, const struct fb_plot_opts *o,
+                    const char *output, struct fb_str *out)
+{
+    bool svg = ends_with_nocase(o->out, ".svg");
+    fb_str_addf(out, "# fabric-report plot: gnuplot script, editable\n");
+    if (svg)
+        fb_str_addf(out, "set terminal svg size %d,%d dynamic noenhanced font 'Sans,12' background '#ffffff'\n", o->width, o->height);
+    else
+        fb_str_addf(out, "set terminal pngcairo size %d,%d noenhanced font 'Sans,11' background '#ffffff'\n", o->width, o->height);
+    fb_str_addf(out, "set output ");
+    quoted(out, output);
+    fb_str_addf(out, "\nset title ");
+    if (o->title != NULL)
+        quoted(out, o->title);
+    else
+        default_title(set, out);
+    fb_str_addf(out, "\nset xlabel 'message size (bytes, log2 scale)'\n");
+    fb_str_addf(out, "set ylabel 'busBW (GB/s)'\n");
+    fb_str_addf(out, "set logscale x 2\n");
+    unsigned long long lo, hi;
+    size_range(set, &lo, &hi);
+    fb_str_addf(out, "set xrange [%llu:%llu]\n", lo, hi > lo ? hi : lo * 2);
+    xtics(out, lo, hi > lo ? hi : lo * 2);
+    if (o->logy)
+        fb_str_addf(out, "set logscale y 10\n");
+    else
+        fb_str_addf(out, "set yrange [0:*]\n");
+    fb_str_addf(out, "set grid\nset key top left box opaque\n");
+    fb_str_addf(out, "plot ");
+    for (size_t i = 0; i < set->n; i++) {
+        const struct fb_result *r = &set->r[i];
+        char label[256];
+        snprintf(label, sizeof label, "%s (%ld rank%s, %ld node%s%s%s%s)", r->cluster, r->ranks,
+                 r->ranks == 1 ? "" : "s", r->nodes, r->nodes == 1 ? "" : "s", r->net ? ", " : "",
+                 r->net ? r->net : "", r->complete ? "" : ", INCOMPLETE");
+        fb_str_addf(out, "%s", i ? ", \\\n     " : "");
+        quoted(out, data_files[i]);
+        fb_str_addf(out, " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title ");
+        quoted(out, label);
+    }
+    for (size_t i = 0; i < nlines; i++) {
+        fb_str_addf(out, ", \\\n     %.6g with lines lw 1.5 dt %d lc rgb '%s' title ", lines[i].gbps,
+                    lines[i].floor ? 3 : 2, lines[i].floor ? "#c0392b" : "#555555");
+        quoted(out, lines[i].label);
+    }
+    fb_str_addf(out, "\n");
+}
+
+struct tmp {
+    char dir[PATH_MAX];
+    char **files;
+    size_t nfiles;
+};
+
+static const char *tmp_path(struct tmp *t, const char *name)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", t->dir, name);
+    char **files = realloc(t->files, (t->nfiles + 1) * sizeof *files);
+    if (files == NULL)
+        return NULL;
+    t->files = files;
+    t->files[t->nfiles] = strdup(path);
+    return t->files[t->nfiles] ? t->files[t->nfiles++] : NULL;
+}
+
+static void tmp_cleanup(struct tmp *t)
+{
+    for (size_t i = 0; i < t->nfiles; i++) {
+        unlink(t->files[i]);
+        free(t->files[i]);
+    }
+    free(t->files);
+    if (t->dir[0] != '\0')
+        rmdir(t->dir);
+}
+
+static enum fb_status write_text(const char *path, const char *text, struct fb_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return fb_fail(err, FB_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fputs(text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    return ok ? FB_OK : fb_fail(err, FB_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+}
+
+static enum fb_status write_data(const struct fb_result *r, const char *path, struct fb_err *err)
+{
+    struct fb_point *pts = NULL;
+    size_t n = 0;
+    enum fb_status st = fb_result_points(r, &pts, &n, err);
+    if (st != FB_OK)
+        return st;
+    struct fb_str text = {0};
+    fb_str_addf(&text, "# %s: bytes, best busBW (GB/s)\n", r->path);
+    for (size_t i = 0; i < n; i++)
+        if (pts[i].bytes > 0)
+            fb_str_addf(&text, "%llu %.6g\n", pts[i].bytes, pts[i].best);
+    free(pts);
+    st = text.oom ? fb_fail(err, FB_ERR_INTERNAL, "out of memory writing plot data") : write_text(path, fb_str_get(&text), err);
+    fb_str_free(&text);
+    return st;
+}
+
+/* Runs gnuplot on the script with its output in `log`; bounded in time. */
+static enum fb_status run_gnuplot(const char *script, const char *log, struct fb_err *err)
+{
+    const char *gnuplot = getenv("FABRIC_GNUPLOT");
+    if (gnuplot == NULL || gnuplot[0] == '\0')
+        gnuplot = "gnuplot";
+    pid_t pid = fork();
+    if (pid < 0)
+        return fb_fail(err, FB_ERR_RUNTIME, "cannot start gnuplot: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execlp(gnuplot, gnuplot, script, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    for (int waited_ms = 0;; waited_ms += 10) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return fb_fail(err, FB_ERR_RUNTIME, "waiting for gnuplot: %s", strerror(errno));
+        if (waited_ms >= GNUPLOT_TIMEOUT_S * 1000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return fb_fail(err, FB_ERR_TIMEOUT, "gnuplot did not finish within %d s; plot fewer results", GNUPLOT_TIMEOUT_S);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        return fb_fail(err, FB_ERR_UNAVAIL, "%s not found; install gnuplot (Debian: gnuplot-nox, see scripts/install-deps.sh) or set FABRIC_GNUPLOT", gnuplot);
+    char *text = NULL;
+    size_t len = 0;
+    struct fb_err ignore = {0};
+    if (fb_read_text_file(log, &text, &len, &ignore) == FB_OK) {
+        size_t i = 0;
+        while (i < len && (text[i] == ' ' || text[i] == '\n'))
+            i++;
+        if (i < len) {
+            char first[400];
+            size_t n = strcspn(text + i, "\n");
+            fb_copy(first, sizeof first, text + i, n);
+            free(text);
+            return fb_fail(err, FB_ERR_RUNTIME, "gnuplot reported: %s", first);
+        }
+        free(text);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return fb_fail(err, FB_ERR_RUNTIME, "gnuplot failed (status %d) without a message", status);
+    return FB_OK;
+}
+
+static enum fb_status check_opts(const struct fb_plot_opts *o, struct fb_err *err)
+{
+    if (o->out == NULL || (!ends_with_nocase(o->out, ".png") && !ends_with_nocase(o->out, ".svg")))
+        return fb_fail(err, FB_ERR_USAGE, "-o FILE must end in .png or .svg");
+    if (o->width < 200 || o->width > 10000 || o->height < 150 || o->height > 10000)
+        return fb_fail(err, FB_ERR_USAGE, "--size must be between 200x150 and 10000x10000 pixels");
+    return FB_OK;
+}
+
+enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_line *lines,
+                       size_t nlines, const struct fb_plot_opts *o, struct fb_err *err)
+{
+    enum fb_status st = check_opts(o, err);
+    if (st != FB_OK)
+        return st;
+    if (set->n == 0)
+        return fb_fail(err, FB_ERR_INPUT, "nothing to plot: no results given");
+    st = fb_make_parent_dirs(o->out, err);
+    if (st != FB_OK)
+        return st;
+    struct tmp t = {0};
+    const char *base = getenv("TMPDIR");
+    snprintf(t.dir, sizeof t.dir, "%s/fabric-plot.XXXXXX", base && base[0] ? base : "/tmp");
+    if (mkdtemp(t.dir) == NULL) {
+        t.dir[0] = '\0';
+        return fb_fail(err, FB_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+    }
+    const char **data = calloc(set->n, sizeof *data);
+    if (data == NULL)
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
+    for (size_t i = 0; st == FB_OK && i < set->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "result%zu.dat", i);
+        data[i] = tmp_path(&t, name);
+        st = data[i] ? write_data(&set->r[i], data[i], err) : fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
+    }
+    char staged[PATH_MAX];
+    snprintf(staged, sizeof staged, "%s.tmp.%ld%s", o->out, (long)getpid(), ends_with_nocase(o->out, ".svg") ? ".svg" : ".png");
+    const char *script = st == FB_OK ? tmp_path(&t, "plot.gp") : NULL;
+    const char *log = st == FB_OK ? tmp_path(&t, "gnuplot.log") : NULL;
+    if (st == FB_OK && (script == NULL || log == NULL))
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
+    struct fb_str text = {0};
+    if (st == FB_OK) {
+        fb_plot_script(set, data, lines, nlines, o, staged, &text);
+        st = write_text(script, fb_str_get(&text), err);
+    }
+    if (st == FB_OK && o->script != NULL)
+        st = write_text(o->script, fb_str_get(&text), err);
+    fb_str_free(&text);
+    if (st == FB_OK)
+        st = run_gnuplot(script, log, err);
+    struct stat sb;
+    if (st == FB_OK && (stat(staged, &sb) != 0 || sb.st_size == 0))
+        st = fb_fail(err, FB_ERR_RUNTIME, "gnuplot exited without writing %s", o->out);
+    if (st == FB_OK && rename(staged, o->out) != 0)
+        st = fb_fail(err, FB_ERR_IO, "cannot move the plot to %s: %s", o->out, strerror(errno));
+    if (st != FB_OK)
+        unlink(staged);
+    free(data);
+    tmp_cleanup(&t);
+    return st;
+}

@@ -1,0 +1,631 @@
+#include "report/profiles.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/jsonio.h"
+#include "report/nccl_log.h"
+#include "report/text.h"
+
+#define DIRS_MAX 32
+
+static json_object *member(json_object *obj, const char *key)
+{
+    json_object *v = NULL;
+    if (obj == NULL || !json_object_object_get_ex(obj, key, &v))
+        return NULL;
+    return v;
+}
+
+static enum fb_status get_text(json_object *obj, const char *key, bool required, char *out,
+                               size_t len, const char *path, const char *where, struct fb_err *err)
+{
+    json_object *v = member(obj, key);
+    out[0] = '\0';
+    if (v == NULL) {
+        if (required)
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s is missing", path, where, key);
+        return FB_OK;
+    }
+    if (!json_object_is_type(v, json_type_string))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s must be a string", path, where, key);
+    const char *s = json_object_get_string(v);
+    if (strlen(s) >= len)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s is longer than %zu characters", path, where, key, len - 1);
+    fb_copy(out, len, s, strlen(s));
+    return FB_OK;
+}
+
+static enum fb_status get_count(json_object *obj, const char *key, long *out, const char *path,
+                                const char *where, struct fb_err *err)
+{
+    json_object *v = member(obj, key);
+    *out = 0;
+    if (v == NULL)
+        return FB_OK;
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1 ||
+        json_object_get_int64(v) > 10000000)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s must be an integer >= 1", path, where, key);
+    *out = (long)json_object_get_int64(v);
+    return FB_OK;
+}
+
+static enum fb_status get_gbps(json_object *obj, const char *key, bool required, double *out,
+                               const char *path, const char *where, struct fb_err *err)
+{
+    json_object *v = member(obj, key);
+    *out = NAN;
+    if (v == NULL) {
+        if (required)
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s is missing", path, where, key);
+        return FB_OK;
+    }
+    bool num = json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
+    if (!num || !isfinite(json_object_get_double(v)) || json_object_get_double(v) < 0)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s must be a number >= 0 (GB/s)", path, where, key);
+    *out = json_object_get_double(v);
+    return FB_OK;
+}
+
+/* A target needs a floor to be checked against; a symptom (what a broken
+ * cluster measures) needs only its typical figure. */
+static enum fb_status parse_expect(json_object *o, const char *coll, bool target, struct fb_expect *e,
+                                   const char *path, struct fb_err *err)
+{
+    char where[64];
+    snprintf(where, sizeof where, "collectives.%s.", coll);
+    if (!fb_collective_known(coll))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: collectives.%s is not a known collective", path, coll);
+    if (!json_object_is_type(o, json_type_object))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: collectives.%s must be an object", path, coll);
+    fb_copy(e->collective, sizeof e->collective, coll, strlen(coll));
+    int64_t at = 0;
+    if (!fb_json_get_int64(o, "at_bytes", &at) || at < 1)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %sat_bytes must be an integer >= 1", path, where);
+    e->at_bytes = (unsigned long long)at;
+    enum fb_status st = get_gbps(o, "busbw_GBps", !target, &e->busbw, path, where, err);
+    if (st == FB_OK)
+        st = get_gbps(o, "floor_GBps", target, &e->floor, path, where, err);
+    if (st == FB_OK)
+        st = get_gbps(o, "fail_below_GBps", false, &e->fail_below, path, where, err);
+    if (st == FB_OK)
+        st = get_gbps(o, "avg_busbw_GBps", false, &e->avg_busbw, path, where, err);
+    if (st == FB_OK)
+        st = get_text(o, "avg_range", false, e->avg_range, sizeof e->avg_range, path, where, err);
+    if (st != FB_OK)
+        return st;
+    /* "Far below" is half the floor unless the profile says otherwise. */
+    if (isnan(e->fail_below))
+        e->fail_below = e->floor / 2;
+    if (!isnan(e->floor) && e->fail_below > e->floor)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %sfail_below_GBps is above floor_GBps", path, where);
+    return FB_OK;
+}
+
+static enum fb_status parse_match(json_object *m, struct fb_match *match, const char *path,
+                                  struct fb_err *err)
+{
+    memset(match, 0, sizeof *match);
+    if (m == NULL)
+        return FB_OK;
+    if (!json_object_is_type(m, json_type_object))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"match\" must be an object", path);
+    enum fb_status st = get_text(m, "gpu", false, match->gpu, sizeof match->gpu, path, "match.", err);
+    if (st == FB_OK)
+        st = get_text(m, "backend", false, match->backend, sizeof match->backend, path, "match.", err);
+    if (st == FB_OK)
+        st = get_text(m, "net", false, match->net, sizeof match->net, path, "match.", err);
+    if (st == FB_OK)
+        st = get_text(m, "intra", false, match->intra, sizeof match->intra, path, "match.", err);
+    if (st == FB_OK)
+        st = get_count(m, "nodes_min", &match->nodes_min, path, "match.", err);
+    if (st == FB_OK)
+        st = get_count(m, "nodes_max", &match->nodes_max, path, "match.", err);
+    if (st == FB_OK)
+        st = get_count(m, "ranks", &match->ranks, path, "match.", err);
+    if (st == FB_OK)
+        st = get_count(m, "ranks_per_node", &match->ranks_per_node, path, "match.", err);
+    if (st == FB_OK && match->nodes_max > 0 && match->nodes_min > match->nodes_max)
+        st = fb_fail(err, FB_ERR_INPUT, "profile %s: match.nodes_min is above match.nodes_max", path);
+    return st;
+}
+
+/* "sources": [{"what": "...", "ref": "..."}] joined into one line. */
+static enum fb_status parse_sources(json_object *s, char *out, size_t len, const char *path,
+                                    struct fb_err *err)
+{
+    if (s == NULL || !json_object_is_type(s, json_type_array) || json_object_array_length(s) == 0)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"sources\" must list where its figures come from", path);
+    out[0] = '\0';
+    for (size_t i = 0; i < json_object_array_length(s); i++) {
+        json_object *e = json_object_array_get_idx(s, i);
+        const char *ref = fb_json_get_string(e, "ref");
+        if (!json_object_is_type(e, json_type_object) || ref == NULL || ref[0] == '\0')
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: sources[%zu] needs a \"ref\" string", path, i);
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%s", i ? "; " : "", ref);
+    }
+    return FB_OK;
+}
+
+bool fb_profile_name_ok(const char *name)
+{
+    if (name == NULL || name[0] == '\0' || name[0] == '.' || strlen(name) >= FB_PROFILE_NAME_MAX)
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '.' || *c == '_' || *c == '-'))
+            return false;
+    return true;
+}
+
+enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_profile *p,
+                                struct fb_err *err)
+{
+    memset(p, 0, sizeof *p);
+    fb_copy(p->path, sizeof p->path, path, strlen(path));
+    if (!json_object_is_type(doc, json_type_object))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: top level is not a JSON object", path);
+    const char *schema = fb_json_get_string(doc, "schema");
+    if (schema == NULL || strcmp(schema, "fabric-bench.profile") != 0)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"schema\" is not \"fabric-bench.profile\"", path);
+    int64_t v = 0;
+    if (!fb_json_get_int64(doc, "schema_version", &v) || v != 1)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: schema_version must be 1", path);
+    enum fb_status st = get_text(doc, "name", true, p->name, sizeof p->name, path, "", err);
+    if (st != FB_OK)
+        return st;
+    if (!fb_profile_name_ok(p->name))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: name \"%s\" may hold only letters, digits, '.', '_' and '-'", path, p->name);
+    if (!fb_json_get_int64(doc, "revision", &v) || v < 1)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"revision\" must be an integer >= 1", path);
+    p->revision = (long)v;
+    char role[16];
+    st = get_text(doc, "role", true, role, sizeof role, path, "", err);
+    if (st != FB_OK)
+        return st;
+    if (strcmp(role, "target") != 0 && strcmp(role, "symptom") != 0)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"role\" must be \"target\" or \"symptom\"", path);
+    p->target = strcmp(role, "target") == 0;
+    st = get_text(doc, "description", true, p->description, sizeof p->description, path, "", err);
+    if (st == FB_OK)
+        st = get_text(doc, "fabric", false, p->fabric, sizeof p->fabric, path, "", err);
+    if (st == FB_OK)
+        st = parse_match(member(doc, "match"), &p->match, path, err);
+    if (st == FB_OK)
+        st = parse_sources(member(doc, "sources"), p->source, sizeof p->source, path, err);
+    if (st != FB_OK)
+        return st;
+    json_object *colls = member(doc, "collectives");
+    if (colls == NULL || !json_object_is_type(colls, json_type_object) || json_object_object_length(colls) == 0)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"collectives\" must give figures for at least one collective", path);
+    json_object_object_foreach(colls, key, val) {
+        if (p->nexpect == FB_PROFILE_EXPECT_MAX)
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: more than %d collectives", path, FB_PROFILE_EXPECT_MAX);
+        st = parse_expect(val, key, p->target, &p->expect[p->nexpect], path, err);
+        if (st != FB_OK)
+            return st;
+        p->nexpect++;
+    }
+    return FB_OK;
+}
+
+static bool has_json_suffix(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
+static enum fb_status add_profile(struct fb_profiles *ps, const struct fb_profile *p, struct fb_err *err)
+{
+    if (fb_profile_find(ps, p->name) != NULL)
+        return FB_OK; /* an earlier directory overrides */
+    struct fb_profile *grown = realloc(ps->p, (ps->n + 1) * sizeof *grown);
+    if (grown == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory loading profiles");
+    ps->p = grown;
+    ps->p[ps->n++] = *p;
+    return FB_OK;
+}
+
+static enum fb_status load_dir(struct fb_profiles *ps, const char *dir, struct fb_err *err)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0)
+        return FB_OK; /* an absent directory on the search path is normal */
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < n; i++) {
+        if (st == FB_OK && names[i]->d_name[0] != '.' && has_json_suffix(names[i]->d_name)) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+            json_object *doc = NULL;
+            st = fb_json_read_file(path, &doc, err);
+            if (st == FB_OK) {
+                struct fb_profile *p = malloc(sizeof *p);
+                if (p == NULL)
+                    st = fb_fail(err, FB_ERR_INTERNAL, "out of memory loading profiles");
+                else
+                    st = fb_profile_parse(doc, path, p, err);
+                if (st == FB_OK)
+                    st = add_profile(ps, p, err);
+                free(p);
+                json_object_put(doc);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    return st;
+}
+
+enum fb_status fb_profiles_load(const char *const *dirs, int ndirs, struct fb_profiles *ps,
+                                struct fb_err *err)
+{
+    memset(ps, 0, sizeof *ps);
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < ndirs && st == FB_OK; i++)
+        st = load_dir(ps, dirs[i], err);
+    if (st != FB_OK)
+        fb_profiles_free(ps);
+    return st;
+}
+
+enum fb_status fb_profile_user_dir(char *buf, size_t len, struct fb_err *err)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (xdg != NULL && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/fabric-bench/profiles", xdg);
+    else if (home != NULL && home[0] != '\0')
+        n = snprintf(buf, len, "%s/.config/fabric-bench/profiles", home);
+    else
+        return fb_fail(err, FB_ERR_USAGE, "neither XDG_CONFIG_HOME nor HOME is set; give the profile file with -o FILE");
+    if (n < 0 || (size_t)n >= len)
+        return fb_fail(err, FB_ERR_USAGE, "profile directory path too long; give the profile file with -o FILE");
+    return FB_OK;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* results/reference of the tree the binary sits in (build/bin/fabric-report
+ * -> ../../results/reference), or an installed share directory. */
+static void shipped_dir(char *buf, size_t len)
+{
+    const char *env = getenv("FABRIC_REFERENCE_DIR");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    buf[0] = '\0';
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    const char *tails[] = {"/../../results/reference", "/../share/fabric-bench/reference"};
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s%s", exe, tails[i]);
+        if (is_dir(cand) && strlen(cand) < len) {
+            memcpy(buf, cand, strlen(cand) + 1);
+            return;
+        }
+    }
+}
+
+enum fb_status fb_profiles_load_default(const char *const *extra, int nextra, struct fb_profiles *ps,
+                                        struct fb_err *err)
+{
+    memset(ps, 0, sizeof *ps);
+    char (*store)[PATH_MAX] = calloc(DIRS_MAX, PATH_MAX);
+    if (store == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory loading profiles");
+    const char *dirs[DIRS_MAX];
+    int n = 0;
+    for (int i = 0; i < nextra && n < DIRS_MAX - 2; i++) {
+        if (!is_dir(extra[i])) {
+            free(store);
+            return fb_fail(err, FB_ERR_USAGE, "--profiles %s is not a directory", extra[i]);
+        }
+        dirs[n++] = extra[i];
+    }
+    const char *path = getenv("FABRIC_PROFILE_PATH");
+    char *copy = path ? strdup(path) : NULL;
+    char *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d != NULL && n < DIRS_MAX - 2;
+         d = strtok_r(NULL, ":", &save)) {
+        snprintf(store[n], PATH_MAX, "%s", d);
+        dirs[n] = store[n];
+        n++;
+    }
+    free(copy);
+    struct fb_err ignore = {0};
+    if (fb_profile_user_dir(store[n], PATH_MAX, &ignore) == FB_OK) {
+        dirs[n] = store[n];
+        n++;
+    }
+    shipped_dir(store[n], PATH_MAX);
+    if (store[n][0] != '\0') {
+        dirs[n] = store[n];
+        n++;
+    }
+    enum fb_status st = fb_profiles_load(dirs, n, ps, err);
+    free(store);
+    return st;
+}
+
+void fb_profiles_free(struct fb_profiles *ps)
+{
+    free(ps->p);
+    memset(ps, 0, sizeof *ps);
+}
+
+const struct fb_profile *fb_profile_find(const struct fb_profiles *ps, const char *name)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (strcmp(ps->p[i].name, name) == 0)
+            return &ps->p[i];
+    return NULL;
+}
+
+void fb_profiles_names(const struct fb_profiles *ps, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (ps->n == 0) {
+        snprintf(buf, len, "none found");
+        return;
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < ps->n; i++) {
+            if (ps->p[i].target != (pass == 0))
+                continue;
+            size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "%s%s", used ? ", " : "", ps->p[i].name);
+        }
+}
+
+const struct fb_expect *fb_profile_expect(const struct fb_profile *p, const char *collective)
+{
+    for (int i = 0; i < p->nexpect; i++)
+        if (strcmp(p->expect[i].collective, collective) == 0)
+            return &p->expect[i];
+    return NULL;
+}
+
+const char *fb_intended_net(const struct fb_result *r)
+{
+    if (r->env == NULL)
+        return NULL;
+    const char *fabric = NULL;
+    json_object_object_foreach(r->env, key, val) {
+        const char *v = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : "";
+        if (strcmp(key, "NCCL_NET") == 0 && v[0] != '\0')
+            return fb_net_canonical(v);
+        if (fb_starts_with(key, "NCCL_FASTRAK_") || fb_starts_with(key, "NCCL_TCPXO_"))
+            fabric = "FasTrak";
+        else if ((strcmp(key, "FI_PROVIDER") == 0 && strcasecmp(v, "efa") == 0) || fb_starts_with(key, "FI_EFA_"))
+            fabric = fabric ? fabric : "OFI";
+        else if (strcmp(key, "NCCL_IB_HCA") == 0 || strcmp(key, "NCCL_IB_GID_INDEX") == 0)
+            fabric = fabric ? fabric : "IB";
+    }
+    return fabric;
+}
+
+/* The network a run is judged by: what NCCL used, or when it fell back to
+ * sockets (or was not logged), the one its environment asked for. */
+static const char *match_net(const struct fb_result *r)
+{
+    if (r->net != NULL && strcmp(r->net, "Socket") != 0)
+        return r->net;
+    return fb_intended_net(r);
+}
+
+static bool uses_intra(const struct fb_result *r, const char *intra)
+{
+    json_object *pr = member(r->transport, "per_rank");
+    for (size_t i = 0; pr != NULL && i < json_object_array_length(pr); i++) {
+        json_object *arr = member(json_object_array_get_idx(pr, i), "intra");
+        for (size_t k = 0; arr != NULL && json_object_is_type(arr, json_type_array) &&
+                           k < json_object_array_length(arr); k++) {
+            json_object *s = json_object_array_get_idx(arr, k);
+            if (json_object_is_type(s, json_type_string) && strcmp(json_object_get_string(s), intra) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen)
+{
+    const struct fb_match *m = &p->match;
+    if (fb_profile_expect(p, r->collective) == NULL)
+        return snprintf(why, whylen, "no figures for %s", r->collective), false;
+    if (m->gpu[0] != '\0') {
+        bool gpu = r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL;
+        if (!gpu || strcasestr(r->device_name, m->gpu) == NULL)
+            return snprintf(why, whylen, "GPU is not %s", m->gpu), false;
+    }
+    if (m->backend[0] != '\0' && (r->backend == NULL || strcmp(r->backend, m->backend) != 0))
+        return snprintf(why, whylen, "backend is not %s", m->backend), false;
+    if (m->nodes_min > 0 && r->nodes < m->nodes_min)
+        return snprintf(why, whylen, "fewer than %ld nodes", m->nodes_min), false;
+    if (m->nodes_max > 0 && (r->nodes == 0 || r->nodes > m->nodes_max))
+        return snprintf(why, whylen, "more than %ld nodes", m->nodes_max), false;
+    if (m->ranks > 0 && r->ranks != m->ranks)
+        return snprintf(why, whylen, "not %ld ranks", m->ranks), false;
+    if (m->ranks_per_node > 0 && r->ranks_per_node != m->ranks_per_node)
+        return snprintf(why, whylen, "not %ld ranks per node", m->ranks_per_node), false;
+    const char *net = match_net(r);
+    if (m->net[0] != '\0' && (net == NULL || strcmp(net, m->net) != 0))
+        return snprintf(why, whylen, "network is not %s", m->net), false;
+    if (m->intra[0] != '\0' && !uses_intra(r, m->intra))
+        return snprintf(why, whylen, "no rank used %s", m->intra), false;
+    return true;
+}
+
+static int criteria(const struct fb_match *m)
+{
+    return (m->gpu[0] != 0) + (m->backend[0] != 0) + (m->nodes_min > 0) + (m->nodes_max > 0) +
+           (m->ranks > 0) + (m->ranks_per_node > 0) + (m->net[0] != 0) + (m->intra[0] != 0);
+}
+
+const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const struct fb_result *r,
+                                         char *why, size_t whylen)
+{
+    const struct fb_profile *best = NULL;
+    int best_score = -1;
+    char scratch[128];
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        if (!p->target || !fb_profile_applies(p, r, scratch, sizeof scratch))
+            continue;
+        int score = criteria(&p->match);
+        if (score > best_score || (score == best_score && strcmp(p->name, best->name) < 0)) {
+            best = p;
+            best_score = score;
+        }
+    }
+    if (best != NULL) {
+        const char *net = match_net(r);
+        snprintf(why, whylen, "auto: GPU %s, %ld node%s, %ld rank%s, net %s%s",
+                 r->device_name ? r->device_name : (r->device_kind ? r->device_kind : "unknown"),
+                 r->nodes, r->nodes == 1 ? "" : "s", r->ranks, r->ranks == 1 ? "" : "s",
+                 net ? net : "none", r->net && strcmp(r->net, "Socket") == 0 && net ? " (intended; NCCL used Socket)" : "");
+    }
+    return best;
+}
+
+static const char *model_token(const char *name, char *buf, size_t len)
+{
+    /* "NVIDIA H100 80GB HBM3" -> "H100": the token that names the model. */
+    static const char *const models[] = {"GB200", "B200", "H200", "H100", "H800", "A100", "A800", "L40S", "L40", "L4", "V100", "MI300X", "MI250X"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+        if (strcasestr(name, models[i]) != NULL) {
+            snprintf(buf, len, "%s", models[i]);
+            return buf;
+        }
+    snprintf(buf, len, "%s", name);
+    return buf;
+}
+
+static enum fb_status baseline_refusal(const struct fb_result *r, struct fb_err *err)
+{
+    struct fb_summary s;
+    fb_summary_compute(r->rows, r->nrows, &s);
+    if (!r->complete || r->nrows == 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s did not finish (complete: false); a baseline needs a complete known-good run", r->path);
+    if (s.wrong_total > 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s has %lld wrong elements; a baseline needs a run whose results are correct", r->path, s.wrong_total);
+    if (r->nodes > 1 && r->net != NULL && strcmp(r->net, "Socket") == 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s ran on the TCP fallback (NET/Socket between nodes); a baseline needs a run on the real fabric", r->path);
+    if (isnan(s.busbw_at_largest))
+        return fb_fail(err, FB_ERR_INPUT, "%s has no busBW at its largest size; nothing to make a baseline from", r->path);
+    return FB_OK;
+}
+
+static json_object *baseline_match(const struct fb_result *r)
+{
+    json_object *m = json_object_new_object();
+    if (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL) {
+        char model[64];
+        json_object_object_add(m, "gpu", json_object_new_string(model_token(r->device_name, model, sizeof model)));
+    }
+    if (r->backend != NULL)
+        json_object_object_add(m, "backend", json_object_new_string(r->backend));
+    if (r->nodes > 0) {
+        json_object_object_add(m, "nodes_min", json_object_new_int64(r->nodes));
+        json_object_object_add(m, "nodes_max", json_object_new_int64(r->nodes));
+    }
+    if (r->ranks > 0)
+        json_object_object_add(m, "ranks", json_object_new_int64(r->ranks));
+    if (r->ranks_per_node > 0)
+        json_object_object_add(m, "ranks_per_node", json_object_new_int64(r->ranks_per_node));
+    if (r->net != NULL)
+        json_object_object_add(m, "net", json_object_new_string(r->net));
+    return m;
+}
+
+static json_object *baseline_expect(const struct fb_result *r, double tolerance)
+{
+    struct fb_summary s;
+    fb_summary_compute(r->rows, r->nrows, &s);
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "at_bytes", json_object_new_int64((int64_t)s.largest_bytes));
+    json_object_object_add(e, "busbw_GBps", fb_json_number(s.busbw_at_largest));
+    json_object_object_add(e, "floor_GBps", fb_json_number(s.busbw_at_largest * (1 - tolerance)));
+    if (!isnan(s.avg_busbw_ge_1MiB)) {
+        json_object_object_add(e, "avg_busbw_GBps", fb_json_number(s.avg_busbw_ge_1MiB));
+        json_object_object_add(e, "avg_range", json_object_new_string(">=1M"));
+    }
+    return e;
+}
+
+enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size_t n,
+                                       const char *name, double tolerance, json_object **out,
+                                       struct fb_err *err)
+{
+    if (!fb_profile_name_ok(name))
+        return fb_fail(err, FB_ERR_USAGE, "--name %s: use letters, digits, '.', '_' and '-' only", name);
+    if (!(tolerance >= 0 && tolerance < 1))
+        return fb_fail(err, FB_ERR_USAGE, "--tolerance must be in [0, 100) percent");
+    for (size_t i = 0; i < n; i++) {
+        enum fb_status st = baseline_refusal(runs[i], err);
+        if (st != FB_OK)
+            return st;
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(runs[k]->collective, runs[i]->collective) == 0)
+                return fb_fail(err, FB_ERR_USAGE, "%s and %s are both %s; give one run per collective", runs[k]->path, runs[i]->path, runs[i]->collective);
+            if (runs[k]->nodes != runs[i]->nodes || runs[k]->ranks != runs[i]->ranks)
+                return fb_fail(err, FB_ERR_USAGE, "%s and %s ran on different rank or node counts; one profile describes one shape of cluster", runs[k]->path, runs[i]->path);
+        }
+    }
+    const struct fb_result *r0 = runs[0];
+    json_object *doc = json_object_new_object();
+    json_object_object_add(doc, "schema", json_object_new_string("fabric-bench.profile"));
+    json_object_object_add(doc, "schema_version", json_object_new_int(1));
+    json_object_object_add(doc, "name", json_object_new_string(name));
+    json_object_object_add(doc, "revision", json_object_new_int(1));
+    json_object_object_add(doc, "role", json_object_new_string("target"));
+    char desc[256];
+    snprintf(desc, sizeof desc, "baseline of %s: %ld rank%s on %ld node%s, %s backend%s%s", r0->cluster,
+             r0->ranks, r0->ranks == 1 ? "" : "s", r0->nodes, r0->nodes == 1 ? "" : "s",
+             r0->backend ? r0->backend : "unknown", r0->net ? ", net " : "", r0->net ? r0->net : "");
+    json_object_object_add(doc, "description", json_object_new_string(desc));
+    if (r0->net != NULL)
+        json_object_object_add(doc, "fabric", json_object_new_string(r0->net));
+    json_object_object_add(doc, "match", baseline_match(r0));
+    json_object *colls = json_object_new_object();
+    json_object *sources = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object_object_add(colls, runs[i]->collective, baseline_expect(runs[i], tolerance));
+        json_object *src = json_object_new_object();
+        char what[128], ref[PATH_MAX + 256];
+        snprintf(what, sizeof what, "%s measured on a known-good run; floor %.0f%% below it", runs[i]->collective, tolerance * 100);
+        snprintf(ref, sizeof ref, "%s (cluster %s, started %s)", runs[i]->path, runs[i]->cluster,
+                 runs[i]->start_time ? runs[i]->start_time : "unknown");
+        json_object_object_add(src, "what", json_object_new_string(what));
+        json_object_object_add(src, "ref", json_object_new_string(ref));
+        json_object_array_add(sources, src);
+    }
+    json_object_object_add(doc, "collectives", colls);
+    json_object_object_add(doc, "sources", sources);
+    *out = doc;
+    return FB_OK;
+}

@@ -1,0 +1,111 @@
+/* Reference profiles: what a healthy cluster of a given kind measures, as
+ * data files (the *.json files of results/reference/, schema docs/schema/profile.schema.json)
+ * that cite their sources. Users add their own from a known-good run
+ * (`fabric-report baseline`). */
+#ifndef FB_REPORT_PROFILES_H
+#define FB_REPORT_PROFILES_H
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+#include "report/result.h"
+
+#define FB_PROFILE_NAME_MAX 64
+#define FB_PROFILE_EXPECT_MAX 8
+
+/* One collective's figures in a profile (GB/s busBW). */
+struct fb_expect {
+    char collective[32];
+    unsigned long long at_bytes; /* the size the figures are quoted at */
+    double busbw;                /* typical; NAN when the source gives none */
+    double floor;                /* PASS at or above */
+    double fail_below;           /* FAIL under this; DEGRADED between */
+    double avg_busbw;            /* an average quoted by the source; NAN when none */
+    char avg_range[32];          /* the sweep that average covers, e.g. "1K-16G" */
+};
+
+/* What a run must look like for a profile to apply; empty/zero = any. */
+struct fb_match {
+    char gpu[64];     /* substring of rank 0's GPU name, e.g. "H100" */
+    char backend[16]; /* "nccl" or "mpi" */
+    long nodes_min, nodes_max, ranks, ranks_per_node;
+    char net[32];     /* transport.net, or the fabric the environment asks for */
+    char intra[16];   /* an intra-node transport some rank used, e.g. "NVLS" */
+};
+
+struct fb_profile {
+    char name[FB_PROFILE_NAME_MAX];
+    long revision;
+    bool target;       /* false: a symptom (e.g. TCP fallback) drawn, never checked against */
+    char description[256];
+    char fabric[32];   /* the network this kind of cluster is meant to use */
+    char source[1024]; /* citations, one line */
+    char path[PATH_MAX];
+    struct fb_match match;
+    struct fb_expect expect[FB_PROFILE_EXPECT_MAX];
+    int nexpect;
+};
+
+struct fb_profiles {
+    struct fb_profile *p;
+    size_t n;
+};
+
+/* Profile directories in search order: `extra` (command line), the
+ * colon-separated FABRIC_PROFILE_PATH, the user directory
+ * ($XDG_CONFIG_HOME or ~/.config)/fabric-bench/profiles, then the shipped
+ * reference directory (FABRIC_REFERENCE_DIR, else results/reference of the
+ * source tree the binary was built in, else ../share/fabric-bench/reference
+ * beside the binary). A name found twice keeps its first definition. */
+enum fb_status fb_profiles_load_default(const char *const *extra, int nextra, struct fb_profiles *ps,
+                                        struct fb_err *err);
+
+/* Loads every *.json profile of the given directories (missing ones are
+ * skipped). A malformed profile is an error naming its file. */
+enum fb_status fb_profiles_load(const char *const *dirs, int ndirs, struct fb_profiles *ps,
+                                struct fb_err *err);
+
+/* Parses one profile document; `path` names it in messages. */
+enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_profile *p,
+                                struct fb_err *err);
+
+void fb_profiles_free(struct fb_profiles *ps);
+
+const struct fb_profile *fb_profile_find(const struct fb_profiles *ps, const char *name);
+
+/* "a, b, c" of every profile (target ones first), for error messages. */
+void fb_profiles_names(const struct fb_profiles *ps, char *buf, size_t len);
+
+const struct fb_expect *fb_profile_expect(const struct fb_profile *p, const char *collective);
+
+/* The network the run's environment asks NCCL for (NCCL_FASTRAK_* means
+ * FasTrak, FI_PROVIDER=efa means OFI, NCCL_IB_HCA means IB, NCCL_NET names
+ * one), or NULL. This is what a fallen-back run was meant to use. */
+const char *fb_intended_net(const struct fb_result *r);
+
+/* Picks the target profile that applies to the run: every criterion it
+ * names must hold, and the one naming most criteria wins (ties: first by
+ * name). `why` says what matched. Returns NULL when none applies. */
+const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const struct fb_result *r,
+                                         char *why, size_t whylen);
+
+/* True when the profile's criteria hold for the run; `why` names the first
+ * that does not. */
+bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen);
+
+/* A profile document made from known-good runs (one per collective) of one
+ * cluster: floor = busBW at the largest size x (1 - tolerance). */
+enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size_t n,
+                                       const char *name, double tolerance, json_object **out,
+                                       struct fb_err *err);
+
+/* Profile names are file names too: letters, digits, '.', '_', '-'. */
+bool fb_profile_name_ok(const char *name);
+
+/* ($XDG_CONFIG_HOME or ~/.config)/fabric-bench/profiles */
+enum fb_status fb_profile_user_dir(char *buf, size_t len, struct fb_err *err);
+
+#endif

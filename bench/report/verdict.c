@@ -1,0 +1,441 @@
+#include "report/verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonio.h"
+#include "core/units.h"
+
+/* What to look at when a run meant for a fabric fell back to sockets
+ * (the failure modes field engineers meet most, per fabric). */
+static const struct {
+    const char *fabric;
+    const char *causes;
+} fallback_causes[] = {
+    {"FasTrak", "the tcpxo-daemon sidecar running and Ready (2/2), RxDM seeing 8 of 8 GPUs "
+                "(7/8: a gVNIC network took a GPU NIC slot; 0/8: /sys not mounted at /hostsysfs), "
+                "the plugin and daemon images being a released pair, nccl-env-profile.sh sourced, "
+                "and the eight gpu-nic networks in networking.gke.io/interfaces"},
+    {"IB", "nvidia_peermem in /proc/modules, NCCL_IB_HCA naming devices that ibv_devices lists, "
+           "the RDMA interface attached to the pod, RLIMIT_MEMLOCK and IPC_LOCK, NCCL_IB_GID_INDEX "
+           "on RoCE (usually 3), one MTU end to end, and GPU and NIC on the same NUMA node"},
+    {"OFI", "vpc.amazonaws.com/efa devices requested, FI_PROVIDER=efa and FI_EFA_USE_DEVICE_RDMA=1, "
+            "the aws-ofi-nccl plugin on LD_LIBRARY_PATH, and hugepages with enough pod memory"},
+    {NULL, "the fabric's NCCL net plugin loading (NET/Plugin lines of the log), RDMA devices or GPU "
+           "NICs visible in the container, NCCL_IB_HCA and NCCL_SOCKET_IFNAME, nvidia_peermem, and "
+           "RLIMIT_MEMLOCK (fabric-doctor node checks these)"},
+};
+
+static const char *causes_for(const char *fabric)
+{
+    size_t n = sizeof fallback_causes / sizeof *fallback_causes;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (fabric != NULL && strcmp(fabric, fallback_causes[i].fabric) == 0)
+            return fallback_causes[i].causes;
+    return fallback_causes[n - 1].causes;
+}
+
+static json_object *member(json_object *obj, const char *key)
+{
+    json_object *v = NULL;
+    if (obj == NULL || !json_object_object_get_ex(obj, key, &v))
+        return NULL;
+    return v;
+}
+
+static const char *str_member(json_object *obj, const char *key)
+{
+    json_object *v = member(obj, key);
+    return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* Nodes from the topology, else the distinct hosts of the NCCL log. */
+static long run_nodes(const struct fb_result *r)
+{
+    if (r->nodes > 0)
+        return r->nodes;
+    json_object *pr = member(r->transport, "per_rank");
+    long n = 0;
+    for (size_t i = 0; pr != NULL && i < json_object_array_length(pr); i++) {
+        const char *h = str_member(json_object_array_get_idx(pr, i), "host");
+        bool seen = h == NULL;
+        for (size_t k = 0; !seen && k < i; k++) {
+            const char *o = str_member(json_object_array_get_idx(pr, k), "host");
+            seen = o != NULL && strcmp(o, h) == 0;
+        }
+        n += !seen;
+    }
+    return n;
+}
+
+static void append_unique(struct fb_str *list, int *count, const char *item)
+{
+    if (item == NULL)
+        return;
+    const char *s = fb_str_get(list);
+    size_t n = strlen(item);
+    for (const char *p = s; (p = strstr(p, item)) != NULL; p += n)
+        if ((p == s || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return;
+    if (*count < 4)
+        fb_str_addf(list, "%s%s", *count ? ", " : "", item);
+    else if (*count == 4)
+        fb_str_addf(list, ", ...");
+    (*count)++;
+}
+
+/* "on 4 of 4 ranks (hosts gpu-a, gpu-b; interfaces eth0)" */
+static void describe_socket_ranks(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
+{
+    json_object *pr = member(r->transport, "per_rank");
+    struct fb_str hosts = {0}, ifaces = {0};
+    int nh = 0, ni = 0;
+    size_t total = pr ? json_object_array_length(pr) : 0;
+    v->socket_ranks = 0;
+    for (size_t i = 0; i < total; i++) {
+        json_object *e = json_object_array_get_idx(pr, i);
+        const char *net = str_member(e, "net");
+        if (net == NULL || strcmp(net, "Socket") != 0)
+            continue;
+        v->socket_ranks++;
+        append_unique(&hosts, &nh, str_member(e, "host"));
+        json_object *arr = member(e, "interfaces");
+        for (size_t k = 0; arr != NULL && json_object_is_type(arr, json_type_array) &&
+                           k < json_object_array_length(arr); k++) {
+            json_object *s = json_object_array_get_idx(arr, k);
+            if (json_object_is_type(s, json_type_string))
+                append_unique(&ifaces, &ni, json_object_get_string(s));
+        }
+    }
+    if (v->socket_ranks > 0) {
+        fb_str_addf(out, " on %ld of %zu logged ranks", v->socket_ranks, total);
+        if (nh > 0 || ni > 0)
+            fb_str_addf(out, " (%s%s%s%s%s)", nh ? "hosts " : "", fb_str_get(&hosts), nh && ni ? "; " : "",
+                        ni ? "interfaces " : "", fb_str_get(&ifaces));
+    }
+    fb_str_free(&hosts);
+    fb_str_free(&ifaces);
+}
+
+static void describe_transport(const struct fb_result *r, long nodes, struct fb_str *out)
+{
+    if (r->transport == NULL) {
+        if (r->backend != NULL && strcmp(r->backend, "mpi") == 0)
+            fb_str_addf(out, " Transport: MPI (host memory); NCCL not involved.");
+        else if (nodes > 1)
+            fb_str_addf(out, " Transport unknown: NCCL's log was not captured (rerun with --nccl-log).");
+        return;
+    }
+    if (r->net == NULL) {
+        fb_str_addf(out, " Transport: no inter-node channel%s.", nodes > 1 ? " in the log" : " (one node)");
+        return;
+    }
+    if (strcmp(r->net, "Socket") == 0)
+        fb_str_addf(out, " Transport: NET/Socket (TCP).");
+    else
+        fb_str_addf(out, " Transport: NET/%s%s.", r->net,
+                    r->gdr == 1 ? " with GPUDirect RDMA" : r->gdr == 0 ? " without GPUDirect RDMA" : "");
+}
+
+static void size_label(unsigned long long bytes, char *buf, size_t len)
+{
+    fb_format_size(bytes, buf, len);
+}
+
+/* The size the profile quotes, else the largest measured size below it,
+ * else the largest size: never extrapolate a figure upward. */
+static const struct fb_point *compared_point(const struct fb_point *pts, size_t n, unsigned long long at)
+{
+    const struct fb_point *below = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (pts[i].bytes == at)
+            return &pts[i];
+        if (pts[i].bytes < at)
+            below = &pts[i];
+    }
+    return below ? below : (n ? &pts[n - 1] : NULL);
+}
+
+static void set_verdict(struct fb_verdict *v, enum fb_status code)
+{
+    v->code = code;
+    switch (code) {
+    case FB_OK: v->name = "PASS"; break;
+    case FB_VERDICT_DEGRADED: v->name = "DEGRADED"; break;
+    case FB_VERDICT_TCP_FALLBACK: v->name = "TCP-FALLBACK"; break;
+    case FB_VERDICT_FAIL: v->name = "FAIL"; break;
+    default: v->code = FB_VERDICT_INCOMPLETE; v->name = "INCOMPLETE"; break;
+    }
+}
+
+static enum fb_status choose_profile(const struct fb_result *r, const struct fb_profiles *ps,
+                                     const char *name, struct fb_verdict *v, struct fb_err *err)
+{
+    char known[1024];
+    fb_profiles_names(ps, known, sizeof known);
+    if (name == NULL) {
+        v->profile = fb_profile_pick(ps, r, v->profile_how, sizeof v->profile_how);
+        v->auto_picked = v->profile != NULL;
+    } else {
+        v->profile = fb_profile_find(ps, name);
+        if (v->profile == NULL)
+            return fb_fail(err, FB_ERR_USAGE, "unknown profile '%s'; known: %s (or save one: fabric-report baseline RESULT.json --name NAME)", name, known);
+        if (!v->profile->target)
+            return fb_fail(err, FB_ERR_USAGE, "profile '%s' describes a failure, not a target; name a target profile (known: %s)", name, known);
+        snprintf(v->profile_how, sizeof v->profile_how, "named");
+    }
+    if (v->profile == NULL)
+        return FB_OK;
+    v->expect = fb_profile_expect(v->profile, r->collective);
+    if (v->expect == NULL) {
+        struct fb_str has = {0};
+        for (int i = 0; i < v->profile->nexpect; i++)
+            fb_str_addf(&has, "%s%s", i ? ", " : "", v->profile->expect[i].collective);
+        fb_fail(err, FB_ERR_USAGE, "profile '%s' has no figures for %s (it has %s); name another with --profile", v->profile->name, r->collective, fb_str_get(&has));
+        fb_str_free(&has);
+        return FB_ERR_USAGE;
+    }
+    return FB_OK;
+}
+
+static void note_incomplete(const struct fb_result *r, struct fb_str *out)
+{
+    fb_str_addf(out, " The run did not finish: %zu row%s", r->nrows, r->nrows == 1 ? "" : "s");
+    if (r->sizes_planned >= 0)
+        fb_str_addf(out, " of %ld planned", r->sizes_planned);
+    fb_str_addf(out, " measured");
+    if (r->fault != NULL) {
+        const char *status = str_member(r->fault, "status"), *msg = str_member(r->fault, "message");
+        const char *host = str_member(r->fault, "host");
+        fb_str_addf(out, "; it stopped with %s%s%s%s%s", status ? status : "a fault", host ? " on " : "",
+                    host ? host : "", msg ? ": " : "", msg ? msg : "");
+    }
+    fb_str_addf(out, ".");
+}
+
+/* Numbers near the TCP-fallback figure on a multi-node run whose log was not
+ * captured: say what they look like, without calling it proven. */
+static void note_fallback_lookalike(const struct fb_result *r, const struct fb_profiles *ps,
+                                    const struct fb_verdict *v, struct fb_str *out)
+{
+    if (r->transport != NULL || v->nodes < 2 || isnan(v->measured) ||
+        (r->backend != NULL && strcmp(r->backend, "mpi") == 0))
+        return;
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        const struct fb_expect *e = p->target ? NULL : fb_profile_expect(p, r->collective);
+        if (e != NULL && !isnan(e->busbw) && strcmp(p->fabric, "Socket") == 0 && v->measured <= 3 * e->busbw) {
+            fb_str_addf(out, " %.1f GB/s is in the range of profile %s (~%.0f GB/s): likely the TCP fallback; capture NCCL's log (--nccl-log) to confirm.",
+                        v->measured, p->name, e->busbw);
+            return;
+        }
+    }
+}
+
+/* Compares busBW with the profile; returns the rule-4 verdict. */
+static enum fb_status judge_bandwidth(const struct fb_point *pts, size_t npts, struct fb_verdict *v,
+                                      struct fb_str *out)
+{
+    const struct fb_expect *e = v->expect;
+    const struct fb_point *pt = compared_point(pts, npts, e->at_bytes);
+    if (pt == NULL) {
+        fb_str_addf(out, " No size has a busBW figure to compare.");
+        return FB_VERDICT_FAIL;
+    }
+    char at[32], measured_at[32];
+    size_label(e->at_bytes, at, sizeof at);
+    size_label(pt->bytes, measured_at, sizeof measured_at);
+    double typical = isnan(e->busbw) ? e->floor : e->busbw;
+    v->measured_bytes = pt->bytes;
+    v->measured = pt->best;
+    v->ratio = typical > 0 ? pt->best / typical : NAN;
+    enum fb_status band = pt->best >= e->floor        ? FB_OK
+                          : pt->best >= e->fail_below ? FB_VERDICT_DEGRADED
+                                                      : FB_VERDICT_FAIL;
+    fb_str_addf(out, " busBW %.2f GB/s at %s vs ", pt->best, measured_at);
+    if (!isnan(e->busbw))
+        fb_str_addf(out, "%.1f expected (floor %.1f, ", e->busbw, e->floor);
+    else
+        fb_str_addf(out, "floor %.1f (", e->floor);
+    fb_str_addf(out, "FAIL under %.1f): ratio %.2f%s.", e->fail_below, v->ratio,
+                band == FB_VERDICT_DEGRADED ? ", below the floor"
+                : band == FB_VERDICT_FAIL   ? ", far below the profile"
+                                            : "");
+    if (pt->bytes != e->at_bytes)
+        fb_str_addf(out, " The profile's figure is for %s; this run's closest size is %s, so a lower number is expected (rerun with -e %s).",
+                    at, measured_at, at);
+    return band;
+}
+
+static void note_profile_fit(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
+{
+    char why[128];
+    if (!v->auto_picked && !fb_profile_applies(v->profile, r, why, sizeof why))
+        fb_str_addf(out, " Note: profile %s may not describe this run (%s).", v->profile->name, why);
+    bool want_gdr = strcmp(v->profile->fabric, "IB") == 0 || strcmp(v->profile->fabric, "OFI") == 0;
+    if (want_gdr && r->net != NULL && strcmp(r->net, "Socket") != 0 && r->gdr == 0)
+        fb_str_addf(out, " NET/%s ran without GPUDirect RDMA (no GDRDMA on its channels): check nvidia_peermem in /proc/modules or dma-buf support.",
+                    r->net);
+}
+
+static void summary_sentence(const struct fb_summary *s, struct fb_str *out)
+{
+    if (isnan(s->peak_busbw))
+        return;
+    char peak_at[32];
+    size_label(s->peak_bytes, peak_at, sizeof peak_at);
+    fb_str_addf(out, " Peak %.2f GB/s at %s; average over sizes >= 1 MiB ", s->peak_busbw, peak_at);
+    if (isnan(s->avg_busbw_ge_1MiB))
+        fb_str_addf(out, "n/a");
+    else
+        fb_str_addf(out, "%.2f GB/s", s->avg_busbw_ge_1MiB);
+    fb_str_addf(out, " (nccl-tests average over all sizes %.2f).", s->avg_busbw);
+}
+
+enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
+                                const char *profile_name, struct fb_verdict *v, struct fb_err *err)
+{
+    memset(v, 0, sizeof *v);
+    v->measured = v->ratio = NAN;
+    fb_summary_compute(r->rows, r->nrows, &v->summary);
+    v->nodes = run_nodes(r);
+    enum fb_status st = choose_profile(r, ps, profile_name, v, err);
+    if (st != FB_OK)
+        return st;
+    struct fb_str *out = &v->reasons;
+    set_verdict(v, FB_OK);
+    bool decided = false;
+    if (v->summary.wrong_total > 0) {
+        set_verdict(v, FB_VERDICT_FAIL);
+        fb_str_addf(out, " %lld wrong element%s: the data path corrupts results, whatever the bandwidth.",
+                    v->summary.wrong_total, v->summary.wrong_total == 1 ? "" : "s");
+        decided = true;
+    }
+    bool socket = r->net != NULL && strcmp(r->net, "Socket") == 0;
+    if (socket && v->nodes > 1) {
+        if (!decided)
+            set_verdict(v, FB_VERDICT_TCP_FALLBACK);
+        fb_str_addf(out, " NCCL moved inter-node traffic over TCP sockets (NET/Socket)");
+        describe_socket_ranks(r, v, out);
+        fb_str_addf(out, ": a multi-node run on sockets is the TCP fallback, whatever its numbers say.");
+        decided = true;
+    }
+    bool incomplete = !r->complete || r->nrows == 0 ||
+                      (r->sizes_planned >= 0 && r->sizes_done >= 0 && r->sizes_done < r->sizes_planned);
+    if (incomplete) {
+        if (!decided)
+            set_verdict(v, FB_VERDICT_INCOMPLETE);
+        note_incomplete(r, out);
+        decided = true;
+    }
+    struct fb_point *pts = NULL;
+    size_t npts = 0;
+    st = fb_result_points(r, &pts, &npts, err);
+    if (st != FB_OK)
+        return st;
+    if (v->expect != NULL) {
+        enum fb_status band = judge_bandwidth(pts, npts, v, out);
+        if (!decided)
+            set_verdict(v, band);
+        note_profile_fit(r, v, out);
+    } else if (!decided) {
+        char known[1024];
+        fb_profiles_names(ps, known, sizeof known);
+        const char *net = r->net ? r->net : fb_intended_net(r);
+        free(pts);
+        return fb_fail(err, FB_ERR_USAGE,
+                       "no reference profile matches %s (%s %s, %ld node%s, %ld ranks, net %s, %s); name one with --profile (known: %s) or save one from a known-good run: fabric-report baseline RESULT.json --name NAME",
+                       r->path, r->device_kind ? r->device_kind : "device", r->device_name ? r->device_name : "unknown",
+                       v->nodes, v->nodes == 1 ? "" : "s", r->ranks, net ? net : "none", r->collective, known);
+    } else if (npts > 0) {
+        v->measured_bytes = pts[npts - 1].bytes;
+        v->measured = pts[npts - 1].best;
+    }
+    free(pts);
+    note_fallback_lookalike(r, ps, v, out);
+    describe_transport(r, v->nodes, out);
+    summary_sentence(&v->summary, out);
+    if (v->code == FB_VERDICT_TCP_FALLBACK || (socket && v->nodes > 1)) {
+        const char *fabric = v->profile && v->profile->fabric[0] ? v->profile->fabric : fb_intended_net(r);
+        fb_str_addf(out, " Look at: %s.", causes_for(fabric));
+    }
+    return FB_OK;
+}
+
+void fb_verdict_free(struct fb_verdict *v)
+{
+    fb_str_free(&v->reasons);
+}
+
+void fb_verdict_text(const struct fb_verdict *v, const struct fb_result *r, struct fb_str *out)
+{
+    fb_str_addf(out, "%s: %s on %s, %ld rank%s on %ld node%s", v->name, r->collective, r->cluster,
+                r->ranks, r->ranks == 1 ? "" : "s", v->nodes, v->nodes == 1 ? "" : "s");
+    if (r->device_name != NULL)
+        fb_str_addf(out, " (%s)", r->device_name);
+    if (v->profile != NULL)
+        fb_str_addf(out, "; profile %s r%ld (%s)", v->profile->name, v->profile->revision, v->profile_how);
+    else
+        fb_str_addf(out, "; no profile applies");
+    fb_str_addf(out, "\n%s\n", fb_str_get(&v->reasons) + (v->reasons.len > 0 ? 1 : 0));
+}
+
+static json_object *num_or_null(double d)
+{
+    return fb_json_number(d);
+}
+
+json_object *fb_verdict_json(const struct fb_verdict *v, const struct fb_result *r)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "schema", json_object_new_string("fabric-bench.report-check"));
+    json_object_object_add(o, "schema_version", json_object_new_int(1));
+    json_object_object_add(o, "verdict", json_object_new_string(v->name));
+    json_object_object_add(o, "exit_code", json_object_new_int(v->code));
+    json_object_object_add(o, "file", json_object_new_string(r->path));
+    json_object_object_add(o, "cluster", json_object_new_string(r->cluster));
+    json_object_object_add(o, "collective", json_object_new_string(r->collective));
+    json_object_object_add(o, "ranks", json_object_new_int64(r->ranks));
+    json_object_object_add(o, "nodes", json_object_new_int64(v->nodes));
+    json_object_object_add(o, "complete", json_object_new_boolean(r->complete));
+    json_object_object_add(o, "wrong_total", json_object_new_int64(v->summary.wrong_total));
+    json_object *prof = NULL;
+    if (v->profile != NULL) {
+        prof = json_object_new_object();
+        json_object_object_add(prof, "name", json_object_new_string(v->profile->name));
+        json_object_object_add(prof, "revision", json_object_new_int64(v->profile->revision));
+        json_object_object_add(prof, "picked", json_object_new_string(v->auto_picked ? "auto" : "named"));
+        json_object_object_add(prof, "why", json_object_new_string(v->profile_how));
+        json_object_object_add(prof, "source", json_object_new_string(v->profile->source));
+    }
+    json_object_object_add(o, "profile", prof);
+    json_object *measured = NULL;
+    if (!isnan(v->measured)) {
+        measured = json_object_new_object();
+        json_object_object_add(measured, "bytes", json_object_new_int64((int64_t)v->measured_bytes));
+        json_object_object_add(measured, "busbw_GBps", num_or_null(v->measured));
+    }
+    json_object_object_add(o, "measured", measured);
+    json_object *expected = NULL;
+    if (v->expect != NULL) {
+        expected = json_object_new_object();
+        json_object_object_add(expected, "bytes", json_object_new_int64((int64_t)v->expect->at_bytes));
+        json_object_object_add(expected, "busbw_GBps", num_or_null(v->expect->busbw));
+        json_object_object_add(expected, "floor_GBps", num_or_null(v->expect->floor));
+        json_object_object_add(expected, "fail_below_GBps", num_or_null(v->expect->fail_below));
+    }
+    json_object_object_add(o, "expected", expected);
+    json_object_object_add(o, "ratio", v->expect ? num_or_null(v->ratio) : NULL);
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "net", r->net ? json_object_new_string(r->net) : NULL);
+    json_object_object_add(t, "gdr", r->gdr < 0 ? NULL : json_object_new_boolean(r->gdr));
+    json_object_object_add(t, "captured", json_object_new_boolean(r->transport != NULL));
+    json_object_object_add(t, "socket_ranks", json_object_new_int64(v->socket_ranks));
+    json_object_object_add(o, "transport", t);
+    json_object_object_add(o, "summary", fb_summary_json(&v->summary, r->sizes_planned, r->sizes_done));
+    const char *reasons = fb_str_get(&v->reasons);
+    json_object_object_add(o, "reasons", json_object_new_string(reasons[0] == ' ' ? reasons + 1 : reasons));
+    return o;
+}

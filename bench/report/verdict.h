@@ -1,0 +1,51 @@
+/* The verdict on one collective run: PASS, DEGRADED, TCP-FALLBACK, FAIL or
+ * INCOMPLETE, with the reasons in one short paragraph. The rules, in order
+ * (docs/report.md):
+ *   1. any wrong element                        FAIL
+ *   2. more than one node and NET/Socket        TCP-FALLBACK, whatever the numbers
+ *   3. the run did not finish                   INCOMPLETE
+ *   4. busBW at the profile's size >= floor      PASS
+ *      >= fail_below (default floor/2)           DEGRADED
+ *      below                                     FAIL
+ * Only rule 4 needs a reference profile. */
+#ifndef FB_REPORT_VERDICT_H
+#define FB_REPORT_VERDICT_H
+
+#include <json-c/json.h>
+
+#include "core/status.h"
+#include "report/profiles.h"
+#include "report/result.h"
+#include "report/text.h"
+
+struct fb_verdict {
+    enum fb_status code; /* the exit code: FB_OK or an FB_VERDICT_* */
+    const char *name;    /* "PASS", "DEGRADED", "TCP-FALLBACK", "FAIL", "INCOMPLETE" */
+    const struct fb_profile *profile; /* NULL when none applied */
+    bool auto_picked;
+    char profile_how[256];
+    const struct fb_expect *expect;
+    unsigned long long measured_bytes;
+    double measured; /* best busBW at the compared size; NAN when none */
+    double ratio;    /* measured / typical figure (the floor when none is given) */
+    long nodes;
+    long socket_ranks; /* ranks whose inter-node channels used NET/Socket */
+    struct fb_summary summary;
+    struct fb_str reasons;
+};
+
+/* Judges `r`. `profile_name` NULL picks one automatically. Errors (usage):
+ * an unknown or symptom profile named, a profile without figures for the
+ * collective, and no profile applying when rule 4 is reached. */
+enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
+                                const char *profile_name, struct fb_verdict *v, struct fb_err *err);
+
+void fb_verdict_free(struct fb_verdict *v);
+
+/* The headline and the paragraph, for people. */
+void fb_verdict_text(const struct fb_verdict *v, const struct fb_result *r, struct fb_str *out);
+
+/* docs/schema/report-check.schema.json */
+json_object *fb_verdict_json(const struct fb_verdict *v, const struct fb_result *r);
+
+#endif
