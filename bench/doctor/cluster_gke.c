@@ -103,21 +103,24 @@ void fb_cluster_check_gpu_nic_networks(const struct fb_cluster_ctx *ctx, struct 
             fb_check_note(c, "not ready, beyond the eight needed: %s", bad);
         return;
     }
+    /* Device Networks that would make up the shortfall were most likely
+     * created under other names (Google's samples say vpc1..vpc8). */
+    bool renamed = gpu_nic < FB_GKE_GPU_NICS && gpu_nic + misnamed >= FB_GKE_GPU_NICS;
     for (size_t i = 0; i < total; i++) {
         json_object *net = json_object_array_get_idx(items, i);
         char state[256];
         bool is_ready = false;
         describe_not_ready(net, state, sizeof state, &is_ready);
-        if (fb_cluster_is_gpu_nic_network(fb_kube_name(net)) && !is_ready)
-            fb_check_culprit(c, "%s", fb_kube_name(net));
-        else if (!fb_cluster_is_gpu_nic_network(fb_kube_name(net)) && is_device_network(net))
+        bool gpu = fb_cluster_is_gpu_nic_network(fb_kube_name(net));
+        if ((gpu && !is_ready) || (!gpu && renamed && is_device_network(net)))
             fb_check_culprit(c, "%s", fb_kube_name(net));
     }
     fb_check_set(c, FB_CHECK_FAIL, "%zu of the %d gpu-nic Networks TCPXO needs are Ready and "
                                    "ParamsReady%s%s%s%s", ready, FB_GKE_GPU_NICS,
                  bu ? "; not ready: " : "", bad,
-                 misnamed ? "; Device Networks without gpu-nic in the name: " : "", others);
-    if (misnamed > 0)
+                 renamed ? "; Device Networks without gpu-nic in the name: " : "",
+                 renamed ? others : "");
+    if (renamed)
         fb_check_fix(c, "Network names must contain gpu-nic: recreate %s as gpu-nic-0..gpu-nic-7 "
                         "(and the pods' networking.gke.io/interfaces to match)", others);
     else if (bu > 0)

@@ -313,25 +313,30 @@ static void image_tag(const char *image, char *tag, size_t len)
         snprintf(tag, len, "%s", colon + 1);
 }
 
+#define PODS_PER_VERSION 16
+
 struct version_use {
     char version[32];
     size_t pods;
-    char first_pod[160];
+    char pod[PODS_PER_VERSION][160]; /* the first few, for evidence and culprits */
 };
 
 static void count_version(struct version_use *uses, size_t *n, size_t max, const char *version,
                           const char *pod)
 {
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp(uses[i].version, version) == 0) {
-            uses[i].pods++;
+    size_t i = 0;
+    while (i < *n && strcmp(uses[i].version, version) != 0)
+        i++;
+    if (i == *n) {
+        if (*n == max)
             return;
-        }
-    if (*n == max)
-        return;
-    snprintf(uses[*n].version, sizeof uses[*n].version, "%s", version);
-    snprintf(uses[*n].first_pod, sizeof uses[*n].first_pod, "%s", pod);
-    uses[(*n)++].pods = 1;
+        memset(&uses[i], 0, sizeof uses[i]);
+        snprintf(uses[i].version, sizeof uses[i].version, "%s", version);
+        (*n)++;
+    }
+    if (uses[i].pods < PODS_PER_VERSION)
+        snprintf(uses[i].pod[uses[i].pods], sizeof uses[i].pod[0], "%s", pod);
+    uses[i].pods++;
 }
 
 static const struct fb_version_pair *pair_by_plugin(const struct fb_cluster_ctx *ctx,
@@ -352,14 +357,63 @@ static const struct fb_version_pair *pair_by_daemon(const struct fb_cluster_ctx 
     return NULL;
 }
 
+static const char *shown(const char *version)
+{
+    return version[0] ? version : "untagged";
+}
+
+/* "v1.0.21 (2 pods: default/a, default/b)" */
+static void describe_use(const struct version_use *u, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    fb_strbuf_append(buf, len, &used, "%s (%zu pod%s: ", shown(u->version), u->pods,
+                     u->pods == 1 ? "" : "s");
+    for (size_t i = 0; i < u->pods && i < PODS_PER_VERSION; i++)
+        fb_strbuf_append(buf, len, &used, "%s%s", i ? ", " : "", u->pod[i]);
+    fb_strbuf_append(buf, len, &used, "%s)", u->pods > PODS_PER_VERSION ? ", ..." : "");
+}
+
 static void list_uses(const struct version_use *u, size_t n, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        fb_strbuf_append(buf, len, &used, "%s%s (%zu pod%s, e.g. %s)", i ? ", " : "",
-                         u[i].version[0] ? u[i].version : "untagged", u[i].pods,
-                         u[i].pods == 1 ? "" : "s", u[i].first_pod);
+    for (size_t i = 0; i < n; i++) {
+        char one[512];
+        describe_use(&u[i], one, sizeof one);
+        fb_strbuf_append(buf, len, &used, "%s%s", i ? ", " : "", one);
+    }
+}
+
+/* One plugin version against one daemon version; a mismatch is appended to
+ * `problems` and returns true. */
+static bool judge_pair(const struct fb_cluster_ctx *ctx, const struct version_use *p,
+                       const struct version_use *d, struct fb_check *c, char *problems,
+                       size_t len, size_t *used)
+{
+    const struct fb_version_pair *byp = pair_by_plugin(ctx, p->version);
+    const struct fb_version_pair *byd = pair_by_daemon(ctx, d->version);
+    if (byp && strcmp(byp->daemon, d->version) == 0)
+        return false;
+    char who[512];
+    describe_use(d, who, sizeof who);
+    if (byp || byd) {
+        if (byp)
+            fb_strbuf_append(problems, len, used, "%stcpxo-daemon %s with plugin %s, which pairs "
+                             "with daemon %s", *used ? "; " : "", who, p->version, byp->daemon);
+        else
+            fb_strbuf_append(problems, len, used, "%stcpxo-daemon %s pairs with plugin %s, but "
+                             "the installer runs %s", *used ? "; " : "", who, byd->plugin,
+                             shown(p->version));
+        for (size_t i = 0; i < d->pods && i < PODS_PER_VERSION; i++)
+            fb_check_culprit(c, "%s", d->pod[i]);
+        return true;
+    }
+    fb_check_set(c, FB_CHECK_WARN, "plugin %s with tcpxo-daemon %s: a pair this tool does not "
+                                   "know", shown(p->version), shown(d->version));
+    fb_check_fix(c, "check Google's release notes; if they pair, say so with --pair %s=%s",
+                 shown(p->version), shown(d->version));
+    return false;
 }
 
 void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb_check *c)
@@ -383,7 +437,7 @@ void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb
             count_version(daemon, &nd, MAXV, tag, who);
         }
     }
-    char pl[512], dl[512];
+    char pl[FB_CHECK_TEXT_MAX], dl[FB_CHECK_TEXT_MAX];
     list_uses(plugin, np, pl, sizeof pl);
     list_uses(daemon, nd, dl, sizeof dl);
     if (np == 0 && nd == 0) {
@@ -395,13 +449,6 @@ void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb
                                        "with it", pl);
         return;
     }
-    if (nd > 1) {
-        fb_check_set(c, FB_CHECK_FAIL, "tcpxo-daemon versions differ across pods: %s", dl);
-        for (size_t i = 0; i < nd; i++)
-            fb_check_culprit(c, "%s", daemon[i].first_pod);
-        fb_check_fix(c, "run one tcpxo-daemon image version in every worker, the one paired "
-                        "with the installed plugin");
-    }
     if (np == 0) {
         fb_check_set(c, FB_CHECK_WARN, "tcpxo-daemon %s, but no %s installer pod in the list: "
                                        "pairing unverified", dl, PLUGIN_IMAGE);
@@ -409,38 +456,30 @@ void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb
                         "nccl-tcpxo-installer pods are seen");
         return;
     }
+    char problems[FB_CHECK_TEXT_MAX];
+    size_t used = 0;
+    problems[0] = '\0';
+    bool mismatch = false;
+    for (size_t p = 0; p < np; p++)
+        for (size_t d = 0; d < nd; d++)
+            mismatch |= judge_pair(ctx, &plugin[p], &daemon[d], c, problems, sizeof problems,
+                                   &used);
+    if (mismatch) {
+        fb_check_set(c, FB_CHECK_FAIL, "%s", problems);
+        fb_check_fix(c, "run the daemon paired with the installed plugin; upgrade in order: the "
+                        "plugin installer first, then the workload's tcpxo-daemon image");
+    } else if (nd > 1) {
+        fb_check_set(c, FB_CHECK_FAIL, "tcpxo-daemon versions differ across pods: %s", dl);
+        for (size_t d = 0; d < nd; d++)
+            for (size_t i = 0; i < daemon[d].pods && i < PODS_PER_VERSION; i++)
+                fb_check_culprit(c, "%s", daemon[d].pod[i]);
+        fb_check_fix(c, "run one tcpxo-daemon version in every worker, the one paired with the "
+                        "installed plugin");
+    }
     if (np > 1) {
         fb_check_set(c, FB_CHECK_WARN, "plugin installer versions differ (a rollout in "
                                        "progress?): %s", pl);
-        fb_check_fix(c, "let the nccl-tcpxo-installer DaemonSet finish, then recheck");
-    }
-    for (size_t p = 0; p < np; p++) {
-        for (size_t d = 0; d < nd; d++) {
-            const struct fb_version_pair *byp = pair_by_plugin(ctx, plugin[p].version);
-            const struct fb_version_pair *byd = pair_by_daemon(ctx, daemon[d].version);
-            if (byp && strcmp(byp->daemon, daemon[d].version) == 0)
-                continue;
-            if (byp || byd) {
-                if (byp)
-                    fb_check_set(c, FB_CHECK_FAIL, "plugin %s with tcpxo-daemon %s is not a "
-                                                   "released pair: plugin %s pairs with daemon %s",
-                                 plugin[p].version, daemon[d].version, byp->plugin, byp->daemon);
-                else
-                    fb_check_set(c, FB_CHECK_FAIL, "plugin %s with tcpxo-daemon %s is not a "
-                                                   "released pair: daemon %s pairs with plugin %s",
-                                 plugin[p].version, daemon[d].version, byd->daemon, byd->plugin);
-                fb_check_culprit(c, "%s", daemon[d].first_pod);
-                fb_check_fix(c, "upgrade in order: the plugin installer first, then the "
-                                "workload's tcpxo-daemon image to the paired version");
-            } else {
-                fb_check_set(c, FB_CHECK_WARN, "plugin %s with tcpxo-daemon %s: a pair this "
-                                               "tool does not know", plugin[p].version[0]
-                             ? plugin[p].version : "untagged", daemon[d].version[0]
-                             ? daemon[d].version : "untagged");
-                fb_check_fix(c, "check Google's release notes; if they pair, say so with --pair "
-                                "%s=%s", plugin[p].version, daemon[d].version);
-            }
-        }
+        fb_check_fix(c, "let the nccl-tcpxo-installer DaemonSet finish, then check again");
     }
     fb_check_set(c, FB_CHECK_OK, "plugin %s with tcpxo-daemon %s: a released pair", pl, dl);
 }
