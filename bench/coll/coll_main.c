@@ -16,6 +16,7 @@
 #include "coll/plan.h"
 #include "coll/record.h"
 #include "coll/table.h"
+#include "coll/transport.h"
 #include "coll/validate.h"
 #include "core/clock.h"
 #include "core/gather.h"
@@ -42,6 +43,8 @@ struct run {
     long busbw_n;
     int mismatch_lines;
     char cap_note[160]; /* set when --cap-memory lowered -e */
+    struct fb_nccl_capture nccl_log;
+    char log_note[PATH_MAX + 128]; /* why NCCL's log is not captured */
 };
 
 /* Rank 0 prints the agreed error; every rank returns the agreed code. */
@@ -262,6 +265,62 @@ static void describe_run(struct run *r)
     json_object_object_add(d, "transport", NULL);
 }
 
+/* Warnings go to the table (as # lines) and into the results file. */
+static void warn(struct run *r, const char *text)
+{
+    printf("# Warning: %s\n", text);
+    fb_record_warn(&r->rec, text);
+}
+
+/* NCCL names the network it chose only in its INFO log: capture it when
+ * asked, and always on multi-node NCCL runs, where a silent TCP fallback is
+ * the failure this suite exists to catch. */
+static void start_log_capture(struct run *r)
+{
+    int nccl = strcmp(r->be.ops->name, "nccl") == 0;
+    if (r->cfg.nccl_log && !nccl) {
+        snprintf(r->log_note, sizeof r->log_note, "--nccl-log has no effect on the %s backend", r->be.ops->name);
+        return;
+    }
+    if (!nccl || (!r->cfg.nccl_log && r->world.nodes < 2))
+        return;
+    const char *tmp = getenv("TMPDIR");
+    fb_nccl_capture_start(&r->nccl_log, tmp && *tmp ? tmp : "/tmp", r->log_note, sizeof r->log_note);
+}
+
+/* After the sweep (NCCL connects lazily, so the log is complete only now):
+ * the transport into the results, a copy of the logs beside them. */
+static void finish_log_capture(struct run *r)
+{
+    if (!r->nccl_log.active && r->log_note[0] == '\0')
+        return;
+    char saved[PATH_MAX];
+    snprintf(saved, sizeof saved, "%s", r->rec.path);
+    char *dot = strrchr(saved, '.');
+    if (dot != NULL && strcmp(dot, ".json") == 0)
+        *dot = '\0';
+    strncat(saved, ".nccl.log", sizeof saved - strlen(saved) - 1);
+    json_object *transport = NULL;
+    struct fb_err err = {0};
+    if (r->nccl_log.active &&
+        fb_nccl_capture_finish(&r->nccl_log, &r->world, saved, &transport, &err) != FB_OK &&
+        r->world.rank == 0) {
+        char text[FB_ERR_MSG_MAX + 32];
+        snprintf(text, sizeof text, "transport not recorded: %s", err.msg);
+        warn(r, text);
+    }
+    if (r->world.rank != 0)
+        return;
+    if (r->log_note[0])
+        warn(r, r->log_note);
+    if (transport != NULL) {
+        char text[256];
+        fb_transport_describe(transport, text, sizeof text);
+        printf("# Transport: %s (NCCL INFO logs: %s)\n", text, saved);
+        json_object_object_add(r->rec.doc, "transport", transport);
+    }
+}
+
 /* Everything before the first measurement; every step agreed on. */
 static int prepare(struct run *r, int argc, char **argv)
 {
@@ -287,6 +346,7 @@ static int prepare(struct run *r, int argc, char **argv)
         fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes, &r->plan, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
+    start_log_capture(r);
     r->be.ops->init(&r->be, &r->world, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
@@ -373,13 +433,6 @@ static void print_summary(struct run *r)
     json_object_put(s);
 }
 
-/* Warnings go to the table (as # lines) and into the results file. */
-static void warn(struct run *r, const char *text)
-{
-    printf("# Warning: %s\n", text);
-    fb_record_warn(&r->rec, text);
-}
-
 static void print_preamble(struct run *r)
 {
     printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
@@ -413,6 +466,7 @@ static int sweep(struct run *r)
     for (int cycle = 0; cycle < r->cfg.run_cycles; cycle++)
         for (int i = 0; i < r->plan.count; i++)
             measure_size(r, r->plan.sizes[i], cycle);
+    finish_log_capture(r);
     if (r->world.rank == 0) {
         fb_table_footer(stdout, r->wrong_total, r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0);
         print_summary(r);

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 tree=$FB_BUILD-nonccl
-if make -C "$FB_ROOT" -j2 MODULES="core coll" BUILD="$tree" CUDA_HOME=/nonexistent \
+if make -C "$FB_ROOT" -j2 MODULES="core coll report" BUILD="$tree" CUDA_HOME=/nonexistent \
     NCCL_HOME=/nonexistent >"$T_DIR/make.log" 2>&1; then
   ok "builds with CUDA_HOME pointing nowhere"
 else

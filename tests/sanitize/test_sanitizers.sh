@@ -16,7 +16,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for t in "$tree"/tests/test_*; do
   [ -x "$t" ] || continue
   name="ASan/UBSan: $(basename "$t")"
-  if (cd "$FB_ROOT" && ASAN_OPTIONS=detect_leaks=1 timeout 600 "$t") >"$T_DIR/u.log" 2>&1; then
+  if (cd "$FB_ROOT" && ASAN_OPTIONS=detect_leaks=1 \
+      LSAN_OPTIONS=suppressions="$FB_ROOT/tests/sanitize/lsan.supp" timeout 600 "$t") \
+      >"$T_DIR/u.log" 2>&1; then
     ok "$name"
   else
     not_ok "$name" "$(grep -m5 -E 'ERROR|runtime error|not ok' "$T_DIR/u.log" | tr '\n' ' ')"

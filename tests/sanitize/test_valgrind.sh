@@ -11,6 +11,7 @@ fi
 vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
 supp=/usr/share/openmpi/openmpi-valgrind.supp
 [ -f "$supp" ] && vg+=(--suppressions="$supp")
+vg+=(--suppressions="$FB_ROOT/tests/sanitize/mpi.supp")
 for t in "$FB_BUILD"/tests/test_*; do
   [ -x "$t" ] || continue
   name="valgrind: $(basename "$t")"
