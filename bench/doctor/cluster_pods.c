@@ -391,6 +391,12 @@ static bool judge_pair(const struct fb_cluster_ctx *ctx, const struct version_us
                        const struct version_use *d, struct fb_check *c, char *problems,
                        size_t len, size_t *used)
 {
+    if (p->version[0] == '\0' || d->version[0] == '\0') {
+        fb_check_set(c, FB_CHECK_WARN, "%s image pinned without a version tag: pairing "
+                                       "unverifiable", p->version[0] ? "tcpxo-daemon" : "plugin");
+        fb_check_fix(c, "reference the images by their release tag (e.g. tcpgpudmarxd-dev:v1.0.21)");
+        return false;
+    }
     const struct fb_version_pair *byp = pair_by_plugin(ctx, p->version);
     const struct fb_version_pair *byd = pair_by_daemon(ctx, d->version);
     if (byp && strcmp(byp->daemon, d->version) == 0)

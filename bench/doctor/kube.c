@@ -264,6 +264,8 @@ static enum fb_status fetch_one(const struct fb_kubectl *k, const struct list_sp
 
     struct buf out = {0}, errb = {0};
     int status = 0;
+    /* kubectl bounds its API calls itself; the extra seconds are for an
+     * auth plugin or a kubeconfig prompt that hangs before it gets there. */
     enum fb_status st = run_capture(argv, k->timeout_s + 5, &out, &errb, &status, err);
     char line[512];
     first_line(&errb, line, sizeof line);

@@ -11,7 +11,7 @@
 
 static char tree_root[256];
 
-static void tree_mkdirs(const char *path)
+__attribute__((unused)) static void tree_mkdirs(const char *path)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
@@ -26,7 +26,7 @@ static void tree_mkdirs(const char *path)
 }
 
 /* Removes the previous tree and starts an empty one. */
-static const char *tree_new(void)
+__attribute__((unused)) static const char *tree_new(void)
 {
     if (tree_root[0]) {
         char cmd[300];
@@ -43,7 +43,7 @@ static const char *tree_new(void)
     return tree_root;
 }
 
-static void tree_done(void)
+__attribute__((unused)) static void tree_done(void)
 {
     tree_new();
     rmdir(tree_root);
@@ -51,7 +51,7 @@ static void tree_done(void)
 }
 
 /* put("/proc/modules", "nvidia 1 0 - Live 0x0\n") */
-static void put(const char *path, const char *content)
+__attribute__((unused)) static void put(const char *path, const char *content)
 {
     char full[1024], dir[1024];
     snprintf(full, sizeof full, "%s%s", tree_root, path);
@@ -68,7 +68,7 @@ static void put(const char *path, const char *content)
     fclose(f);
 }
 
-static void put_dir(const char *path)
+__attribute__((unused)) static void put_dir(const char *path)
 {
     char full[1024];
     snprintf(full, sizeof full, "%s%s", tree_root, path);
