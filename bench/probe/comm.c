@@ -104,53 +104,60 @@ enum fb_status probe_recv(const struct probe_ctx *c, int peer, int tag, void *in
     return FB_OK;
 }
 
-enum fb_status probe_gather(const struct probe_ctx *c, const void *mine, size_t len, void *all,
-                            double limit_s, const char *what, struct fb_err *err)
+enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather_spec *g,
+                            const void *mine, void *all, unsigned char *arrived,
+                            struct fb_err *err)
 {
     const struct fb_world *w = c->w;
     if (w->rank != 0) {
         MPI_Request req;
-        MPI_Isend(mine, (int)len, MPI_BYTE, 0, PROBE_TAG_REPORT, c->comm, &req);
-        return probe_wait(c, &req, limit_s, 0, what, err);
+        MPI_Isend(mine, (int)g->len, MPI_BYTE, 0, PROBE_TAG_REPORT, c->comm, &req);
+        return probe_wait(c, &req, g->limit_s, 0, g->what, err);
     }
-    memcpy(all, mine, len);
-    if (w->size == 1)
-        return FB_OK;
+    memcpy(all, mine, g->len);
+    memset(arrived, 0, (size_t)w->size);
+    arrived[0] = 1;
     int n = w->size - 1;
-    MPI_Request *reqs = malloc((size_t)n * sizeof *reqs);
-    int *idx = malloc((size_t)n * sizeof *idx);
+    MPI_Request *reqs = malloc((size_t)(n > 0 ? n : 1) * sizeof *reqs);
+    int *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx);
     if (reqs == NULL || idx == NULL) {
         free(reqs);
         free(idx);
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     }
     for (int r = 1; r < w->size; r++)
-        MPI_Irecv((char *)all + (size_t)r * len, (int)len, MPI_BYTE, r, PROBE_TAG_REPORT, c->comm,
-                  &reqs[r - 1]);
+        MPI_Irecv((char *)all + (size_t)r * g->len, (int)g->len, MPI_BYTE, r, PROBE_TAG_REPORT,
+                  c->comm, &reqs[r - 1]);
     struct backoff b = {fb_now(), 10000};
-    double deadline = b.started + limit_s;
+    double deadline = b.started + (g->failed(mine) ? g->grace_s : g->limit_s);
     int left = n;
     enum fb_status st = FB_OK;
     while (left > 0 && st == FB_OK) {
-        int outcount = 0;
-        MPI_Testsome(n, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
-        if (outcount == MPI_UNDEFINED)
+        int got = 0;
+        MPI_Testsome(n, reqs, &got, idx, MPI_STATUSES_IGNORE);
+        for (int i = 0; got != MPI_UNDEFINED && i < got; i++) {
+            int r = idx[i] + 1;
+            arrived[r] = 1;
+            double grace = fb_now() + g->grace_s;
+            if (g->failed((char *)all + (size_t)r * g->len) && grace < deadline)
+                deadline = grace;
+        }
+        if (got == MPI_UNDEFINED)
             break;
-        left -= outcount;
-        if (left == 0 || outcount > 0)
+        left -= got;
+        if (left == 0 || got > 0)
             continue;
         st = probe_check_stop(c, err);
         if (st == FB_OK && fb_now() > deadline) {
-            int first = -1;
-            for (int i = 0; i < n && first < 0; i++)
-                if (reqs[i] != MPI_REQUEST_NULL)
-                    first = i + 1;
+            int first = 1;
+            while (arrived[first])
+                first++;
             char who[FB_HOST_MAX + 32];
             probe_rank_name(c, first, who, sizeof who);
             st = fb_fail(err, FB_ERR_TIMEOUT,
-                         "%s did not answer within %.0f s while %s%s; check that host (process "
-                         "alive? network up?) or raise --timeout",
-                         who, limit_s, what, left > 1 ? " (and other ranks)" : "");
+                         "%s did not answer while %s%s; check that host (process alive? network "
+                         "up?) or raise --timeout",
+                         who, g->what, left > 1 ? " (nor did other ranks)" : "");
         }
         if (st == FB_OK)
             backoff_pause(&b);

@@ -53,11 +53,23 @@ enum fb_status probe_exchange(const struct probe_ctx *c, int peer, int tag, cons
 enum fb_status probe_recv(const struct probe_ctx *c, int peer, int tag, void *in, int cap, int *got,
                           double limit_s, const char *what, struct fb_err *err);
 
-/* Rank 0 receives `len` bytes from every rank into all[rank * len] (its own
- * copied from `mine`); the others send theirs. Bounded by limit_s; on rank
- * 0 the error names the first rank that stayed silent. */
-enum fb_status probe_gather(const struct probe_ctx *c, const void *mine, size_t len, void *all,
-                            double limit_s, const char *what, struct fb_err *err);
+/* A gather of fixed-size records to rank 0. Once a record (rank 0's own
+ * included) says `failed`, the others get only `grace_s` more: a broken
+ * link should end the job in seconds, not after the longest measurement. */
+struct probe_gather_spec {
+    size_t len;
+    double limit_s, grace_s;
+    int (*failed)(const void *record);
+    const char *what; /* "reporting to rank 0" */
+};
+
+/* Rank 0 receives a record from every rank into all[rank * len] (its own
+ * copied from `mine`) and arrived[rank] says who answered; on a timeout
+ * the error names the first silent rank. Other ranks send theirs, bounded
+ * by limit_s. */
+enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather_spec *g,
+                            const void *mine, void *all, unsigned char *arrived,
+                            struct fb_err *err);
 
 /* Rank 0's `buf` reaches every rank, bounded by limit_s. */
 enum fb_status probe_bcast(const struct probe_ctx *c, void *buf, int len, double limit_s,

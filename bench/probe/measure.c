@@ -60,7 +60,9 @@ static void close_interval(struct probe_samples *s, double at)
 void probe_samples_add(struct probe_samples *s, double now, double bytes)
 {
     s->open_bytes += bytes;
-    if (now - s->open_at >= s->interval)
+    /* The tolerance keeps float rounding from pushing an event that lands
+     * on the boundary into the next interval. */
+    if (now - s->open_at >= s->interval * (1 - 1e-9))
         close_interval(s, now);
 }
 

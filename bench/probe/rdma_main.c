@@ -194,7 +194,7 @@ static enum fb_status record_rows(struct app *a, const struct report *all, int r
     struct probe_row rows[64];
     int n = 0;
     for (int k = 0; k < a->w.size; k++) {
-        for (int i = 0; i < all[k].n && i < PROBE_ENDS_MAX; i++) {
+        for (int i = 0; all[k].code == FB_OK && i < all[k].n && i < PROBE_ENDS_MAX; i++) {
             const struct probe_measure *m = &all[k].m[i];
             const struct probe_link *l = &a->sched.links[m->link];
             struct probe_row row = {round, l->src, l->dst, *m};
@@ -214,33 +214,64 @@ static enum fb_status record_rows(struct app *a, const struct report *all, int r
     return probe_results_save(&a->res, 0, err);
 }
 
+static int report_failed(const void *rec) { return ((const struct report *)rec)->code != FB_OK; }
+
+static int never_failed(const void *rec)
+{
+    (void)rec;
+    return 0;
+}
+
+/* Rank 0: stands in for ranks that never reported, so the verdict can
+ * weigh their silence against the errors others named. */
+static void fill_silent(struct app *a, struct report *all, const unsigned char *arrived,
+                        double limit_s)
+{
+    for (int r = 1; r < a->w.size; r++) {
+        if (arrived[r])
+            continue;
+        all[r] = (struct report){.code = FB_ERR_TIMEOUT, .rank = r};
+        snprintf(all[r].msg, sizeof all[r].msg,
+                 "rank %d (%s) did not report within %.0f s; check that host (process alive? "
+                 "network up?) or raise --timeout", r, a->w.hosts[r], limit_s);
+    }
+}
+
 /* Everyone reports, rank 0 records and decides, everyone learns the
  * verdict. `limit_s` bounds the wait for the slowest rank. Returns 1 when
- * the verdict is shared by all ranks, 0 when only this rank knows it (it
- * could not reach rank 0, or rank 0 could not hear from everyone). */
+ * the verdict is shared by all ranks, 0 when it cannot be (this rank could
+ * not reach rank 0, or rank 0 did not hear from everyone). */
 static int step(struct app *a, struct report *mine, int round, double limit_s, struct verdict *v)
 {
     struct fb_err err = {0};
+    struct probe_gather_spec g = {sizeof *mine, limit_s, a->o.timeout, report_failed,
+                                  "reporting to rank 0"};
     mine->rank = a->w.rank;
     memset(v, 0, sizeof *v);
     v->rank = -1;
-    struct report *all = NULL;
-    if (a->w.rank == 0 && (all = calloc((size_t)a->w.size, sizeof *all)) == NULL) {
-        fprintf(stderr, "fabric-rdma: out of memory\n");
-        MPI_Abort(a->w.comm, FB_ERR_INTERNAL);
-    }
     int shared = 1;
-    if (probe_gather(&a->c, mine, sizeof *mine, all, limit_s, "reporting to rank 0", &err) != FB_OK) {
-        shared = 0;
-    } else if (a->w.rank == 0) {
+    if (a->w.rank != 0) {
+        shared = probe_gather(&a->c, &g, mine, NULL, NULL, &err) == FB_OK;
+    } else {
+        struct report *all = calloc((size_t)a->w.size, sizeof *all);
+        unsigned char *arrived = calloc((size_t)a->w.size, 1);
+        if (all == NULL || arrived == NULL) {
+            fprintf(stderr, "fabric-rdma: out of memory\n");
+            MPI_Abort(a->w.comm, FB_ERR_INTERNAL);
+        }
+        shared = probe_gather(&a->c, &g, mine, all, arrived, &err) == FB_OK;
+        fill_silent(a, all, arrived, limit_s);
         decide(all, a->w.size, v);
+        fb_err_clear(&err);
         if (round >= 0 && record_rows(a, all, round, &err) != FB_OK && v->code == FB_OK) {
             *v = (struct verdict){err.code, 0, 0, ""};
             snprintf(v->msg, sizeof v->msg, "%s", err.msg);
         }
-        fb_err_clear(&err);
+        free(all);
+        free(arrived);
+        if (!shared)
+            return 0;
     }
-    free(all);
     if (shared && probe_bcast(&a->c, v, sizeof *v, 2 * limit_s, "waiting for rank 0's verdict",
                               &err) != FB_OK)
         shared = 0;
@@ -252,17 +283,17 @@ static int step(struct app *a, struct report *mine, int round, double limit_s, s
 }
 
 /* Ends the job after a failed step: rank 0 keeps what was measured and
- * says why. A verdict only this rank knows, or one that involved a silent
- * rank, ends with MPI_Abort (MPI_Finalize could wait forever); else every
- * rank leaves cleanly with the code. */
+ * says why. A verdict not every rank could learn, or one involving a
+ * silent rank, ends with MPI_Abort (MPI_Finalize could wait forever);
+ * otherwise every rank leaves cleanly with the code. */
 static int end_with(struct app *a, const struct verdict *v, int shared)
 {
-    if (!shared && a->w.rank != 0)
-        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", a->w.rank, a->w.host, v->msg);
-    else if (a->w.rank == 0 && v->rank > 0)
+    if (a->w.rank == 0 && v->rank > 0)
         fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", v->rank, a->w.hosts[v->rank], v->msg);
     else if (a->w.rank == 0)
         fprintf(stderr, "fabric-rdma: %s\n", v->msg);
+    else if (!shared)
+        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", a->w.rank, a->w.host, v->msg);
     if (a->w.rank == 0 && a->have_results) {
         struct fb_err ignored = {0};
         probe_results_fault(&a->res, (enum fb_status)v->code, v->msg, v->rank);
@@ -280,10 +311,20 @@ static int end_with(struct app *a, const struct verdict *v, int shared)
 
 static enum fb_status gather_endpoints(struct app *a, struct fb_err *err)
 {
-    if (a->w.rank == 0 && (a->all_eps = calloc((size_t)a->w.size, sizeof *a->all_eps)) == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-    return probe_gather(&a->c, &a->me, sizeof a->me, a->all_eps, 4 * a->o.timeout,
-                        "collecting device descriptions", err);
+    struct probe_gather_spec g = {sizeof a->me, 4 * a->o.timeout, 4 * a->o.timeout, never_failed,
+                                  "collecting device descriptions"};
+    unsigned char *arrived = NULL;
+    if (a->w.rank == 0) {
+        a->all_eps = calloc((size_t)a->w.size, sizeof *a->all_eps);
+        arrived = calloc((size_t)a->w.size, 1);
+        if (a->all_eps == NULL || arrived == NULL) {
+            free(arrived);
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+        }
+    }
+    enum fb_status st = probe_gather(&a->c, &g, &a->me, a->all_eps, arrived, err);
+    free(arrived);
+    return st;
 }
 
 static double size_limit(const struct app *a, uint64_t size)

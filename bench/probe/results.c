@@ -495,9 +495,9 @@ void probe_print_header(FILE *out, const struct probe_results *r)
     else
         fprintf(out, "# %s, %s per QP, %ld QP%s per link, tx depth %ld, cq moderation %ld, post list %ld\n",
                 sizes, amount, o->qps, o->qps == 1 ? "" : "s", o->tx_depth, o->cq_mod, o->post_list);
-    fprintf(out, "# %4s %-16s %-10s %-10s %-22s %5s %-40s %4s %s\n", "rank", "host", "device",
+    fprintf(out, "# %4s %-16s %-10s %-10s %-22s %5s %-44s %4s %s\n", "rank", "host", "device",
             o->transport == PROBE_TCP ? "link" : "port", "rate", "MTU",
-            o->transport == PROBE_TCP ? "address" : "GID (index type address rule)", "NUMA", "memory");
+            o->transport == PROBE_TCP ? "address" : "GID (index type address choice)", "NUMA", "memory");
     for (int k = 0; k < r->nranks; k++) {
         const struct probe_endpoint *e = &r->ep[k];
         char port[32], addr[160], mem[96];
@@ -506,14 +506,14 @@ void probe_print_header(FILE *out, const struct probe_results *r)
             snprintf(addr, sizeof addr, "%s", e->address);
         } else {
             snprintf(port, sizeof port, "%d %s", e->port, e->port_state);
-            snprintf(addr, sizeof addr, "%d %s %s (%s)", e->gid_index, e->gid_type, e->gid,
-                     e->gid_auto ? e->gid_rule : "-x");
+            snprintf(addr, sizeof addr, "%d %s %s %s", e->gid_index, e->gid_type, e->gid,
+                     e->gid_auto ? "auto" : "-x");
         }
         if (e->gpu >= 0)
             snprintf(mem, sizeof mem, "gpu %d %s %s", e->gpu, e->gpu_bus_id, e->mem_reg);
         else
             snprintf(mem, sizeof mem, "host%s", e->mem_numa_node >= 0 ? " (NUMA-bound)" : "");
-        fprintf(out, "# %4d %-16.16s %-10.10s %-10.10s %-22.22s %5d %-40.40s %4d %s\n", k, e->host,
+        fprintf(out, "# %4d %-16.16s %-10.10s %-10.10s %-22.22s %5d %-44s %4d %s\n", k, e->host,
                 e->device, port, e->rate[0] ? e->rate : "-", e->mtu, addr, e->numa_node, mem);
     }
     if (o->latency)

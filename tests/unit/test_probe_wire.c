@@ -1,0 +1,139 @@
+/* The records two ends exchange: layout, version, and agreement. */
+#include <string.h>
+
+#include "check.h"
+#include "probe/gid.h"
+#include "probe/wire.h"
+
+static struct probe_qpinfo sample(void)
+{
+    struct probe_qpinfo q = {
+        .link = 7, .rank = 3, .lid = 0x1234, .link_layer = PROBE_LL_ETH,
+        .gid_type = PROBE_GID_ROCE_V2, .gid_index = 3, .mtu = 4096, .rkey = 0xdeadbeef,
+        .addr = 0x7f0012345678ULL, .len = 16ULL << 20, .nqp = 3,
+    };
+    for (int i = 0; i < 16; i++)
+        q.gid[i] = (uint8_t)(0xa0 + i);
+    for (int i = 0; i < 3; i++) {
+        q.qpn[i] = 0x100 + (uint32_t)i;
+        q.psn[i] = 0xabc000 + (uint32_t)i;
+    }
+    return q;
+}
+
+static void test_qpinfo_round_trip(void)
+{
+    struct probe_qpinfo in = sample(), out;
+    uint8_t buf[PROBE_QPINFO_WIRE_MAX];
+    size_t len = probe_qpinfo_encode(&in, buf);
+    CHECK_INT(len, 60 + 8 * 3);
+    struct fb_err err = {0};
+    CHECK_INT(probe_qpinfo_decode(buf, len, &out, &err), FB_OK);
+    CHECK_INT(out.link, 7);
+    CHECK_INT(out.rank, 3);
+    CHECK_INT(out.lid, 0x1234);
+    CHECK_INT(out.gid_type, PROBE_GID_ROCE_V2);
+    CHECK_INT(out.gid_index, 3);
+    CHECK_INT(out.mtu, 4096);
+    CHECK_INT(out.rkey, 0xdeadbeef);
+    CHECK(out.addr == 0x7f0012345678ULL);
+    CHECK(out.len == 16ULL << 20);
+    CHECK(memcmp(out.gid, in.gid, 16) == 0);
+    CHECK_INT(out.nqp, 3);
+    CHECK_INT(out.qpn[2], 0x102);
+    CHECK_INT(out.psn[1], 0xabc001);
+}
+
+/* The layout is fixed little-endian, whatever the host: spot-check bytes. */
+static void test_qpinfo_layout_is_little_endian(void)
+{
+    struct probe_qpinfo in = sample();
+    uint8_t buf[PROBE_QPINFO_WIRE_MAX];
+    probe_qpinfo_encode(&in, buf);
+    CHECK(memcmp(buf, "FBQP", 4) == 0);
+    CHECK_INT(buf[4], PROBE_WIRE_VERSION);
+    CHECK_INT(buf[5], 0);
+    CHECK_INT(buf[6], 7);  /* link */
+    CHECK_INT(buf[14], 0x34); /* lid low byte */
+    CHECK_INT(buf[15], 0x12);
+    CHECK_INT(buf[22], 0xef); /* rkey low byte */
+}
+
+static void test_qpinfo_rejects_other_versions_and_garbage(void)
+{
+    struct probe_qpinfo in = sample(), out;
+    uint8_t buf[PROBE_QPINFO_WIRE_MAX];
+    size_t len = probe_qpinfo_encode(&in, buf);
+    struct fb_err err = {0};
+    buf[4] = 2;
+    CHECK_INT(probe_qpinfo_decode(buf, len, &out, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "version 2");
+    CHECK_CONTAINS(err.msg, "same fabric-rdma build");
+    fb_err_clear(&err);
+    CHECK_INT(probe_qpinfo_decode((const uint8_t *)"lid 1 qpn 2", 11, &out, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "not a queue-pair record");
+    fb_err_clear(&err);
+    buf[4] = PROBE_WIRE_VERSION;
+    CHECK_INT(probe_qpinfo_decode(buf, len - 1, &out, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "malformed");
+    fb_err_clear(&err);
+    CHECK_INT(probe_qpinfo_decode(buf, 30, &out, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "truncated");
+}
+
+static void test_ends_must_agree_on_gid_type_and_mtu(void)
+{
+    struct probe_qpinfo a = sample(), b = sample();
+    struct fb_err err = {0};
+    CHECK_INT(probe_qpinfo_agree(&a, &b, "rank 0 (n1 mlx5_0)", "rank 2 (n2 mlx5_0)", &err), FB_OK);
+    b.gid_type = PROBE_GID_ROCE_V1;
+    b.gid_index = 1;
+    CHECK_INT(probe_qpinfo_agree(&a, &b, "rank 0 (n1 mlx5_0)", "rank 2 (n2 mlx5_0)", &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "GID types differ: rank 0 (n1 mlx5_0) uses RoCE v2 (GID index 3), "
+                            "rank 2 (n2 mlx5_0) uses RoCE v1 (GID index 1)");
+    fb_err_clear(&err);
+    b = sample();
+    b.mtu = 1024;
+    CHECK_INT(probe_qpinfo_agree(&a, &b, "A", "B", &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "path MTUs differ: A uses 4096, B uses 1024");
+    fb_err_clear(&err);
+    b = sample();
+    b.link_layer = PROBE_LL_IB;
+    CHECK_INT(probe_qpinfo_agree(&a, &b, "A", "B", &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "A is Ethernet, B is InfiniBand");
+    fb_err_clear(&err);
+    b = sample();
+    b.nqp = 2;
+    CHECK_INT(probe_qpinfo_agree(&a, &b, "A", "B", &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "-q");
+}
+
+static void test_tcpinfo_round_trip(void)
+{
+    struct probe_tcpinfo in = {.link = 4, .rank = 1, .ipv4 = {10, 77, 0, 2}, .port = 40123, .streams = 8};
+    uint8_t buf[PROBE_TCPINFO_WIRE_LEN];
+    CHECK_INT(probe_tcpinfo_encode(&in, buf), PROBE_TCPINFO_WIRE_LEN);
+    struct probe_tcpinfo out;
+    struct fb_err err = {0};
+    CHECK_INT(probe_tcpinfo_decode(buf, sizeof buf, &out, &err), FB_OK);
+    CHECK_INT(out.link, 4);
+    CHECK_INT(out.rank, 1);
+    CHECK(memcmp(out.ipv4, in.ipv4, 4) == 0);
+    CHECK_INT(out.port, 40123);
+    CHECK_INT(out.streams, 8);
+    /* A queue-pair record is not a TCP address. */
+    struct probe_qpinfo q = sample();
+    uint8_t qbuf[PROBE_QPINFO_WIRE_MAX];
+    size_t qlen = probe_qpinfo_encode(&q, qbuf);
+    CHECK_INT(probe_tcpinfo_decode(qbuf, qlen, &out, &err), FB_ERR_LAUNCH);
+}
+
+int main(void)
+{
+    RUN(test_qpinfo_round_trip);
+    RUN(test_qpinfo_layout_is_little_endian);
+    RUN(test_qpinfo_rejects_other_versions_and_garbage);
+    RUN(test_ends_must_agree_on_gid_type_and_mtu);
+    RUN(test_tcpinfo_round_trip);
+    return fbt_done();
+}
