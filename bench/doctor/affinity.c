@@ -46,21 +46,39 @@ static void add_finding(struct fb_affinity *a, enum fb_finding_code code, long g
     va_end(ap);
 }
 
-static bool nic_selected(const struct fb_devspec *spec, const struct fb_topo_dev *nic)
+static bool name_listed(const struct fb_devspec *spec, const char *name)
 {
-    if (nic->rdma[0] && fb_devspec_selects(spec, nic->rdma, -1))
-        return true;
-    char list[sizeof nic->netdevs];
-    snprintf(list, sizeof list, "%s", nic->netdevs);
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (fb_devspec_selects(spec, tok, -1))
+    for (size_t e = 0; e < spec->n; e++)
+        if (fb_devspec_entry_matches(spec, e, name, -1))
             return true;
     return false;
 }
 
+/* A NIC answers to its RDMA device and to each interface name: an include
+ * list takes it when any name is listed, an exclusion list drops it then. */
+static bool nic_selected(const struct fb_devspec *spec, const struct fb_topo_dev *nic)
+{
+    bool listed = nic->rdma[0] && name_listed(spec, nic->rdma);
+    char list[sizeof nic->netdevs];
+    snprintf(list, sizeof list, "%s", nic->netdevs);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !listed;
+         tok = strtok_r(NULL, ",", &save))
+        listed = name_listed(spec, tok);
+    return spec->exclude ? !listed : listed;
+}
+
+/* The default: RDMA NICs when there are any (NCCL's IB/RoCE devices), else
+ * every NIC. An include list replaces it; an exclusion list narrows it, as
+ * NCCL_IB_HCA=^... narrows the RDMA devices. */
 static enum fb_status pick_fabric(const struct fb_topo *t, const char *nic_spec,
                                   struct fb_affinity *a, struct fb_err *err)
 {
+    size_t rdma = 0;
+    for (size_t n = 0; n < t->nnics; n++)
+        rdma += t->nics[n].rdma[0] != '\0';
+    a->pick = rdma > 0 ? FB_PICK_RDMA : FB_PICK_ALL;
+    for (size_t n = 0; n < t->nnics; n++)
+        a->fabric[n] = rdma == 0 || t->nics[n].rdma[0] != '\0';
     if (nic_spec != NULL) {
         struct fb_devspec spec;
         enum fb_status st = fb_devspec_parse(nic_spec, "--nics", &spec, err);
@@ -68,14 +86,7 @@ static enum fb_status pick_fabric(const struct fb_topo *t, const char *nic_spec,
             return st;
         a->pick = FB_PICK_SPEC;
         for (size_t n = 0; n < t->nnics; n++)
-            a->fabric[n] = nic_selected(&spec, &t->nics[n]);
-    } else {
-        size_t rdma = 0;
-        for (size_t n = 0; n < t->nnics; n++)
-            rdma += t->nics[n].rdma[0] != '\0';
-        a->pick = rdma > 0 ? FB_PICK_RDMA : FB_PICK_ALL;
-        for (size_t n = 0; n < t->nnics; n++)
-            a->fabric[n] = rdma == 0 || t->nics[n].rdma[0] != '\0';
+            a->fabric[n] = nic_selected(&spec, &t->nics[n]) && (!spec.exclude || a->fabric[n]);
     }
     for (size_t n = 0; n < t->nnics; n++)
         a->nfabric += a->fabric[n];

@@ -2,8 +2,8 @@
  * should use, which CPUs each local rank should run on, and what in the
  * machine's layout costs bandwidth.
  *
- * Fabric NICs are those given by --nics (NCCL_IB_HCA syntax), else every
- * RDMA-capable NIC, else every NIC. Each GPU, most constrained first, takes
+ * Fabric NICs are every RDMA-capable NIC, else every NIC; a --nics list
+ * (NCCL_IB_HCA syntax) names them instead, or with '^' excludes some. Each GPU, most constrained first, takes
  * the least loaded fabric NIC at its best path level; local rank i drives
  * GPU i (PCI bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID and nvidia-smi). */
 #ifndef FB_DOCTOR_AFFINITY_H

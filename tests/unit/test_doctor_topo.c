@@ -1,0 +1,299 @@
+/* fabric-topo's analysis on hwloc XML topologies modelled on real GPU
+ * servers (tests/fixtures/doctor/topo): device discovery, PCIe path levels,
+ * NIC assignment, CPU plans, warnings and the JSON document. */
+#include "core/jsonio.h"
+#include "doctor/affinity.h"
+#include "doctor/topo.h"
+#include "doctor/topo_out.h"
+
+#include "check.h"
+
+static struct fb_topo t;
+static struct fb_affinity a;
+
+static const char *fixture(const char *name)
+{
+    static char buf[1024];
+    const char *root = getenv("FB_ROOT");
+    snprintf(buf, sizeof buf, "%s/tests/fixtures/doctor/topo/%s", root ? root : ".", name);
+    return buf;
+}
+
+/* Loads and analyses; false (and a failed check) when either fails. */
+static bool open_topo(const char *name, const char *nics)
+{
+    struct fb_err err = {FB_OK, ""};
+    fb_affinity_free(&a);
+    fb_topo_free(&t);
+    enum fb_status st = fb_topo_load(fixture(name), &t, &err);
+    CHECK_INT(st, FB_OK);
+    if (st != FB_OK) {
+        printf("#   %s\n", err.msg);
+        return false;
+    }
+    st = fb_affinity_analyse(&t, nics, &a, &err);
+    CHECK_INT(st, FB_OK);
+    return st == FB_OK;
+}
+
+static long nic_index(const char *name)
+{
+    for (size_t n = 0; n < t.nnics; n++)
+        if (strcmp(t.nics[n].name, name) == 0)
+            return (long)n;
+    return -1;
+}
+
+static const char *link_to(size_t gpu, const char *nic)
+{
+    long n = nic_index(nic);
+    return n < 0 ? "missing" : fb_link_name(fb_topo_link(&t, gpu, (size_t)n));
+}
+
+static size_t count_findings(enum fb_finding_code code)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a.nfindings; i++)
+        k += a.findings[i].code == code;
+    return k;
+}
+
+static const char *finding_text(enum fb_finding_code code)
+{
+    for (size_t i = 0; i < a.nfindings; i++)
+        if (a.findings[i].code == code)
+            return a.findings[i].message;
+    return "(no such finding)";
+}
+
+static void healthy_server_devices(void)
+{
+    if (!open_topo("h100-8gpu-8nic.xml", NULL))
+        return;
+    CHECK_STR(t.hostname, "gpu-healthy");
+    CHECK_INT(t.npackages, 2);
+    CHECK_INT(t.nnuma, 2);
+    CHECK_INT(t.ncores, 112);
+    CHECK_INT(t.npus, 224);
+    /* The BMC VGA and the NVSwitches are not GPUs; the X710 ports are NICs. */
+    CHECK_INT(t.ngpus, 8);
+    CHECK_INT(t.nnics, 10);
+    CHECK_STR(t.gpus[0].busid, "0000:18:00.0");
+    CHECK_STR(t.gpus[0].model, "GH100 [H100 SXM5 80GB]");
+    CHECK_STR(t.gpus[0].osdevs, "cuda0,nvml0");
+    CHECK_INT(t.gpus[5].package, 1);
+    CHECK_INT(t.gpus[5].numa, 1);
+    long m0 = nic_index("mlx5_0");
+    CHECK(m0 >= 0);
+    if (m0 >= 0) {
+        CHECK_STR(t.nics[m0].rdma, "mlx5_0");
+        CHECK_STR(t.nics[m0].netdevs, "ibp25s0");
+        CHECK_NEAR(t.nics[m0].link_GBps, 63.015, 1e-3);
+    }
+    CHECK(nic_index("eno1") >= 0);
+}
+
+static void path_levels(void)
+{
+    if (!open_topo("h100-8gpu-8nic.xml", NULL))
+        return;
+    CHECK_STR(link_to(0, "mlx5_0"), "PIX");  /* same switch */
+    CHECK_STR(link_to(0, "mlx5_1"), "NODE"); /* other host bridge, same socket */
+    CHECK_STR(link_to(0, "mlx5_4"), "SYS");  /* other socket */
+    CHECK_STR(link_to(7, "mlx5_7"), "PIX");
+    if (!open_topo("2gpu-cross-socket.xml", NULL))
+        return;
+    CHECK_STR(link_to(0, "mlx5_1"), "PHB"); /* same host bridge, other root port */
+    CHECK_STR(link_to(1, "mlx5_0"), "SYS");
+    if (!open_topo("h100-8gpu-4nic.xml", NULL))
+        return;
+    CHECK_STR(link_to(0, "mlx5_0"), "PXB"); /* through a lower and an upper switch */
+    CHECK_STR(link_to(2, "mlx5_1"), "PXB");
+    CHECK_STR(link_to(0, "mlx5_1"), "NODE");
+}
+
+static void healthy_plan(void)
+{
+    if (!open_topo("h100-8gpu-8nic.xml", NULL))
+        return;
+    CHECK_INT(a.nfindings, 0);
+    CHECK_INT(a.nfabric, 8); /* RDMA NICs only: the X710 ports stay out */
+    CHECK_STR(a.ib_hca, "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+    for (size_t g = 0; g < t.ngpus; g++) {
+        char want[32];
+        snprintf(want, sizeof want, "mlx5_%zu", g);
+        CHECK(a.ranks[g].nic >= 0);
+        if (a.ranks[g].nic >= 0)
+            CHECK_STR(t.nics[a.ranks[g].nic].name, want);
+        CHECK_INT(a.ranks[g].level, FB_LINK_PIX);
+    }
+    /* Four ranks share socket 0's 56 cores: 14 cores each, with siblings. */
+    char cpus[128];
+    hwloc_bitmap_list_snprintf(cpus, sizeof cpus, a.ranks[0].cpus);
+    CHECK_STR(cpus, "0-13,112-125");
+    hwloc_bitmap_list_snprintf(cpus, sizeof cpus, a.ranks[7].cpus);
+    CHECK_STR(cpus, "98-111,210-223");
+    CHECK(!hwloc_bitmap_intersects(a.ranks[0].cpus, a.ranks[1].cpus));
+}
+
+static void nic_on_wrong_socket(void)
+{
+    if (!open_topo("h100-nic-wrong-socket.xml", NULL))
+        return;
+    long m5 = nic_index("mlx5_5");
+    CHECK(m5 >= 0);
+    if (m5 < 0)
+        return;
+    CHECK_INT(t.nics[m5].package, 0);
+    CHECK_STR(link_to(5, "mlx5_5"), "SYS");
+    CHECK_INT(a.best[5], FB_LINK_NODE);
+    CHECK_INT(count_findings(FB_FIND_NIC_UNUSED), 1);
+    CHECK_CONTAINS(finding_text(FB_FIND_NIC_UNUSED), "mlx5_5");
+    CHECK_CONTAINS(finding_text(FB_FIND_SOCKET_IMBALANCE), "socket 0: 4 GPUs, 5 NICs");
+    CHECK_CONTAINS(finding_text(FB_FIND_SOCKET_IMBALANCE), "idle there: mlx5_5");
+    CHECK_CONTAINS(finding_text(FB_FIND_FAR_NIC), "GPU5");
+    CHECK_INT(count_findings(FB_FIND_NIC_SHARED), 1);
+    /* GPUs with a NIC on their own switch keep it. */
+    CHECK_INT(a.ranks[4].level, FB_LINK_PIX);
+    CHECK_INT(a.ranks[6].level, FB_LINK_PIX);
+    CHECK(strstr(a.ib_hca, "mlx5_5") == NULL);
+}
+
+static void gpus_outnumber_nics(void)
+{
+    if (!open_topo("h100-8gpu-4nic.xml", NULL))
+        return;
+    CHECK_INT(count_findings(FB_FIND_NIC_SHARED), 4);
+    CHECK_CONTAINS(finding_text(FB_FIND_NIC_SHARED), "GPU0, GPU1 share mlx5_0");
+    CHECK_INT(count_findings(FB_FIND_NIC_UNUSED), 0);
+    CHECK_STR(a.ib_hca, "=mlx5_0,mlx5_1,mlx5_2,mlx5_3");
+}
+
+static void gpu_across_the_interconnect(void)
+{
+    if (!open_topo("2gpu-cross-socket.xml", NULL))
+        return;
+    CHECK_INT(count_findings(FB_FIND_CROSS_SOCKET), 1);
+    CHECK_CONTAINS(finding_text(FB_FIND_CROSS_SOCKET), "GPU1");
+    CHECK_CONTAINS(finding_text(FB_FIND_CROSS_SOCKET), "socket 0");
+    /* Equal SYS candidates: the idle one, not GPU0's. */
+    CHECK(a.ranks[1].nic >= 0);
+    if (a.ranks[1].nic >= 0)
+        CHECK_STR(t.nics[a.ranks[1].nic].name, "mlx5_1");
+    CHECK_INT(count_findings(FB_FIND_NIC_SHARED), 0);
+}
+
+static void degraded_nic_link(void)
+{
+    if (!open_topo("h100-nic-slow-link.xml", NULL))
+        return;
+    CHECK_INT(count_findings(FB_FIND_NIC_LINK_SLOW), 1);
+    CHECK_CONTAINS(finding_text(FB_FIND_NIC_LINK_SLOW), "mlx5_3");
+    CHECK_CONTAINS(finding_text(FB_FIND_NIC_LINK_SLOW), "15.8 GB/s");
+}
+
+static void nics_option(void)
+{
+    if (!open_topo("h100-8gpu-8nic.xml", "^=mlx5_7"))
+        return;
+    CHECK_INT(a.nfabric, 7);
+    CHECK_INT(a.ranks[7].level, FB_LINK_NODE);
+    CHECK(strstr(a.ib_hca, "mlx5_7") == NULL);
+    if (!open_topo("h100-8gpu-8nic.xml", "eno"))
+        return;
+    CHECK_INT(a.nfabric, 2);
+    CHECK_INT(count_findings(FB_FIND_CROSS_SOCKET), 4); /* GPUs 4..7 reach eno* across sockets */
+    CHECK_STR(a.ib_hca, "");
+    struct fb_err err = {FB_OK, ""};
+    struct fb_affinity bad;
+    CHECK_INT(fb_affinity_analyse(&t, "mlx5_0:zero", &bad, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "--nics");
+}
+
+static void no_gpus_no_io(void)
+{
+    if (!open_topo("synthetic-2pack-noio.xml", NULL))
+        return;
+    CHECK_INT(t.ngpus, 0);
+    CHECK_INT(t.nnics, 0);
+    CHECK_INT(t.npackages, 2);
+    CHECK_INT(a.nfindings, 0);
+}
+
+static void bad_inputs(void)
+{
+    struct fb_topo x;
+    struct fb_err err = {FB_OK, ""};
+    CHECK_INT(fb_topo_load("/nonexistent/topo.xml", &x, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "/nonexistent/topo.xml");
+    fb_err_clear(&err);
+    char path[] = "/tmp/fbtopo.XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        CHECK(write(fd, "<topology version=\"2.0\"><object", 32) == 32);
+        close(fd);
+        CHECK_INT(fb_topo_load(path, &x, &err), FB_ERR_INPUT);
+        CHECK_CONTAINS(err.msg, "not an hwloc XML topology");
+        unlink(path);
+    }
+}
+
+static void live_machine_loads(void)
+{
+    struct fb_topo x;
+    struct fb_affinity y;
+    struct fb_err err = {FB_OK, ""};
+    CHECK_INT(fb_topo_load(NULL, &x, &err), FB_OK);
+    CHECK(x.npus >= 1);
+    CHECK_STR(x.source, "live");
+    CHECK_INT(fb_affinity_analyse(&x, NULL, &y, &err), FB_OK);
+    fb_affinity_free(&y);
+    fb_topo_free(&x);
+}
+
+static void json_document(void)
+{
+    if (!open_topo("h100-nic-wrong-socket.xml", NULL))
+        return;
+    struct fb_envelope_info info = {"topology", "fabric-topo", "fabric-topo", NULL, t.hostname};
+    json_object *doc = fb_topo_json(&t, &a, &info);
+    CHECK_STR(fb_json_get_string(doc, "kind"), "topology");
+    CHECK_STR(fb_json_get_string(doc, "cluster"), getenv("FABRIC_CLUSTER") ? getenv("FABRIC_CLUSTER")
+                                                                             : "gpu-wrong-socket");
+    json_object *gpus = NULL, *ranks = NULL, *findings = NULL, *warnings = NULL, *suggest = NULL;
+    CHECK(json_object_object_get_ex(doc, "gpus", &gpus));
+    CHECK_INT(json_object_array_length(gpus), 8);
+    json_object *g5 = json_object_array_get_idx(gpus, 5), *links = NULL;
+    CHECK_STR(fb_json_get_string(g5, "nearest_level"), "NODE");
+    CHECK(json_object_object_get_ex(g5, "links", &links));
+    CHECK_STR(fb_json_get_string(links, "mlx5_5"), "SYS");
+    CHECK(json_object_object_get_ex(doc, "ranks", &ranks));
+    CHECK_STR(fb_json_get_string(json_object_array_get_idx(ranks, 0), "cpus"), "0-13,112-125");
+    CHECK(json_object_object_get_ex(doc, "findings", &findings));
+    CHECK(json_object_object_get_ex(doc, "warnings", &warnings));
+    CHECK_INT(json_object_array_length(findings), (int)a.nfindings);
+    CHECK_INT(json_object_array_length(warnings), (int)a.nfindings);
+    CHECK(json_object_object_get_ex(doc, "suggest", &suggest));
+    CHECK_CONTAINS(fb_json_get_string(suggest, "nccl_ib_hca"), "=mlx5_0,");
+    json_object_put(doc);
+}
+
+int main(void)
+{
+    RUN(healthy_server_devices);
+    RUN(path_levels);
+    RUN(healthy_plan);
+    RUN(nic_on_wrong_socket);
+    RUN(gpus_outnumber_nics);
+    RUN(gpu_across_the_interconnect);
+    RUN(degraded_nic_link);
+    RUN(nics_option);
+    RUN(no_gpus_no_io);
+    RUN(bad_inputs);
+    RUN(live_machine_loads);
+    RUN(json_document);
+    fb_affinity_free(&a);
+    fb_topo_free(&t);
+    return fbt_done();
+}
