@@ -20,6 +20,9 @@
 #   --ssh-wait S          bound on waiting for ssh on every host (default 60)
 #   --iface NAME          interface or subnet for MPI's own traffic (default eth0)
 #   --mpirun-arg ARG      extra mpirun argument (repeatable)
+#   --profile NAME        reference profile for the verdict (default: the one
+#                         fabric-report picks from GPU model, nodes and network)
+#   --profiles DIR        more reference profiles (fabric-report check --profiles)
 #   --print-result        print the result JSON at the end (for pods whose
 #                         files vanish with them: kubectl logs keeps it)
 #   --dry-run             print every command and generated script, run nothing
@@ -38,7 +41,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 hostfile="" hosts_csv="" slots="" bind=numa fabric=${FABRIC_NAME:-none}
 cluster=${FABRIC_CLUSTER:-} results=results ssh_port=22 ssh_key="" rsh=""
 ssh_wait=60 iface=eth0 print_result=0
-extra_env=() mpirun_extra=()
+extra_env=() mpirun_extra=() report_args=()
 
 need_arg() { [ $# -ge 2 ] || fb_die "$FB_EXIT_USAGE" "$1 needs a value (see --help)"; }
 while [ $# -gt 0 ]; do
@@ -60,6 +63,8 @@ while [ $# -gt 0 ]; do
     --ssh-wait) need_arg "$@"; ssh_wait=$2; shift ;;
     --iface) need_arg "$@"; iface=$2; shift ;;
     --mpirun-arg) need_arg "$@"; mpirun_extra+=("$2"); shift ;;
+    --profile) need_arg "$@"; report_args+=(--profile "$2"); shift ;;
+    --profiles) need_arg "$@"; report_args+=(--profiles "$2"); shift ;;
     --print-result) print_result=1 ;;
     --dry-run) FB_DRY_RUN=1 ;;
     -h | --help) usage; exit 0 ;;
@@ -175,7 +180,7 @@ if [ "$print_result" = 1 ] && [ "$FB_DRY_RUN" != 1 ]; then
   echo "--- end of result"
 fi
 [ "$rc" -ne 0 ] && fb_info "mpirun exited $rc; judging what was measured"
-fb_verdict "$FB_RESULT"
+fb_verdict "$FB_RESULT" "${report_args[@]+"${report_args[@]}"}"
 verdict=$?
 [ "$verdict" -eq 127 ] && exit "$rc"
 exit "$verdict"

@@ -29,6 +29,9 @@
 #   --workdir DIR         scratch directory inside the first pod (default /tmp/fabric-bench)
 #   --iface NAME          interface for MPI's own traffic (default eth0)
 #   --mpirun-arg ARG      extra mpirun argument (repeatable)
+#   --profile NAME        reference profile for the verdict (default: the one
+#                         fabric-report picks from GPU model, nodes and network)
+#   --profiles DIR        more reference profiles (fabric-report check --profiles)
 #   --kubectl CMD         kubectl to use (default $KUBECTL, else kubectl)
 #   --dry-run             print every command and generated script, run nothing
 #                         (pods are assumed to be fabric-bench-0..N-1)
@@ -50,7 +53,7 @@ container="fabric-bench" want_pods="" wait_s=600 ssh_wait=60 fabric="" cluster=$
 results=results slots="" bind=numa ssh_port=222 ssh_key=/run/fabric-bench/ssh/id rsh=""
 pod_root=/opt/fabric-bench pod_bin="" workdir=/tmp/fabric-bench iface=eth0
 read -r -a kubectl <<<"${KUBECTL:-kubectl}"
-extra_env=() mpirun_extra=()
+extra_env=() mpirun_extra=() report_args=()
 
 need_arg() { [ $# -ge 2 ] || fb_die "$FB_EXIT_USAGE" "$1 needs a value (see --help)"; }
 while [ $# -gt 0 ]; do
@@ -78,6 +81,8 @@ while [ $# -gt 0 ]; do
     --workdir) need_arg "$@"; workdir=$2; shift ;;
     --iface) need_arg "$@"; iface=$2; shift ;;
     --mpirun-arg) need_arg "$@"; mpirun_extra+=("$2"); shift ;;
+    --profile) need_arg "$@"; report_args+=(--profile "$2"); shift ;;
+    --profiles) need_arg "$@"; report_args+=(--profiles "$2"); shift ;;
     --kubectl) need_arg "$@"; read -r -a kubectl <<<"$2"; shift ;;
     --dry-run) FB_DRY_RUN=1 ;;
     -h | --help) usage; exit 0 ;;
@@ -276,11 +281,11 @@ fi
 fb_info "result: $result"
 [ "$rc" -ne 0 ] && fb_info "the run exited $rc; judging what was measured"
 if report=$(fb_report_bin); then
-  "$report" check "$result"
+  "$report" check "$result" "${report_args[@]+"${report_args[@]}"}"
   exit $?
 fi
 # No fabric-report here: the image has one.
-k -n "$ns" exec "$pod0" -c "$container" -- "$pod_bin/fabric-report" check "$FB_RESULT"
+k -n "$ns" exec "$pod0" -c "$container" -- "$pod_bin/fabric-report" check "$FB_RESULT" "${report_args[@]+"${report_args[@]}"}"
 v=$?
 [ "$v" -eq 126 ] || [ "$v" -eq 127 ] && exit "$rc"
 exit "$v"

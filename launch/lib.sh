@@ -208,15 +208,15 @@ exit "\${PIPESTATUS[0]}"
 EOF
 }
 
-# fb_verdict RESULT: fabric-report's verdict on the result; returns its code,
-# or 127 when fabric-report is not there.
+# fb_verdict RESULT [CHECK OPTIONS]: fabric-report's verdict on the result;
+# returns its code, or 127 when fabric-report is not there.
 fb_verdict() {
   local report
   report=$(fb_report_bin) || {
     fb_info "fabric-report not found (build it with make): no verdict for $1"
     return 127
   }
-  fb_do "$report" check "$1"
+  fb_do "$report" check "$@"
 }
 
 fb_report_bin() {

@@ -56,6 +56,19 @@ dir="" rsh=""
 eval "$("$TH" info fbl)" # sets dir= (keys), rsh= (ssh wrapper), ...
 export FB_BIN
 
+# A reference profile for host-memory runs here (none ships for them): saved
+# from a loopback run, so the verdict comes from the real fabric-report.
+profile_args=()
+if [ -x "$FB_BIN/fabric-report" ]; then
+  fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce --backend mpi -b 1K -e 64K -f 2 -n 3 -w 1 \
+    -J "$T_DIR/base.json" >/dev/null 2>&1 &&
+    "$FB_BIN/fabric-report" baseline "$T_DIR/base.json" --name fbl-host --tolerance 99 \
+      -o "$T_DIR/profiles/fbl-host.json" >/dev/null 2>&1 &&
+    profile_args=(--profiles "$T_DIR/profiles" --profile fbl-host)
+  if [ ${#profile_args[@]} -gt 0 ]; then ok "reference profile from a loopback run"
+  else not_ok "reference profile from a loopback run" "fabric-coll or fabric-report baseline failed"; fi
+fi
+
 # A fabric environment script, as GKE's nccl-env-profile.sh: rank.sh sources
 # it on each rank's own host.
 cat >"$T_DIR/profile.sh" <<'EOF'
@@ -64,7 +77,7 @@ export NCCL_DEBUG=WARN
 EOF
 
 sweep=(--backend mpi -b 1K -e 64K -f 2 -n 3 -w 1)
-mpi_extra=(--mpirun-arg=--mca --mpirun-arg=op --mpirun-arg=^avx)
+mpi_extra=(--mpirun-arg=--mca --mpirun-arg=op --mpirun-arg=^avx "${profile_args[@]+"${profile_args[@]}"}")
 # Three hosts, one rank each, through ssh with the port and key.
 run "$TH" exec fbl 1 timeout 300 "$L" --hosts fbl1,fbl2,fbl3 --ranks-per-node 1 --bind none \
   --ssh-port 2222 --ssh-key "$dir/id_ed25519" --fabric tcp-baseline \
@@ -80,6 +93,9 @@ else
 fi
 case $T_RC in 0 | 20 | 21 | 22 | 23) ok "3-host sweep exits with a verdict code ($T_RC)" ;;
   *) not_ok "3-host sweep exits with a verdict code" "exit $T_RC: $(head -c 400 "$T_ERR")" ;; esac
+if [ -x "$FB_BIN/fabric-report" ]; then
+  expect_grep "3-host sweep prints fabric-report's verdict" 'PASS|DEGRADED|TCP-FALLBACK|FAIL|INCOMPLETE' "$T_OUT"
+fi
 if json_valid "$SCHEMA" "$result" 2>"$T_DIR/schema.err"; then ok "3-host result matches the collective schema"
 else not_ok "3-host result matches the collective schema" "$(tail -n 2 "$T_DIR/schema.err" | tr '\n' ' ')"; fi
 check "3-host result: hosts fbl1..fbl3, 3 ranks on 3 nodes" \

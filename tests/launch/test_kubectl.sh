@@ -92,6 +92,19 @@ dir=""
 eval "$("$TH" info fbl)" # sets dir= (keys), rsh=, ...
 export FB_BIN FBL_COUNT=2
 
+# A reference profile for host-memory runs here (none ships for them): saved
+# from a loopback run, so the verdict comes from the real fabric-report.
+profile_args=()
+if [ -x "$FB_BIN/fabric-report" ]; then
+  fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce --backend mpi -b 1K -e 64K -f 2 -n 3 -w 1 \
+    -J "$T_DIR/base.json" >/dev/null 2>&1 &&
+    "$FB_BIN/fabric-report" baseline "$T_DIR/base.json" --name fbl-host --tolerance 99 \
+      -o "$T_DIR/profiles/fbl-host.json" >/dev/null 2>&1 &&
+    profile_args=(--profiles "$T_DIR/profiles" --profile fbl-host)
+  if [ ${#profile_args[@]} -gt 0 ]; then ok "reference profile from a loopback run"
+  else not_ok "reference profile from a loopback run" "fabric-coll or fabric-report baseline failed"; fi
+fi
+
 common=(--kubectl "$STANDIN" --pod-root "$FB_ROOT" --pod-bin "$FB_BIN" --ssh-port 2222
   --ssh-key "$dir/id_ed25519" --bind none --results "$RES" --workdir "$T_DIR/pod-work")
 sweep=(--backend mpi -b 1K -e 64K -f 2 -n 3 -w 1)
@@ -99,7 +112,7 @@ sweep=(--backend mpi -b 1K -e 64K -f 2 -n 3 -w 1)
 # Pods that become Ready on the third poll: the wait goes on, then the run.
 reset_state
 FBL_SCENARIO=slow run timeout 300 "$L" "${common[@]}" --wait 30 --mpirun-arg=--mca --mpirun-arg=op \
-  --mpirun-arg=^avx all_reduce "${sweep[@]}"
+  --mpirun-arg=^avx "${profile_args[@]+"${profile_args[@]}"}" all_reduce "${sweep[@]}"
 first() { [ -e "$1" ] && echo "$1"; }
 result=$(first "$RES"/fbl-test/*-all_reduce.json)
 if [ -n "$result" ]; then
@@ -110,6 +123,9 @@ else
 fi
 case $T_RC in 0 | 20 | 21 | 22 | 23) ok "run exits with a verdict code ($T_RC)" ;;
   *) not_ok "run exits with a verdict code" "exit $T_RC: $(head -c 400 "$T_ERR")" ;; esac
+if [ -x "$FB_BIN/fabric-report" ]; then
+  expect_grep "run prints fabric-report's verdict" 'PASS|DEGRADED|TCP-FALLBACK|FAIL|INCOMPLETE' "$T_OUT"
+fi
 polls=$(cat "$FBL_STATE/polls")
 if [ "$polls" -ge 3 ]; then ok "waited for Ready ($polls polls)"; else not_ok "waited for Ready" "$polls polls"; fi
 check "result across both pods' hosts" jq -e '.hosts == ["fbl1","fbl2"] and .topology.nodes == 2 and .topology.ranks == 2' "$result"
