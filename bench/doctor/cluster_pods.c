@@ -357,6 +357,14 @@ static const struct fb_version_pair *pair_by_daemon(const struct fb_cluster_ctx 
     return NULL;
 }
 
+static bool pair_known(const struct fb_cluster_ctx *ctx, const char *plugin, const char *daemon)
+{
+    for (size_t i = 0; i < ctx->npairs; i++)
+        if (strcmp(ctx->pairs[i].plugin, plugin) == 0 && strcmp(ctx->pairs[i].daemon, daemon) == 0)
+            return true;
+    return false;
+}
+
 static const char *shown(const char *version)
 {
     return version[0] ? version : "untagged";
@@ -397,10 +405,10 @@ static bool judge_pair(const struct fb_cluster_ctx *ctx, const struct version_us
         fb_check_fix(c, "reference the images by their release tag (e.g. tcpgpudmarxd-dev:v1.0.21)");
         return false;
     }
+    if (pair_known(ctx, p->version, d->version))
+        return false;
     const struct fb_version_pair *byp = pair_by_plugin(ctx, p->version);
     const struct fb_version_pair *byd = pair_by_daemon(ctx, d->version);
-    if (byp && strcmp(byp->daemon, d->version) == 0)
-        return false;
     char who[512];
     describe_use(d, who, sizeof who);
     if (byp || byd) {

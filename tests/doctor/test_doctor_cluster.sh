@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# fabric-doctor cluster end to end, from saved kubectl lists (--from DIR)
+# and through a stand-in kubectl: verdicts and exit codes per cluster, the
+# culprits in the document, and one-line errors for bad input.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+LISTS=$FB_ROOT/tests/fixtures/doctor/cluster
+SCHEMA=$FB_ROOT/docs/schema/doctor.schema.json
+
+doctor() { env -i PATH="$PATH" "$FB_BIN/fabric-doctor" "$@"; }
+
+verdict_line() {
+  local name=$1 check=$2 verdict=$3 regex=$4
+  if grep -Eq "^$verdict +$check +.*$regex" "$T_OUT"; then
+    ok "$name"
+  else
+    not_ok "$name" "no '$verdict $check ...$regex' line (exit $T_RC): $(grep -E "^[A-Z]+ +$check " "$T_OUT")"
+  fi
+}
+
+one_error() {
+  local name=$1 code=$2 regex=$3; shift 3
+  run doctor "$@"
+  local lines
+  lines=$(grep -c . "$T_ERR")
+  if [ "$T_RC" -ne "$code" ]; then
+    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR")"
+  elif [ "$lines" -ne 1 ]; then
+    not_ok "$name" "$lines stderr lines: $(head -c 600 "$T_ERR")"
+  elif ! grep -Eq -- "$regex" "$T_ERR"; then
+    not_ok "$name" "stderr lacks '$regex': $(cat "$T_ERR")"
+  else
+    ok "$name"
+  fi
+}
+
+# culprit NAME CHECK WHO FILE: the document lists WHO among CHECK's culprits.
+culprit() {
+  if /usr/bin/python3 - "$2" "$3" "$4" <<'PY'
+import json, sys
+check, who, path = sys.argv[1:]
+doc = json.load(open(path))
+sys.exit(0 if any(c["name"] == check and who in c["culprits"] for c in doc["checks"]) else 1)
+PY
+  then ok "$1"; else not_ok "$1" "$3 not among $2's culprits in $4"; fi
+}
+
+# ---- saved clusters ----
+run doctor cluster --from "$LISTS/tcpxo-healthy" -J "$T_DIR/healthy.json"
+if [ "$T_RC" -eq 0 ] && [ "$(grep -c '^OK ' "$T_OUT")" -eq 4 ]; then
+  ok "healthy GKE TCPXO cluster: 4 OK, exit 0"
+else
+  not_ok "healthy GKE TCPXO cluster: 4 OK, exit 0" "exit $T_RC: $(cat "$T_OUT")"
+fi
+check "healthy cluster document valid" json_valid "$SCHEMA" "$T_DIR/healthy.json"
+
+run doctor cluster --from "$LISTS/tcpxo-broken" -J "$T_DIR/broken.json"
+if [ "$T_RC" -eq 31 ]; then ok "broken cluster: exit 31"; else not_ok "broken cluster: exit 31" "exit $T_RC"; fi
+verdict_line "broken: gpu-nic-7 ParamsReady=False named" gpu-nic-networks FAIL "gpu-nic-7 ParamsReady=False"
+verdict_line "broken: gVNIC on node b's eth8 named" nic-info FAIL "gke-a3-pool-b: eth8 .* 'gvnic-1'"
+verdict_line "broken: daemon v1.0.20 named" tcpxo-versions FAIL "v1.0.20 \(1 pod: default/nccl-test-1\)"
+verdict_line "broken: pods still wired" pod-fabric OK "2 GPU pods"
+check "broken cluster document valid" json_valid "$SCHEMA" "$T_DIR/broken.json"
+culprit "document: culprit gpu-nic-7" gpu-nic-networks gpu-nic-7 "$T_DIR/broken.json"
+culprit "document: culprit node b" nic-info gke-a3-pool-b "$T_DIR/broken.json"
+culprit "document: culprit worker 1" tcpxo-versions default/nccl-test-1 "$T_DIR/broken.json"
+
+run doctor cluster --from "$LISTS/tcpxo-unverified"
+if [ "$T_RC" -eq 30 ]; then ok "node without nic-info: exit 30, not a pass"; else not_ok "node without nic-info: exit 30" "exit $T_RC"; fi
+verdict_line "node without nic-info: unverified, named" nic-info WARN "unverified: gke-a3-pool-b"
+
+expect_exit "InfiniBand cluster: exit 0" 0 doctor cluster --from "$LISTS/rdma-healthy"
+verdict_line "InfiniBand cluster: GKE checks skip" gpu-nic-networks SKIP "not a GKE TCPXO cluster"
+expect_exit "GPU pods without any fabric: exit 30" 30 doctor cluster --from "$LISTS/no-fabric"
+verdict_line "GPU pods without any fabric: TCP named" pod-fabric WARN "TCP sockets"
+
+# ---- only the lists the named checks need ----
+mkdir -p "$T_DIR/pods-only"
+cp "$LISTS/tcpxo-healthy/pods.json" "$T_DIR/pods-only/"
+expect_exit "tcpxo-versions needs only pods.json" 0 doctor cluster --from "$T_DIR/pods-only" tcpxo-versions
+one_error "all checks need networks.json: exit 10 with the command" 10 \
+  "networks.json.*kubectl get networks.networking.gke.io -o json" cluster --from "$T_DIR/pods-only"
+
+# ---- bad input ----
+mkdir -p "$T_DIR/bad"
+cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/bad/"
+printf '{"items": [' >"$T_DIR/bad/nodes.json"
+one_error "truncated nodes.json: exit 10 naming it" 10 "nodes.json" cluster --from "$T_DIR/bad"
+echo '"just a string"' >"$T_DIR/bad/nodes.json"
+one_error "nodes.json not a list: exit 10" 10 "not a kubectl list" cluster --from "$T_DIR/bad"
+one_error "unknown check: exit 2" 2 "unknown cluster check 'nicinfo'; known: gpu-nic-networks" \
+  cluster --from "$LISTS/tcpxo-healthy" nicinfo
+one_error "bad --pair: exit 2" 2 "PLUGIN=DAEMON" cluster --from "$LISTS/tcpxo-healthy" --pair v1.0.15
+one_error "bad --timeout: exit 2" 2 "--timeout" cluster --timeout 0
+run doctor cluster --from "$LISTS/tcpxo-broken" --pair v1.0.15=v1.0.20 tcpxo-versions
+verdict_line "--pair accepts v1.0.20; two daemon versions still fail" tcpxo-versions FAIL \
+  "tcpxo-daemon versions differ across pods"
+
+# ---- through kubectl ----
+cat >"$T_DIR/kubectl" <<SH
+#!/bin/sh
+res=; prev=; for a; do [ "\$prev" = get ] && res=\$a; prev=\$a; done
+case "\${FAKE_KUBECTL:-ok}:\$res" in
+  nocrd:networks.networking.gke.io)
+    echo 'error: the server doesn'"'"'t have a resource type "networks"' >&2; exit 1;;
+  down:*) echo 'Unable to connect to the server: dial tcp 10.0.0.1:443: i/o timeout' >&2; exit 1;;
+esac
+case "\$res" in
+  networks.networking.gke.io) cat "\${FAKE_LISTS}/networks.json";;
+  nodes) cat "\${FAKE_LISTS}/nodes.json";;
+  pods) cat "\${FAKE_LISTS}/pods.json";;
+  *) echo "unexpected: \$*" >&2; exit 2;;
+esac
+SH
+chmod +x "$T_DIR/kubectl"
+kube() { env -i PATH="$PATH" FAKE_LISTS="$1" FAKE_KUBECTL="$2" "$FB_BIN/fabric-doctor" cluster --kubectl "$T_DIR/kubectl" "${@:3}"; }
+
+run kube "$LISTS/tcpxo-broken" ok --save "$T_DIR/saved"
+if [ "$T_RC" -eq 31 ] && grep -q '^FAIL  nic-info' "$T_OUT"; then ok "kubectl: same verdicts as the saved lists"; else not_ok "kubectl: same verdicts" "exit $T_RC: $(cat "$T_OUT" "$T_ERR")"; fi
+expect_exit "--save then --from gives the same exit" 31 doctor cluster --from "$T_DIR/saved"
+check "--save wrote pods.json" test -s "$T_DIR/saved/pods.json"
+run kube "$LISTS/rdma-healthy" nocrd
+if [ "$T_RC" -eq 0 ] && grep -q 'not served by this cluster' "$T_OUT"; then
+  ok "kubectl: a cluster without the Network CRD is not an error"
+else
+  not_ok "kubectl: a cluster without the Network CRD is not an error" "exit $T_RC: $(cat "$T_OUT" "$T_ERR")"
+fi
+run kube "$LISTS/rdma-healthy" down
+if [ "$T_RC" -eq 9 ] && [ "$(grep -c . "$T_ERR")" -eq 1 ] && grep -q 'Unable to connect' "$T_ERR"; then
+  ok "kubectl failing: exit 9, one line with its message"
+else
+  not_ok "kubectl failing: exit 9, one line with its message" "exit $T_RC: $(cat "$T_ERR")"
+fi
+one_error "no kubectl: exit 5" 5 "install kubectl or read saved lists with --from DIR" \
+  cluster --kubectl "$T_DIR/no-such-kubectl"

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# fabric-topo end to end: tables and documents for the modelled servers,
+# the live machine (no GPU here), and one-line errors for bad input.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+TOPO=$FB_ROOT/tests/fixtures/doctor/topo
+SCHEMA=$FB_ROOT/docs/schema/topology.schema.json
+topo() { env -i PATH="$PATH" "$FB_BIN/fabric-topo" "$@"; }
+
+one_error() {
+  local name=$1 code=$2 regex=$3; shift 3
+  run topo "$@"
+  local lines
+  lines=$(grep -c . "$T_ERR")
+  if [ "$T_RC" -ne "$code" ]; then
+    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR")"
+  elif [ "$lines" -ne 1 ]; then
+    not_ok "$name" "$lines stderr lines: $(head -c 600 "$T_ERR")"
+  elif ! grep -Eq -- "$regex" "$T_ERR"; then
+    not_ok "$name" "stderr lacks '$regex': $(cat "$T_ERR")"
+  else
+    ok "$name"
+  fi
+}
+
+run topo --topology "$TOPO/h100-8gpu-8nic.xml" -J "$T_DIR/healthy.json"
+expect_grep "healthy: table row per GPU with its PIX NIC" '^GPU5 +0000:aa:00.0 .* mlx5_5 +PIX$' "$T_OUT"
+expect_grep "healthy: path matrix shows SYS across sockets" '^GPU0 +NODE +NODE +PIX +NODE +NODE +NODE +SYS' "$T_OUT"
+expect_grep "healthy: rank 3's CPUs on socket 0" '^3 +GPU3 +mlx5_3 +PIX +0 +42-55,154-167$' "$T_OUT"
+expect_grep "healthy: NCCL_IB_HCA suggestion" '^suggested: NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7$' "$T_OUT"
+expect_grep "healthy: no findings" '^findings: none$' "$T_OUT"
+if [ "$T_RC" -eq 0 ]; then ok "healthy: exit 0"; else not_ok "healthy: exit 0" "exit $T_RC"; fi
+check "healthy: document valid against topology.schema.json" json_valid "$SCHEMA" "$T_DIR/healthy.json"
+expect_grep "healthy: host name from the export" '"hosts": \[ "gpu-healthy" \]|"gpu-healthy"' "$T_DIR/healthy.json"
+
+run topo --topology "$TOPO/h100-nic-wrong-socket.xml"
+expect_grep "wrong socket: the idle NIC is named" '^WARN nic-unused +mlx5_5 ' "$T_OUT"
+expect_grep "wrong socket: the imbalance is named" '^WARN socket-imbalance .*idle there: mlx5_5' "$T_OUT"
+expect_grep "wrong socket: GPU5 has no NIC on its switch" '^WARN far-nic +GPU5 ' "$T_OUT"
+if [ "$T_RC" -eq 0 ]; then ok "warnings do not change the exit code"; else not_ok "warnings do not change the exit code" "exit $T_RC"; fi
+
+run topo --topology "$TOPO/h100-8gpu-4nic.xml" --json
+cp "$T_OUT" "$T_DIR/four.json"
+check "GPUs outnumber NICs: document valid" json_valid "$SCHEMA" "$T_DIR/four.json"
+expect_grep "GPUs outnumber NICs: nic-shared findings" '"code": "nic-shared"' "$T_DIR/four.json"
+expect_grep "GPUs outnumber NICs: PXB through two switches" '"nearest_level": "PXB"' "$T_DIR/four.json"
+
+run topo --topology "$TOPO/2gpu-cross-socket.xml"
+expect_grep "cross-socket NIC named" '^WARN cross-socket +GPU1 .*mlx5_1 is on socket 0' "$T_OUT"
+
+run topo --topology "$TOPO/h100-8gpu-8nic.xml" --nics '^=mlx5_7'
+expect_grep "--nics exclusion: GPU7 falls back to a NODE NIC" '^7 +GPU7 +mlx5_4 +NODE ' "$T_OUT"
+
+run topo --topology "$TOPO/synthetic-2pack-noio.xml"
+expect_grep "hwloc synthetic machine: no GPU, said plainly" '^no GPU found' "$T_OUT"
+
+# The live machine: loads, says what it found, writes a valid document.
+run topo -J "$T_DIR/live.json"
+if [ "$T_RC" -eq 0 ] && grep -q '^machine: ' "$T_OUT"; then ok "live machine: exit 0 and a summary"; else not_ok "live machine" "exit $T_RC: $(cat "$T_ERR")"; fi
+check "live machine: document valid" json_valid "$SCHEMA" "$T_DIR/live.json"
+
+one_error "missing topology: exit 10" 10 "cannot read topology $T_DIR/none.xml" --topology "$T_DIR/none.xml"
+printf '<?xml version="1.0"?>\n<topology version="2.0"><object type="Machine">' >"$T_DIR/cut.xml"
+one_error "truncated XML: exit 10, one line" 10 "not an hwloc XML topology" --topology "$T_DIR/cut.xml"
+one_error "bad --nics: exit 2" 2 "--nics='mlx5_0:x'" --nics 'mlx5_0:x'
+one_error "unknown option: exit 2" 2 "unknown option '--strict'" --strict
+one_error "stray argument: exit 2" 2 "unexpected argument 'gpu0'" gpu0
+one_error "--json with -J: exit 2" 2 "exclusive" --json -J "$T_DIR/x.json"
+run topo --help
+expect_grep "--help explains the levels" 'PIX/PXB/PHB/NODE/SYS' "$T_OUT"
