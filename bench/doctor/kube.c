@@ -144,6 +144,7 @@ static int buf_read(struct buf *b, int fd)
             return -1;
         b->data = bigger;
         b->cap = cap;
+        b->data[b->len] = '\0'; /* a stream that ends empty still reads as "" */
     }
     ssize_t n;
     do

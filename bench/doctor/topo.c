@@ -185,6 +185,13 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
      * needs bridges leading to GPUs, NICs and their OS devices. */
     hwloc_topology_set_io_types_filter(topo, xml_path ? HWLOC_TYPE_FILTER_KEEP_ALL
                                                       : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#ifdef __linux__
+    /* Linux's own backend finds PCI devices, classes, ids and link speeds in
+     * sysfs; the libpciaccess component only adds vendor names, and leaks
+     * its state on every load. */
+    if (xml_path == NULL)
+        hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+#endif
     if (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) != 0) {
         hwloc_topology_destroy(topo);
         return fb_fail(err, FB_ERR_INPUT, "cannot use %s as a topology: %s", xml_path,
