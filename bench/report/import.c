@@ -33,6 +33,28 @@ static bool contains(const char *text, size_t len, const char *needle)
     return memmem(text, len, needle, strlen(needle)) != NULL;
 }
 
+/* "  1048576  262144  float  sum  -1  93.64 ...": a table line cut out of
+ * its header still reads as nccl-tests (two integers, a type, a reduction). */
+static bool has_table_line(const char *text, size_t len)
+{
+    static const char *const types[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                        "half", "float", "double", "bfloat16"};
+    size_t pos = 0, n = 0;
+    const char *line = NULL;
+    for (int lines = 0; lines < 200 && fb_next_line(text, len, &pos, &line, &n); lines++) {
+        char buf[512];
+        fb_copy(buf, sizeof buf, line, n);
+        char *tok[16];
+        unsigned long long a, b;
+        if (fb_tokens(buf, tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
+            continue;
+        for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+            if (strcmp(tok[2], types[i]) == 0)
+                return true;
+    }
+    return false;
+}
+
 enum fb_status fb_import_detect(const char *name, const char *text, size_t len,
                                 enum fb_import_format *f, struct fb_err *err)
 {
@@ -42,7 +64,8 @@ enum fb_status fb_import_detect(const char *name, const char *text, size_t len,
     if (i < len && text[i] == '{') {
         if (contains(text, len, "\"test_info\""))
             *f = FB_IMPORT_PERFTEST_JSON;
-        else if (contains(text, len, "\"results\""))
+        else if (contains(text, len, "\"results\"") || contains(text, len, "\"nccl_version\"") ||
+                 (contains(text, len, "\"args\"") && contains(text, len, "\"config\"")))
             *f = FB_IMPORT_NCCLT_JSON;
         else if (contains(text, len, "\"fabric-bench.result\""))
             return fb_fail(err, FB_ERR_INPUT, "%s is already a fabric-bench result; nothing to import", name);
@@ -50,12 +73,13 @@ enum fb_status fb_import_detect(const char *name, const char *text, size_t len,
             return fb_fail(err, FB_ERR_INPUT, "%s is JSON but neither nccl-tests -J nor perftest --out_json output", name);
         return FB_OK;
     }
-    if (contains(text, len, "#bytes") && (contains(text, len, "BW peak") || contains(text, len, "BW average"))) {
+    if (contains(text, len, "#bytes") && contains(text, len, "#iterations")) {
         *f = FB_IMPORT_PERFTEST_TEXT;
         return FB_OK;
     }
     if (contains(text, len, "# nThread") || contains(text, len, "Avg bus bandwidth") ||
-        contains(text, len, "Collective test starting") || contains(text, len, "busbw")) {
+        contains(text, len, "Collective test starting") || contains(text, len, "busbw") ||
+        has_table_line(text, len)) {
         *f = FB_IMPORT_NCCLT_TEXT;
         return FB_OK;
     }

@@ -13,7 +13,11 @@
  * "Link_type", "GID_index", "cuda_device", ...}, "results": {"MsgSize",
  * "n_iterations", "BW_peak", "BW_average", "MsgRate"}}: one size, no unit.
  * The unit shows in the numbers themselves: BW / (MsgSize x MsgRate) is
- * 8e-3 for Gb/s and 1e6 / 2^20 for MiB/s, both measured over one interval. */
+ * 8e-3 for Gb/s and 1e6 / 2^20 for MiB/s, both measured over one interval.
+ *
+ * The document follows docs/schema/probe.schema.json with one pair
+ * ("local" printed the output, "remote" is its peer: perftest names neither)
+ * and tool.name "perftest"; messages = iterations x QPs. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,8 +43,8 @@ struct perf_run {
     char device[64];
     char connection[8];
     char link[16];
-    long qps, tx_depth, cq_mod, mtu, gid_index;
-    bool cuda, bidirectional;
+    long qps, tx_depth, cq_mod, mtu, gid_index, lid_local, lid_remote, cuda_device;
+    bool cuda, bidirectional, server_side;
     const char *units; /* "Gb/sec" or "MiB/sec" as found */
     struct perf_row *rows;
     size_t nrows;
@@ -50,6 +54,7 @@ static void run_init(struct perf_run *r)
 {
     memset(r, 0, sizeof *r);
     r->qps = r->tx_depth = r->cq_mod = r->mtu = r->gid_index = -1;
+    r->lid_local = r->lid_remote = r->cuda_device = -1;
 }
 
 static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, struct fb_err *err)
@@ -89,15 +94,137 @@ static void utc_from(long long t, char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The probe schema's cluster label: letters, digits, '.', '_', '-'. */
+static void cluster_label(const char *given, const char *name, char *out, size_t len)
+{
+    const char *base = strrchr(name, '/');
+    const char *src = given ? given : (base ? base + 1 : name);
+    size_t i = 0;
+    for (; src[i] && i + 1 < len; i++)
+        out[i] = (isalnum((unsigned char)src[i]) || strchr("._-", src[i])) ? src[i] : '_';
+    out[i] = '\0';
+    if (i == 0)
+        snprintf(out, len, "imported");
+}
+
+/* perftest names neither host: "local" is the side whose output this is. */
+static json_object *endpoint_json(const struct perf_run *r, int rank)
+{
+    bool local = rank == 0;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "rank", json_object_new_int(rank));
+    json_object_object_add(o, "host", json_object_new_string(local ? "local" : "remote"));
+    json_object_object_add(o, "local_rank", json_object_new_int(0));
+    json_object_object_add(o, "device", local && r->device[0] ? json_object_new_string(r->device) : NULL);
+    json_object_object_add(o, "port", NULL);
+    json_object_object_add(o, "firmware", NULL);
+    json_object_object_add(o, "link_layer", r->link[0] ? json_object_new_string(r->link) : NULL);
+    json_object_object_add(o, "port_state", NULL);
+    json_object_object_add(o, "mtu_bytes", NULL);
+    json_object_object_add(o, "active_mtu_bytes", r->mtu > 0 ? json_object_new_int64(r->mtu) : NULL);
+    json_object_object_add(o, "rate", NULL);
+    json_object_object_add(o, "line_rate_Gbps", NULL);
+    long lid = local ? r->lid_local : r->lid_remote;
+    json_object_object_add(o, "lid", nullable_long(lid));
+    json_object_object_add(o, "gid", NULL);
+    json_object_object_add(o, "address", NULL);
+    json_object_object_add(o, "numa_node", NULL);
+    json_object_object_add(o, "pci_bus_id", NULL);
+    json_object *mem = json_object_new_object();
+    bool gpu = local && r->cuda;
+    json_object_object_add(mem, "kind", json_object_new_string(gpu ? "gpu" : "host"));
+    json_object_object_add(mem, "registration", NULL);
+    json_object_object_add(mem, "numa_node", NULL);
+    json_object_object_add(mem, "gpu", gpu ? nullable_long(r->cuda_device) : NULL);
+    json_object_object_add(mem, "gpu_bus_id", NULL);
+    json_object_object_add(mem, "gpu_name", NULL);
+    json_object_object_add(o, "memory", mem);
+    return o;
+}
+
+static json_object *end_json(const struct perf_run *r, int rank)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "rank", json_object_new_int(rank));
+    json_object_object_add(o, "host", json_object_new_string(rank == 0 ? "local" : "remote"));
+    json_object_object_add(o, "device", rank == 0 && r->device[0] ? json_object_new_string(r->device) : NULL);
+    return o;
+}
+
+/* One size of the table as a link measurement of the probe schema. The
+ * server side receives: data flows remote -> local there. */
+static json_object *link_json(const struct perf_run *r, const struct perf_row *p)
+{
+    int src = r->server_side ? 1 : 0;
+    double messages = (double)p->iterations * (double)(r->qps > 0 ? r->qps : 1);
+    double bytes = messages * (double)p->bytes;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "round", json_object_new_int(0));
+    json_object_object_add(o, "link", json_object_new_int(0));
+    json_object_object_add(o, "size_bytes", json_object_new_int64((int64_t)(p->bytes ? p->bytes : 1)));
+    json_object_object_add(o, "src", end_json(r, src));
+    json_object_object_add(o, "dst", end_json(r, 1 - src));
+    json_object_object_add(o, "messages", json_object_new_int64((int64_t)messages));
+    json_object_object_add(o, "bytes", fb_json_number(bytes));
+    json_object_object_add(o, "time_s", p->avg_Gbps > 0 ? fb_json_number(bytes * 8 / (p->avg_Gbps * 1e9)) : NULL);
+    json_object_object_add(o, "avg_Gbps", fb_json_number(p->avg_Gbps));
+    json_object_object_add(o, "avg_GBps", fb_json_number(p->avg_Gbps / 8));
+    json_object_object_add(o, "peak_Gbps", fb_json_number(p->peak_Gbps));
+    json_object_object_add(o, "peak_GBps", fb_json_number(p->peak_Gbps / 8));
+    json_object_object_add(o, "msg_rate_Mpps", fb_json_number(p->msg_rate_Mpps));
+    json_object_object_add(o, "line_rate_Gbps", NULL);
+    json_object_object_add(o, "line_rate_share", NULL);
+    json_object_object_add(o, "samples", json_object_new_array());
+    json_object_object_add(o, "latency", NULL);
+    json_object_object_add(o, "flagged", json_object_new_boolean(false));
+    return o;
+}
+
+static json_object *config_json(const struct perf_run *r)
+{
+    const struct perf_row *last = &r->rows[r->nrows - 1];
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "transport", json_object_new_string("rdma"));
+    json_object_object_add(c, "pattern", json_object_new_string("pairs"));
+    json_object_object_add(c, "size", json_object_new_int64((int64_t)last->bytes));
+    json_object_object_add(c, "iters", json_object_new_int64((int64_t)last->iterations));
+    json_object_object_add(c, "duration", NULL);
+    json_object_object_add(c, "qps", nullable_long(r->qps));
+    json_object_object_add(c, "streams", NULL);
+    json_object_object_add(c, "threshold", NULL);
+    json_object_object_add(c, "timeout", NULL);
+    json_object_object_add(c, "connection", r->connection[0] ? json_object_new_string(r->connection) : NULL);
+    json_object_object_add(c, "tx_depth", nullable_long(r->tx_depth));
+    json_object_object_add(c, "cq_moderation", nullable_long(r->cq_mod));
+    json_object_object_add(c, "gid_index", nullable_long(r->gid_index));
+    return c;
+}
+
+static json_object *summary_json(const struct perf_run *r)
+{
+    const struct perf_row *last = &r->rows[r->nrows - 1];
+    json_object *s = json_object_new_object();
+    json_object_object_add(s, "links_planned", json_object_new_int(1));
+    json_object_object_add(s, "rounds_planned", json_object_new_int(1));
+    json_object_object_add(s, "measurements_planned", json_object_new_int64((int64_t)r->nrows));
+    json_object_object_add(s, "measurements_done", json_object_new_int64((int64_t)r->nrows));
+    json_object_object_add(s, "reference_size_bytes", json_object_new_int64((int64_t)(last->bytes ? last->bytes : 1)));
+    json_object_object_add(s, "min_avg_Gbps", fb_json_number(last->avg_Gbps));
+    json_object_object_add(s, "median_avg_Gbps", fb_json_number(last->avg_Gbps));
+    json_object_object_add(s, "max_avg_Gbps", fb_json_number(last->avg_Gbps));
+    json_object_object_add(s, "flagged", json_object_new_int(0));
+    return s;
+}
+
+/* A probe document (docs/schema/probe.schema.json) holding one pair. */
 static enum fb_status build_doc(const struct perf_run *r, const char *name, const char *format,
                                 const struct fb_import_opts *o, json_object *warnings,
                                 json_object **out, struct fb_err *err)
 {
     if (r->nrows == 0)
         return fb_fail(err, FB_ERR_INPUT, "%s holds no bandwidth lines (a latency test, or the run failed before its table)", name);
-    const char *base = strrchr(name, '/');
-    const char *cluster = o->cluster ? o->cluster : (base ? base + 1 : name);
-    char when[32];
+    char cluster[128], when[32];
+    cluster_label(o->cluster, name, cluster, sizeof cluster);
     utc_from(o->mtime, when, sizeof when);
     json_object *d = json_object_new_object();
     json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
@@ -108,58 +235,48 @@ static enum fb_status build_doc(const struct perf_run *r, const char *name, cons
     json_object *tool = json_object_new_object();
     json_object_object_add(tool, "name", json_object_new_string("perftest"));
     json_object_object_add(tool, "version", json_object_new_string("unknown"));
-    json_object_object_add(tool, "invoked_as", json_object_new_string(""));
+    json_object_object_add(tool, "invoked_as", json_object_new_string(r->test[0] ? r->test : ""));
     json_object_object_add(d, "tool", tool);
     json_object_object_add(d, "cluster", json_object_new_string(cluster));
     json_object_object_add(d, "start_time", json_object_new_string(when));
     json_object_object_add(d, "end_time", json_object_new_string(when));
     json_object *hosts = json_object_new_array();
-    json_object_array_add(hosts, json_object_new_string(cluster));
+    json_object_array_add(hosts, json_object_new_string("local"));
+    json_object_array_add(hosts, json_object_new_string("remote"));
     json_object_object_add(d, "hosts", hosts);
     json_object_object_add(d, "env", json_object_new_object());
-    json_object_array_add(warnings, json_object_new_string("start_time is the imported file's modification time; perftest does not name the hosts"));
+    json_object_array_add(warnings, json_object_new_string("imported from perftest: start_time is the file's modification time; perftest names neither host (\"local\" printed this output)"));
     json_object_object_add(d, "warnings", json_object_get(warnings));
-    json_object_object_add(d, "probe", json_object_new_string(r->test[0] ? r->test : "rdma_bw"));
     json_object_object_add(d, "transport", json_object_new_string("rdma"));
-    json_object *cfg = json_object_new_object();
-    json_object_object_add(cfg, "connection", r->connection[0] ? json_object_new_string(r->connection) : NULL);
-    json_object_object_add(cfg, "qps", nullable_long(r->qps));
-    json_object_object_add(cfg, "tx_depth", nullable_long(r->tx_depth));
-    json_object_object_add(cfg, "cq_moderation", nullable_long(r->cq_mod));
-    json_object_object_add(cfg, "bidirectional", json_object_new_boolean(r->bidirectional));
-    json_object_object_add(d, "config", cfg);
-    json_object *link = json_object_new_object();
-    json_object_object_add(link, "src_host", NULL);
-    json_object_object_add(link, "dst_host", NULL);
-    json_object_object_add(link, "device", r->device[0] ? json_object_new_string(r->device) : NULL);
-    json_object_object_add(link, "link_layer", r->link[0] ? json_object_new_string(r->link) : NULL);
-    json_object_object_add(link, "mtu_bytes", nullable_long(r->mtu));
-    json_object_object_add(link, "gid_index", nullable_long(r->gid_index));
-    json_object_object_add(link, "memory", json_object_new_string(r->cuda ? "cuda" : "host"));
-    json_object *rows = json_object_new_array();
-    double peak = NAN;
-    for (size_t i = 0; i < r->nrows; i++) {
-        const struct perf_row *p = &r->rows[i];
-        json_object *row = json_object_new_object();
-        json_object_object_add(row, "bytes", json_object_new_int64((int64_t)p->bytes));
-        json_object_object_add(row, "iterations", json_object_new_int64((int64_t)p->iterations));
-        json_object_object_add(row, "bw_peak_Gbps", fb_json_number(p->peak_Gbps));
-        json_object_object_add(row, "bw_avg_Gbps", fb_json_number(p->avg_Gbps));
-        json_object_object_add(row, "bw_avg_GBps", fb_json_number(p->avg_Gbps / 8));
-        json_object_object_add(row, "msg_rate_Mpps", fb_json_number(p->msg_rate_Mpps));
-        json_object_array_add(rows, row);
-        if (isnan(peak) || p->avg_Gbps > peak)
-            peak = p->avg_Gbps;
-    }
-    json_object_object_add(link, "rows", rows);
-    json_object_object_add(link, "bw_avg_at_largest_Gbps", fb_json_number(r->rows[r->nrows - 1].avg_Gbps));
-    json_object_object_add(link, "best_bw_avg_Gbps", fb_json_number(peak));
+    json_object_object_add(d, "pattern", json_object_new_string("pairs"));
+    json_object_object_add(d, "mode", json_object_new_string("bandwidth"));
+    json_object_object_add(d, "bidirectional", json_object_new_boolean(r->bidirectional));
+    json_object_object_add(d, "config", config_json(r));
+    json_object *topo = json_object_new_object();
+    json_object_object_add(topo, "ranks", json_object_new_int(2));
+    json_object_object_add(topo, "nodes", json_object_new_int(2));
+    json_object_object_add(topo, "rounds", json_object_new_int(1));
+    json_object_object_add(topo, "links", json_object_new_int(1));
+    json_object_object_add(d, "topology", topo);
+    json_object *versions = json_object_new_object();
+    json_object_object_add(versions, "mpi", NULL);
+    json_object_object_add(d, "versions", versions);
+    json_object *eps = json_object_new_array();
+    json_object_array_add(eps, endpoint_json(r, 0));
+    json_object_array_add(eps, endpoint_json(r, 1));
+    json_object_object_add(d, "endpoints", eps);
     json_object *links = json_object_new_array();
-    json_object_array_add(links, link);
+    for (size_t i = 0; i < r->nrows; i++)
+        json_object_array_add(links, link_json(r, &r->rows[i]));
     json_object_object_add(d, "links", links);
+    json_object_object_add(d, "flags", json_object_new_array());
+    json_object_object_add(d, "suspects", json_object_new_array());
+    json_object_object_add(d, "matrix", NULL);
+    json_object_object_add(d, "summary", summary_json(r));
     json_object *imp = json_object_new_object();
     json_object_object_add(imp, "format", json_object_new_string(format));
     json_object_object_add(imp, "file", json_object_new_string(name));
+    json_object_object_add(imp, "test", json_object_new_string(r->test[0] ? r->test : "unknown"));
     json_object_object_add(imp, "units_in_input", json_object_new_string(r->units ? r->units : "unknown"));
     json_object_object_add(imp, "importer", json_object_new_string("fabric-report " FB_VERSION));
     json_object_object_add(d, "import", imp);
@@ -247,6 +364,12 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
             r.bidirectional = strstr(s, "Bidirectional") != NULL;
         } else if (strstr(s, "CUDA") != NULL) {
             r.cuda = true;
+        } else if (strstr(s, "Waiting for client") != NULL) {
+            r.server_side = true;
+        } else if (fb_starts_with(s, "local address: LID ") && r.lid_local < 0) {
+            r.lid_local = strtol(s + strlen("local address: LID "), NULL, 16);
+        } else if (fb_starts_with(s, "remote address: LID ") && r.lid_remote < 0) {
+            r.lid_remote = strtol(s + strlen("remote address: LID "), NULL, 16);
         } else if (fb_starts_with(s, "#bytes")) {
             if (strstr(s, "t_min") != NULL || strstr(s, "t_avg") != NULL)
                 st = fb_fail(err, FB_ERR_INPUT, "%s is a perftest latency report; only bandwidth reports (ib_*_bw) are imported", name);
@@ -355,6 +478,7 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
     r.mtu = json_long(info, "Mtu");
     r.gid_index = json_long(info, "GID_index");
     r.cuda = json_object_object_get_ex(info, "cuda_device", NULL);
+    r.cuda_device = json_long(info, "cuda_device");
     struct perf_row row = {0};
     double bytes = 0, iters = 0;
     enum fb_status st = FB_OK;

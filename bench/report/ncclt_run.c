@@ -139,20 +139,26 @@ static long ranks_from_factor(const struct ncclt_run *r)
     return 0;
 }
 
+/* Sizes the header's sweep plans; -1 when it cannot say (no header, or a
+ * header whose numbers describe no sane sweep). */
 static long planned_sizes(const struct ncclt_run *r)
 {
+    const unsigned long long limit = 1000000;
     if (!r->have_config || r->minbytes == 0 || r->maxbytes < r->minbytes || r->step == 0)
         return -1;
-    long n = 0;
+    unsigned long long n = 0;
     if (r->step_is_factor) {
         if (r->step < 2)
             return -1;
-        for (unsigned long long s = r->minbytes; s <= r->maxbytes && n < 100000; s *= r->step)
-            n++;
+        for (unsigned long long s = r->minbytes; s <= r->maxbytes && n < limit; n++) {
+            if (s > r->maxbytes / r->step)
+                return (long)n + 1; /* the next step would pass maxBytes (or overflow) */
+            s *= r->step;
+        }
     } else {
-        n = (long)((r->maxbytes - r->minbytes) / r->step) + 1;
+        n = (r->maxbytes - r->minbytes) / r->step + 1;
     }
-    return n;
+    return n < limit ? (long)n : -1;
 }
 
 static json_object *place_json(const struct fb_place *p)
@@ -321,11 +327,10 @@ enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const stru
     json_object_object_add(d, "rows", rows_json(r));
     struct fb_summary s;
     fb_summary_compute(r->rows, r->nrows, &s);
+    /* Unfinished: what the header planned for every repetition seen. */
     long planned = planned_sizes(r);
     long runs = r->nrows > 0 ? r->rows[r->nrows - 1].run + 1 : 1;
-    if (r->finished || planned < 0)
-        planned = (long)r->nrows;
-    else if (planned * runs < (long)r->nrows)
+    if (r->finished || planned < 0 || runs > 1000 || planned * runs < (long)r->nrows)
         planned = (long)r->nrows;
     else
         planned *= runs;

@@ -540,14 +540,16 @@ static enum fb_status baseline_refusal(const struct fb_result *r, struct fb_err 
     return FB_OK;
 }
 
+/* Criteria that describe the run, each cut to what a profile may hold so
+ * that the profile written always reads back. */
 static json_object *baseline_match(const struct fb_result *r)
 {
     json_object *m = json_object_new_object();
     if (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL) {
-        char model[64];
+        char model[sizeof ((struct fb_match *)0)->gpu];
         json_object_object_add(m, "gpu", json_object_new_string(model_token(r->device_name, model, sizeof model)));
     }
-    if (r->backend != NULL)
+    if (r->backend != NULL && (strcmp(r->backend, "mpi") == 0 || strcmp(r->backend, "nccl") == 0))
         json_object_object_add(m, "backend", json_object_new_string(r->backend));
     if (r->nodes > 0) {
         json_object_object_add(m, "nodes_min", json_object_new_int64(r->nodes));
@@ -557,7 +559,7 @@ static json_object *baseline_match(const struct fb_result *r)
         json_object_object_add(m, "ranks", json_object_new_int64(r->ranks));
     if (r->ranks_per_node > 0)
         json_object_object_add(m, "ranks_per_node", json_object_new_int64(r->ranks_per_node));
-    if (r->net != NULL)
+    if (r->net != NULL && strlen(r->net) < sizeof ((struct fb_match *)0)->net)
         json_object_object_add(m, "net", json_object_new_string(r->net));
     return m;
 }
@@ -608,7 +610,7 @@ enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size
              r0->ranks, r0->ranks == 1 ? "" : "s", r0->nodes, r0->nodes == 1 ? "" : "s",
              r0->backend ? r0->backend : "unknown", r0->net ? ", net " : "", r0->net ? r0->net : "");
     json_object_object_add(doc, "description", json_object_new_string(desc));
-    if (r0->net != NULL)
+    if (r0->net != NULL && strlen(r0->net) < sizeof ((struct fb_profile *)0)->fabric)
         json_object_object_add(doc, "fabric", json_object_new_string(r0->net));
     json_object_object_add(doc, "match", baseline_match(r0));
     json_object *colls = json_object_new_object();

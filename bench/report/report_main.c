@@ -249,17 +249,18 @@ static void import_target(const char *dir, const char *input, json_object *doc, 
 
 static void import_note(const char *input, const char *target, json_object *doc)
 {
-    json_object *rows = NULL, *links = NULL;
+    json_object *rows = NULL;
     bool complete = false;
     fb_json_get_bool(doc, "complete", &complete);
     const char *what = fb_json_get_string(doc, "collective");
+    bool probe = what == NULL;
+    if (probe)
+        what = "probe";
     size_t n = 0;
-    if (json_object_object_get_ex(doc, "rows", &rows))
+    if (json_object_object_get_ex(doc, probe ? "links" : "rows", &rows) && json_object_is_type(rows, json_type_array))
         n = json_object_array_length(rows);
-    else if (json_object_object_get_ex(doc, "links", &links))
-        n = json_object_array_length(json_object_object_get(json_object_array_get_idx(links, 0), "rows"));
-    printf("imported %s -> %s (%s, %zu row%s%s)\n", input, target, what ? what : fb_json_get_string(doc, "probe"),
-           n, n == 1 ? "" : "s", complete ? "" : ", incomplete");
+    printf("imported %s -> %s (%s, %zu %s%s%s)\n", input, target, what, n, probe ? "measurement" : "row",
+           n == 1 ? "" : "s", complete ? "" : ", incomplete");
 }
 
 static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)

@@ -1,0 +1,287 @@
+/* Verdict rules, each reachable and right at its boundaries: exactly at the
+ * floor, 10 % under, at and under the FAIL line, the TCP fallback with
+ * numbers that would pass, wrong results, an unfinished run. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "report_fixture.h"
+#include "report/profiles.h"
+#include "report/verdict.h"
+
+#define G16 (16ULL << 30)
+
+static struct fb_profiles shipped;
+
+static enum fb_status judge_doc(json_object *doc, const char *profile, struct fb_verdict *v, struct fb_err *err)
+{
+    struct fb_result r;
+    enum fb_status st = result_of(doc, &r, err);
+    if (st != FB_OK)
+        return st;
+    st = fb_verdict_judge(&r, &shipped, profile, v, err);
+    fb_result_free(&r);
+    return st;
+}
+
+/* The GKE TCPXO fixture with busBW at 16G set to `at16g` (in-place a bit lower). */
+static enum fb_status judge_at_16g(double at16g, struct fb_verdict *v)
+{
+    json_object *doc = fixture_doc("gke-tcpxo-allreduce.json");
+    set_busbw(doc, G16, at16g, at16g * 0.99);
+    struct fb_err err = {0};
+    enum fb_status st = judge_doc(doc, NULL, v, &err);
+    if (st != FB_OK)
+        printf("# judge failed: %s\n", err.msg);
+    return st;
+}
+
+static void test_pass_at_typical(void)
+{
+    struct fb_verdict v;
+    CHECK_INT(judge_at_16g(342.0, &v), FB_OK);
+    CHECK_INT(v.code, FB_OK);
+    CHECK_STR(v.name, "PASS");
+    CHECK_STR(v.profile->name, "gke-a3-mega-tcpxo");
+    CHECK(v.auto_picked);
+    CHECK_INT(v.measured_bytes, G16);
+    CHECK_NEAR(v.measured, 342.0, 1e-12);
+    CHECK_NEAR(v.ratio, 342.0 / 340.0, 1e-12);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "busBW 342.00 GB/s at 16G");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "NET/FasTrak");
+    fb_verdict_free(&v);
+}
+
+static void test_exactly_at_the_floor_passes(void)
+{
+    struct fb_verdict v;
+    CHECK_INT(judge_at_16g(300.0, &v), FB_OK);
+    CHECK_STR(v.name, "PASS");
+    fb_verdict_free(&v);
+    CHECK_INT(judge_at_16g(299.99, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK_INT(v.code, FB_VERDICT_DEGRADED);
+    fb_verdict_free(&v);
+}
+
+static void test_ten_percent_under_is_degraded(void)
+{
+    struct fb_verdict v;
+    CHECK_INT(judge_at_16g(270.0, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "below the floor");
+    fb_verdict_free(&v);
+}
+
+static void test_far_below_is_fail(void)
+{
+    struct fb_verdict v;
+    /* The FAIL line is half the floor unless the profile says otherwise. */
+    CHECK_INT(judge_at_16g(150.0, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    fb_verdict_free(&v);
+    CHECK_INT(judge_at_16g(149.9, &v), FB_OK);
+    CHECK_STR(v.name, "FAIL");
+    CHECK_INT(v.code, FB_VERDICT_FAIL);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "far below");
+    fb_verdict_free(&v);
+}
+
+static void test_socket_is_fallback_whatever_the_numbers(void)
+{
+    /* NET/Socket between nodes with numbers that would PASS. */
+    json_object *doc = fixture_doc("gke-socket-allreduce.json");
+    set_busbw(doc, G16, 345.0, 344.0);
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "TCP-FALLBACK");
+    CHECK_INT(v.code, FB_VERDICT_TCP_FALLBACK);
+    CHECK_INT(v.socket_ranks, 16);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "whatever its numbers say");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "interfaces eth0");
+    /* The environment asked for FasTrak: the TCPXO causes are the ones listed. */
+    CHECK_STR(v.profile->name, "gke-a3-mega-tcpxo");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "tcpxo-daemon");
+    fb_verdict_free(&v);
+}
+
+static void test_socket_on_one_node_is_not_fallback(void)
+{
+    json_object *doc = fixture_doc("h100-nvls-allreduce.json");
+    json_object *t = json_object_object_get(doc, "transport");
+    set_key(t, "net", json_object_new_string("Socket"));
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK(strcmp(v.name, "TCP-FALLBACK") != 0);
+    fb_verdict_free(&v);
+}
+
+static void test_wrong_results_fail_first(void)
+{
+    json_object *doc = fixture_doc("gke-socket-allreduce.json");
+    json_object *row = json_object_array_get_idx(json_object_object_get(doc, "rows"), 5);
+    set_key(json_object_object_get(row, "in_place"), "wrong", json_object_new_int(7));
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "FAIL");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "7 wrong elements");
+    /* The fallback is still reported beside it. */
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "TCP fallback");
+    fb_verdict_free(&v);
+}
+
+static void test_unfinished_run_is_incomplete(void)
+{
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(fixture_doc("gke-tcpxo-incomplete.json"), NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "INCOMPLETE");
+    CHECK_INT(v.code, FB_VERDICT_INCOMPLETE);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "22 rows of 25 planned");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "timeout on gke-a3-demo-0");
+    /* It never reached the profile's size: compared at its largest. */
+    CHECK_INT(v.measured_bytes, 2ULL << 30);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "rerun with -e 16G");
+    fb_verdict_free(&v);
+    /* complete=false alone is enough. */
+    json_object *doc = fixture_doc("gke-tcpxo-allreduce.json");
+    set_key(doc, "complete", json_object_new_boolean(0));
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "INCOMPLETE");
+    fb_verdict_free(&v);
+}
+
+static void test_profile_choice(void)
+{
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    /* NVLS in the log picks the NVLS profile over the ring one. */
+    CHECK_INT(judge_doc(fixture_doc("h100-nvls-allreduce.json"), NULL, &v, &err), FB_OK);
+    CHECK_STR(v.profile->name, "h100-8gpu-nvls");
+    fb_verdict_free(&v);
+    json_object *doc = fixture_doc("h100-nvls-allreduce.json");
+    set_key(doc, "transport", NULL);
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.profile->name, "h100-8gpu-nvlink");
+    CHECK_STR(v.name, "PASS");
+    fb_verdict_free(&v);
+    /* IB without GPUDirect: the right profile, and the reason said. */
+    CHECK_INT(judge_doc(fixture_doc("ib-nogdr-allreduce.json"), NULL, &v, &err), FB_OK);
+    CHECK_STR(v.profile->name, "ib-ndr400-8nic");
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "nvidia_peermem");
+    fb_verdict_free(&v);
+    /* A named profile wins, and a misfit is noted. */
+    CHECK_INT(judge_doc(fixture_doc("ib-nogdr-allreduce.json"), "gke-a3-mega-tcpxo", &v, &err), FB_OK);
+    CHECK_STR(v.profile->name, "gke-a3-mega-tcpxo");
+    CHECK(!v.auto_picked);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "may not describe this run");
+    fb_verdict_free(&v);
+}
+
+static void test_profile_errors(void)
+{
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(fixture_doc("gke-tcpxo-allreduce.json"), "no-such", &v, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "unknown profile 'no-such'");
+    CHECK_CONTAINS(err.msg, "gke-a3-mega-tcpxo");
+    fb_err_clear(&err);
+    CHECK_INT(judge_doc(fixture_doc("gke-tcpxo-allreduce.json"), "tcp-fallback", &v, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "describes a failure");
+    fb_err_clear(&err);
+    CHECK_INT(judge_doc(fixture_doc("gke-tcpxo-allgather.json"), "h100-8gpu-nvls", &v, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "no figures for all_gather");
+    fb_err_clear(&err);
+    /* A complete, correct run no profile describes: the user must name one. */
+    CHECK_INT(judge_doc(fixture_doc("vm-mpi-allreduce-4.json"), NULL, &v, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "no reference profile matches");
+    CHECK_CONTAINS(err.msg, "fabric-report baseline");
+    CHECK(strchr(err.msg, '\n') == NULL);
+}
+
+static void test_fallback_without_profile_still_judged(void)
+{
+    json_object *doc = fixture_doc("gke-socket-allreduce.json");
+    set_key(doc, "env", json_object_new_object());
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "TCP-FALLBACK");
+    CHECK(v.profile == NULL);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "fabric-doctor");
+    fb_verdict_free(&v);
+}
+
+static void test_unlogged_multinode_run_that_looks_like_tcp(void)
+{
+    json_object *doc = fixture_doc("gke-socket-allreduce.json");
+    set_key(doc, "transport", NULL);
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "FAIL");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "likely the TCP fallback");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "--nccl-log");
+    fb_verdict_free(&v);
+}
+
+static void test_json_and_text_forms(void)
+{
+    json_object *doc = fixture_doc("gke-tcpxo-allreduce.json");
+    struct fb_result r;
+    struct fb_err err = {0};
+    CHECK_INT(result_of(doc, &r, &err), FB_OK);
+    struct fb_verdict v;
+    CHECK_INT(fb_verdict_judge(&r, &shipped, NULL, &v, &err), FB_OK);
+    json_object *j = fb_verdict_json(&v, &r);
+    CHECK_STR(fb_json_get_string(j, "verdict"), "PASS");
+    CHECK_STR(fb_json_get_string(j, "schema"), "fabric-bench.report-check");
+    int64_t code = -1;
+    CHECK(fb_json_get_int64(j, "exit_code", &code));
+    CHECK_INT(code, 0);
+    json_object *prof = json_object_object_get(j, "profile");
+    CHECK_STR(fb_json_get_string(prof, "picked"), "auto");
+    CHECK_CONTAINS(fb_json_get_string(prof, "source"), "AI Cluster Runtime");
+    json_object *sum = json_object_object_get(j, "summary");
+    double avg1m = 0;
+    CHECK(fb_json_get_double(sum, "avg_busbw_ge_1MiB_GBps", &avg1m));
+    CHECK(avg1m > 100);
+    struct fb_str text = {0};
+    fb_verdict_text(&v, &r, &text);
+    CHECK(fb_starts_with(fb_str_get(&text), "PASS: all_reduce on gke-a3-demo, 16 ranks on 2 nodes"));
+    CHECK_CONTAINS(fb_str_get(&text), "average over sizes >= 1 MiB");
+    CHECK_CONTAINS(fb_str_get(&text), "nccl-tests average over all sizes");
+    fb_str_free(&text);
+    json_object_put(j);
+    fb_verdict_free(&v);
+    fb_result_free(&r);
+}
+
+int main(void)
+{
+    const char *dirs[] = {REFERENCE};
+    struct fb_err err = {0};
+    if (fb_profiles_load(dirs, 1, &shipped, &err) != FB_OK) {
+        printf("not ok - load_reference_profiles: %s\n", err.msg);
+        return 1;
+    }
+    RUN(test_pass_at_typical);
+    RUN(test_exactly_at_the_floor_passes);
+    RUN(test_ten_percent_under_is_degraded);
+    RUN(test_far_below_is_fail);
+    RUN(test_socket_is_fallback_whatever_the_numbers);
+    RUN(test_socket_on_one_node_is_not_fallback);
+    RUN(test_wrong_results_fail_first);
+    RUN(test_unfinished_run_is_incomplete);
+    RUN(test_profile_choice);
+    RUN(test_profile_errors);
+    RUN(test_fallback_without_profile_still_judged);
+    RUN(test_unlogged_multinode_run_that_looks_like_tcp);
+    RUN(test_json_and_text_forms);
+    fb_profiles_free(&shipped);
+    return fbt_done();
+}
