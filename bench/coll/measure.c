@@ -26,9 +26,10 @@ const char *fb_time_reduction_name(enum fb_time_reduction r)
 
 static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
                               const struct fb_timing *tm, const struct fb_call *call, long iters,
-                              struct fb_err *err)
+                              const char *phase, struct fb_err *err)
 {
     for (long it = 0; it < iters; it++) {
+        fb_watchdog_tick(tm->wd, it, phase);
         for (long a = 0; a < tm->agg; a++) {
             enum fb_status st = be->ops->run(be, call, err);
             if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
@@ -45,6 +46,7 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
             MPI_Barrier(w->comm);
         }
     }
+    fb_watchdog_tick(tm->wd, iters, phase);
     return be->ops->wait(be, err);
 }
 
@@ -75,6 +77,7 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
     uint64_t local = 0;
     for (long k = 0; k < tm->check; k++) {
         struct fb_mismatch this_round;
+        fb_watchdog_tick(tm->wd, k, "check");
         enum fb_status st = fb_prepare_call(ck, be, call, w->rank, w->size, err);
         if (st == FB_OK) {
             MPI_Barrier(w->comm);
@@ -104,9 +107,10 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
 {
     *res = (struct fb_result){0};
     *mm = (struct fb_mismatch){0};
-    enum fb_status st = run_ops(be, w, tm, call, tm->warmup, err);
+    enum fb_status st = run_ops(be, w, tm, call, tm->warmup, "warm-up", err);
     if (st != FB_OK)
         return st;
+    fb_watchdog_tick(tm->wd, 0, "barrier");
     MPI_Barrier(w->comm);
     double t0 = fb_now(), elapsed = 0;
     long ops = tm->iters * tm->agg;
@@ -114,7 +118,7 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     if (graphs) {
         st = be->ops->run_graph(be, call, ops, be->graph_launches, &elapsed, err);
     } else {
-        st = run_ops(be, w, tm, call, tm->iters, err);
+        st = run_ops(be, w, tm, call, tm->iters, "timed", err);
         elapsed = fb_now() - t0;
     }
     if (st != FB_OK)

@@ -8,6 +8,7 @@
 
 #include "coll/backend.h"
 #include "coll/validate.h"
+#include "core/watchdog.h"
 #include "core/world.h"
 
 enum fb_time_reduction { FB_TIME_RANK0, FB_TIME_MEAN, FB_TIME_MIN, FB_TIME_MAX };
@@ -16,6 +17,7 @@ struct fb_timing {
     long iters, warmup, agg, check;
     int blocking;
     enum fb_time_reduction reduction;
+    struct fb_watchdog *wd; /* ticked every iteration; may be NULL */
 };
 
 /* One placement (out-of-place or in-place) of one size. */

@@ -1,0 +1,210 @@
+/* What a run prints and records about itself: preamble, device lines,
+ * the run's description in the results file, warnings, mismatches, the
+ * transport NCCL used and the closing summary. */
+#include <limits.h>
+#include <unistd.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/run.h"
+#include "coll/table.h"
+#include "core/gather.h"
+#include "core/jsonio.h"
+#include "core/units.h"
+#include "core/version.h"
+
+static json_object *device_json(struct run *r)
+{
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, "rank", json_object_new_int(r->world.rank));
+    json_object_object_add(d, "host", json_object_new_string(r->world.host));
+    json_object_object_add(d, "local_rank", json_object_new_int(r->world.local_rank));
+    r->be.ops->describe(&r->be, d);
+    return d;
+}
+
+static void print_rank_lines(char **devices, int n)
+{
+    printf("# Using devices\n");
+    for (int i = 0; i < n; i++) {
+        json_object *d = json_tokener_parse(devices[i]);
+        const char *host = fb_json_get_string(d, "host"), *name = fb_json_get_string(d, "name");
+        const char *bus = fb_json_get_string(d, "pci_bus_id");
+        int64_t dev = -1, pid = 0;
+        fb_json_get_int64(d, "cuda_device", &dev);
+        fb_json_get_int64(d, "pid", &pid);
+        char devstr[24] = " -";
+        if (dev >= 0)
+            snprintf(devstr, sizeof devstr, "%2lld", (long long)dev);
+        printf("#  Rank %2d Group  0 Pid %6lld on %10s device %s [%.12s] %s\n", i, (long long)pid,
+               host ? host : "?", devstr, bus ? bus : "host", name ? name : "?");
+        json_object_put(d);
+    }
+}
+
+/* Per-rank device records into the results file and the table preamble. */
+enum fb_status run_describe_devices(struct run *r, struct fb_err *err)
+{
+    json_object *mine = device_json(r);
+    json_object_object_add(mine, "pid", json_object_new_int((int)getpid()));
+    char **all = NULL;
+    enum fb_status st = fb_gather_strings(&r->world, json_object_to_json_string(mine), &all, err);
+    json_object_put(mine);
+    if (st != FB_OK || r->world.rank != 0)
+        return st;
+    json_object *devices = json_object_new_array();
+    for (int i = 0; i < r->world.size; i++)
+        json_object_array_add(devices, json_tokener_parse(all[i]));
+    json_object_object_add(r->rec.doc, "devices", devices);
+    print_rank_lines(all, r->world.size);
+    fb_gather_free(&r->world, all);
+    return FB_OK;
+}
+
+void run_describe(struct run *r)
+{
+    json_object *d = r->rec.doc;
+    const struct coll_config *c = &r->cfg;
+    json_object_object_add(d, "collective", json_object_new_string(c->coll->name));
+    json_object_object_add(d, "backend", json_object_new_string(r->be.ops->name));
+    json_object_object_add(d, "dtype", json_object_new_string(fb_dtype_info(c->dtype)->name));
+    json_object_object_add(d, "op", json_object_new_string(c->coll->reduces ? fb_redop_name(c->op) : "none"));
+    json_object_object_add(d, "root", json_object_new_int(c->coll->rooted ? (int)c->root : -1));
+    json_object_object_add(d, "time_reduction", json_object_new_string(fb_time_reduction_name(r->timing.reduction)));
+    json_object_object_add(d, "config", fb_opts_to_json(coll_options, c));
+    json_object *hosts = json_object_new_array();
+    int per_node_max = 0;
+    for (int i = 0; i < r->world.size; i++) {
+        int first = 1, on_host = 0;
+        for (int j = 0; j < r->world.size; j++) {
+            int same = strcmp(r->world.hosts[j], r->world.hosts[i]) == 0;
+            on_host += same;
+            if (same && j < i)
+                first = 0;
+        }
+        if (first)
+            json_object_array_add(hosts, json_object_new_string(r->world.hosts[i]));
+        per_node_max = on_host > per_node_max ? on_host : per_node_max;
+    }
+    json_object_object_add(d, "hosts", hosts);
+    json_object *topo = json_object_new_object();
+    json_object_object_add(topo, "ranks", json_object_new_int(r->world.size));
+    json_object_object_add(topo, "nodes", json_object_new_int(r->world.nodes));
+    json_object_object_add(topo, "ranks_per_node", json_object_new_int(per_node_max));
+    json_object_object_add(d, "topology", topo);
+    json_object *versions = json_object_new_object();
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, ",\n")] = '\0';
+    json_object_object_add(versions, "mpi", json_object_new_string(lib));
+    json_object_object_add(versions, "nccl", NULL);
+    json_object_object_add(versions, "cuda_runtime", NULL);
+    json_object_object_add(versions, "cuda_driver", NULL);
+    r->be.ops->versions(&r->be, versions);
+    json_object_object_add(d, "versions", versions);
+    json_object_object_add(d, "transport", NULL);
+}
+
+/* Warnings go to the table (as # lines) and into the results file. */
+void run_warn(struct run *r, const char *text)
+{
+    printf("# Warning: %s\n", text);
+    fb_record_warn(&r->rec, text);
+}
+
+/* After the sweep (NCCL connects lazily, so the log is complete only now):
+ * the transport into the results, a copy of the logs beside them. */
+void run_finish_log_capture(struct run *r)
+{
+    if (!r->nccl_log.active && r->log_note[0] == '\0')
+        return;
+    char saved[PATH_MAX];
+    snprintf(saved, sizeof saved, "%s", r->rec.path);
+    char *dot = strrchr(saved, '.');
+    if (dot != NULL && strcmp(dot, ".json") == 0)
+        *dot = '\0';
+    strncat(saved, ".nccl.log", sizeof saved - strlen(saved) - 1);
+    json_object *transport = NULL;
+    struct fb_err err = {0};
+    if (r->nccl_log.active &&
+        fb_nccl_capture_finish(&r->nccl_log, &r->world, saved, &transport, &err) != FB_OK &&
+        r->world.rank == 0) {
+        char text[FB_ERR_MSG_MAX + 32];
+        snprintf(text, sizeof text, "transport not recorded: %s", err.msg);
+        run_warn(r, text);
+    }
+    if (r->world.rank != 0)
+        return;
+    if (r->log_note[0])
+        run_warn(r, r->log_note);
+    if (transport != NULL) {
+        char text[256];
+        fb_transport_describe(transport, text, sizeof text);
+        printf("# Transport: %s (NCCL INFO logs: %s)\n", text, saved);
+        json_object_object_add(r->rec.doc, "transport", transport);
+    }
+}
+
+/* A few lines per rank say where; more would bury the table. */
+#define MISMATCH_LINES_PER_RANK 2
+
+void run_print_mismatch(struct run *r, const struct fb_call *c, const struct fb_mismatch *mm)
+{
+    if (mm->wrong == 0 || r->mismatch_lines > MISMATCH_LINES_PER_RANK)
+        return;
+    if (r->mismatch_lines++ == MISMATCH_LINES_PER_RANK) {
+        fprintf(stderr, "fabric-coll: rank %d on %s: more wrong results; not shown\n", r->world.rank,
+                r->world.host);
+        return;
+    }
+    char size[32];
+    fb_format_size(c->counts.bytes, size, sizeof size);
+    fprintf(stderr,
+            "fabric-coll: rank %d on %s: %s %s %s %s: %llu wrong element%s, first at [%zu]: got %g, want %g\n",
+            r->world.rank, r->world.host, r->cfg.coll->name, size, fb_dtype_info(c->dtype)->name,
+            c->in_place ? "in-place" : "out-of-place", (unsigned long long)mm->wrong,
+            mm->wrong == 1 ? "" : "s", mm->first_index, mm->got, mm->want);
+}
+
+void run_print_summary(struct run *r)
+{
+    json_object *s = fb_summary_of_rows(r->rec.rows, r->rec.sizes_planned);
+    double peak = 0, at_largest = 0, avg1m = -1;
+    int64_t peak_bytes = 0, largest = 0;
+    fb_json_get_double(s, "peak_busbw_GBps", &peak);
+    fb_json_get_int64(s, "peak_busbw_bytes", &peak_bytes);
+    fb_json_get_double(s, "busbw_at_largest_GBps", &at_largest);
+    fb_json_get_int64(s, "largest_bytes", &largest);
+    fb_json_get_double(s, "avg_busbw_ge_1MiB_GBps", &avg1m);
+    char a[32], b[32];
+    fb_format_size((uint64_t)peak_bytes, a, sizeof a);
+    fb_format_size((uint64_t)largest, b, sizeof b);
+    printf("# busBW peak %.2f GB/s at %s, %.2f GB/s at the largest size %s", peak, a, at_largest, b);
+    if (avg1m >= 0)
+        printf(", average over sizes >= 1M %.2f GB/s", avg1m);
+    printf("\n");
+    json_object_put(s);
+}
+
+void run_print_preamble(struct run *r)
+{
+    printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
+           FB_VERSION, r->cfg.coll->name, r->world.size, r->world.size == 1 ? "" : "s",
+           r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
+           strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
+    fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
+    coll_config_notes(&r->cfg, stdout);
+    if (r->cap_note[0])
+        run_warn(r, r->cap_note);
+    if (r->wd_note[0])
+        run_warn(r, r->wd_note);
+    if (r->plan.linear_warning) {
+        char text[160];
+        snprintf(text, sizeof text, "no -f given: %d sizes stepping linearly by %llu bytes (add -f 2 for a doubling sweep)",
+                 r->plan.count, (unsigned long long)r->cfg.stepbytes);
+        run_warn(r, text);
+    }
+}

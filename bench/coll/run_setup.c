@@ -1,0 +1,190 @@
+/* Everything before the first measurement: options, launch checks,
+ * backend, memory, results path, buffers. Every step is agreed on by all
+ * ranks, so a bad argument on one rank ends the job with one message. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/run.h"
+#include "coll/table.h"
+#include "core/clock.h"
+#include "core/jsonio.h"
+#include "core/units.h"
+
+/* Rank 0 prints the agreed error; every rank returns the agreed code. */
+static int fail_agreed(struct run *r, struct fb_err *err)
+{
+    enum fb_status st = fb_world_agree(&r->world, err);
+    if (r->world.rank == 0 && st != FB_OK)
+        fprintf(stderr, "fabric-coll: %s\n", err->msg);
+    return (int)st;
+}
+
+static void pick_cluster(struct run *r)
+{
+    const char *name = r->cfg.cluster ? r->cfg.cluster : getenv("FABRIC_CLUSTER");
+    char host0[FB_HOST_MAX];
+    snprintf(host0, sizeof host0, "%s", r->world.hosts[0]);
+    if (name == NULL || *name == '\0')
+        name = host0;
+    /* The label becomes a directory name: keep it to a safe alphabet. */
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof r->cluster; i++) {
+        char c = name[i];
+        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_' || c == '.';
+        r->cluster[i] = safe ? c : '_';
+    }
+    r->cluster[i] = '\0';
+}
+
+static enum fb_status results_path(struct run *r, char *path, size_t len, struct fb_err *err)
+{
+    if (r->cfg.json_path != NULL) {
+        if (snprintf(path, len, "%s", r->cfg.json_path) >= (int)len)
+            return fb_fail(err, FB_ERR_USAGE, "-J path too long");
+        return FB_OK;
+    }
+    char stamp[32];
+    fb_utc_stamp(stamp, sizeof stamp);
+    if (snprintf(path, len, "%s/%s/%s-%s.json", r->cfg.results_dir, r->cluster, stamp,
+                 r->cfg.coll->name) >= (int)len)
+        return fb_fail(err, FB_ERR_USAGE, "results path too long; use a shorter --results-dir");
+    return FB_OK;
+}
+
+static enum fb_status check_run_shape(struct run *r, struct fb_err *err)
+{
+    if (r->cfg.coll->rooted && r->cfg.root >= r->world.size)
+        return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
+                       r->cfg.root, r->world.size, r->world.size - 1);
+    return FB_OK;
+}
+
+/* How far the sweep may go in memory; ranks with the least memory decide
+ * and the lowest of them explains. */
+static enum fb_status fit_memory(struct run *r, struct fb_err *err)
+{
+    const struct fb_backend_ops *ops = r->be.ops;
+    int gpu = strcmp(ops->name, "nccl") == 0;
+    int sharers = gpu ? 1 : r->world.local_size;
+    uint64_t avail = 0;
+    size_t esz = fb_dtype_info(r->cfg.dtype)->size;
+    enum fb_status st = ops->free_memory(&r->be, &avail, err);
+    int fit = -1;
+    if (st == FB_OK) {
+        uint64_t reserve = (gpu ? GPU_RESERVE_BYTES : HOST_RESERVE_BYTES + avail / 10) +
+                           (uint64_t)STAGE_BYTES * (uint64_t)sharers;
+        fit = fb_plan_largest_fit(&r->plan, r->cfg.coll, esz, r->world.size, sharers, avail, reserve);
+    }
+    int fit_all = fit;
+    MPI_Allreduce(&fit, &fit_all, 1, MPI_INT, MPI_MIN, r->world.comm);
+    if (st != FB_OK || fit_all == r->plan.count - 1)
+        return st;
+    if (fit_all >= 0 && r->cfg.cap_memory) {
+        char cap[32], want[32];
+        fb_format_size(r->plan.sizes[fit_all], cap, sizeof cap);
+        fb_format_size(r->plan.sizes[r->plan.count - 1], want, sizeof want);
+        snprintf(r->cap_note, sizeof r->cap_note,
+                 "memory: sweep capped at %s instead of %s (--cap-memory)", cap, want);
+        r->plan.count = fit_all + 1;
+        return FB_OK;
+    }
+    if (fit != fit_all)
+        return FB_OK; /* another rank has less memory and will explain */
+    size_t send = 0, recv = 0;
+    fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
+    char want[32], have[32], need[32], fits[96] = "no size of this sweep fits";
+    fb_format_size(r->plan.sizes[r->plan.count - 1], want, sizeof want);
+    fb_format_gib(avail, have, sizeof have);
+    fb_format_gib((uint64_t)(send + recv) * (uint64_t)sharers, need, sizeof need);
+    if (fit >= 0) {
+        char s[32];
+        fb_format_size(r->plan.sizes[fit], s, sizeof s);
+        snprintf(fits, sizeof fits, "the largest size that fits is -e %s", s);
+    }
+    return fb_fail(err, FB_ERR_MEMORY,
+                   "-e %s needs %s of %s memory on %s (%d rank%s) but %s is free; %s, or add "
+                   "--cap-memory to cap the sweep with a warning",
+                   want, need, gpu ? "GPU" : "host", r->world.host, sharers, sharers > 1 ? "s" : "",
+                   have, fits);
+}
+
+static enum fb_status allocate(struct run *r, struct fb_err *err)
+{
+    size_t esz = fb_dtype_info(r->cfg.dtype)->size;
+    size_t send = 0, recv = 0;
+    fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
+    enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
+    if (st == FB_OK)
+        st = fb_checker_init(&r->checker, STAGE_BYTES, err);
+    return st;
+}
+
+/* NCCL names the network it chose only in its INFO log: capture it when
+ * asked, and always on multi-node NCCL runs, where a silent TCP fallback is
+ * the failure this suite exists to catch. */
+static void start_log_capture(struct run *r)
+{
+    int nccl = strcmp(r->be.ops->name, "nccl") == 0;
+    if (r->cfg.nccl_log && !nccl) {
+        snprintf(r->log_note, sizeof r->log_note, "--nccl-log has no effect on the %s backend", r->be.ops->name);
+        return;
+    }
+    if (!nccl || (!r->cfg.nccl_log && r->world.nodes < 2))
+        return;
+    const char *tmp = getenv("TMPDIR");
+    fb_nccl_capture_start(&r->nccl_log, tmp && *tmp ? tmp : "/tmp", r->log_note, sizeof r->log_note);
+}
+
+/* Everything before the first measurement; every step agreed on. */
+int run_prepare(struct run *r, int argc, char **argv)
+{
+    struct fb_err err = {0};
+    coll_config_parse(&r->cfg, argc, argv, &err);
+    if (err.code == FB_OK && (r->cfg.help || r->cfg.version))
+        return -1;
+    if (err.code == FB_OK)
+        fb_world_check_launcher(&r->world, &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
+    r->be.ops = r->cfg.backend;
+    double setup_bound = r->cfg.timeout > 0 ? (double)r->cfg.timeout : SETUP_BOUND_S;
+    run_arm(r, setup_bound, "argument checks");
+    uint64_t hash = fb_opts_hash(coll_options, &r->cfg);
+    hash = fb_hash_bytes(hash, r->cfg.coll->name, strlen(r->cfg.coll->name));
+    fb_world_check_same(&r->world, hash, "arguments", &err);
+    if (err.code == FB_OK)
+        check_run_shape(r, &err);
+    if (err.code == FB_OK)
+        r->be.ops->supports(r->cfg.coll, r->cfg.dtype, r->cfg.op, &err);
+    if (err.code == FB_OK)
+        r->be.ops->available(&err);
+    if (err.code == FB_OK)
+        fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes, &r->plan, &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
+    start_log_capture(r);
+    run_arm(r, setup_bound, "communicator set-up");
+    r->be.ops->init(&r->be, &r->world, &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
+    fit_memory(r, &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
+    pick_cluster(r);
+    char path[PATH_MAX];
+    if (r->world.rank == 0 && results_path(r, path, sizeof path, &err) == FB_OK &&
+        fb_probe_writable(path, &err) == FB_OK)
+        fb_record_new(&r->rec, path, "fabric-coll", r->cfg.invoked_as, r->cluster, &err);
+    /* Touching fresh pages runs at ~400 MB/s on slow machines: allow for
+     * it whatever -T says, since no peer is being waited for. */
+    run_arm(r, SETUP_BOUND_S + 2.0 * (double)r->plan.sizes[r->plan.count - 1] / 1e8, "buffer allocation");
+    if (err.code == FB_OK)
+        allocate(r, &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
+    fb_watchdog_disarm(r->wd);
+    return 0;
+}

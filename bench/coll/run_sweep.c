@@ -1,0 +1,172 @@
+/* The measurements: one size at a time, each placement bounded by the
+ * watchdog, each row printed and saved as soon as it is known. */
+#include <time.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/run.h"
+#include "coll/table.h"
+#include "core/units.h"
+
+void run_arm(struct run *r, double seconds, const char *what)
+{
+    fb_watchdog_arm(r->wd, seconds, r->step++, what);
+}
+
+/* A failure on this rank alone, mid-sweep: peers may be waiting inside a
+ * collective, so the only clean end is to say where and abort the job. */
+void run_abort(struct run *r, struct fb_err *err)
+{
+    fprintf(stderr, "fabric-coll: rank %d on %s: %s\n", r->world.rank, r->world.host, err->msg);
+    if (r->world.rank == 0 && r->rec.doc != NULL) {
+        struct fb_err ignored = {0};
+        pthread_mutex_lock(&r->rec_lock);
+        fb_record_fault(&r->rec, err->code, err->msg, r->world.rank, r->world.host);
+        fb_record_save(&r->rec, 0, &ignored);
+        pthread_mutex_unlock(&r->rec_lock);
+    }
+    if (r->be.state != NULL)
+        r->be.ops->fini(&r->be, 1);
+    MPI_Abort(r->world.comm, (int)err->code);
+    exit((int)err->code); /* MPI_Abort does not return; the compiler cannot know */
+}
+
+/* A full disk or a read-only results directory must not cost the
+ * measurement: the table on stdout goes on, the failure is said once, and the
+ * exit code tells at the end. Caller holds rec_lock. */
+void run_save(struct run *r, int complete)
+{
+    struct fb_err err = {0};
+    if (fb_record_save(&r->rec, complete, &err) == FB_OK || r->save_err.code != FB_OK)
+        return;
+    r->save_err = err;
+    fprintf(stderr, "fabric-coll: %s; measuring on: the table on stdout is the record\n", err.msg);
+}
+
+/* The slowest transfer seen so far sets how long the next may take. */
+static void note_bandwidth(struct run *r, const struct fb_call *c, const struct fb_result *res)
+{
+    if (c->counts.bytes < (1u << 20))
+        return;
+    for (int i = 0; i < 2; i++) {
+        double bps = res[i].algbw_GBps * 1e9;
+        if (bps > 0 && (r->slowest_Bps == 0 || bps < r->slowest_Bps))
+            r->slowest_Bps = bps;
+    }
+}
+
+static double step_bound(struct run *r, const struct fb_call *c)
+{
+    if (r->cfg.timeout > 0)
+        return (double)r->cfg.timeout;
+    double floor = r->slowest_Bps > 0 ? r->slowest_Bps / 4 : SLOWEST_BPS;
+    if (floor < SLOWEST_BPS)
+        floor = SLOWEST_BPS;
+    double ops = (double)(r->cfg.warmup + r->cfg.iters * (r->cfg.graph > 0 ? r->cfg.graph : 1) + r->cfg.check) *
+                 (double)r->cfg.agg;
+    return fb_watchdog_bound(ops, (double)c->counts.bytes, floor);
+}
+
+static void arm_call(struct run *r, const struct fb_call *c)
+{
+    char size[32], what[96];
+    fb_format_size(c->counts.bytes, size, sizeof size);
+    snprintf(what, sizeof what, "%s %s %s", c->coll->name, size, c->in_place ? "in-place" : "out-of-place");
+    run_arm(r, step_bound(r, c), what);
+}
+
+static void measure_size(struct run *r, uint64_t size, int cycle)
+{
+    struct fb_result res[2];
+    struct fb_call calls[2];
+    for (int in_place = 0; in_place < 2; in_place++) {
+        struct fb_err err = {0};
+        struct fb_mismatch mm;
+        calls[in_place] = fb_make_call(r->cfg.coll, r->cfg.dtype, r->cfg.op, (int)r->cfg.root, size,
+                                       in_place, r->world.rank, r->world.size, r->be.ops->inplace_style);
+        arm_call(r, &calls[in_place]);
+        if (fb_measure(&r->be, &r->world, &r->timing, &r->checker, &calls[in_place], &res[in_place],
+                       &mm, &err) != FB_OK)
+            run_abort(r, &err);
+        run_print_mismatch(r, &calls[in_place], &mm);
+        if (res[in_place].wrong > 0)
+            r->wrong_total += (uint64_t)res[in_place].wrong;
+        r->busbw_sum += res[in_place].busbw_GBps;
+        r->busbw_n++;
+    }
+    note_bandwidth(r, &calls[0], res);
+    if (r->world.rank != 0)
+        return;
+    fb_table_row(stdout, &calls[0], &res[0], &res[1]);
+    pthread_mutex_lock(&r->rec_lock);
+    fb_record_add_row(&r->rec, &calls[0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
+    run_save(r, 0);
+    pthread_mutex_unlock(&r->rec_lock);
+}
+
+int run_sweep(struct run *r)
+{
+    if (r->world.rank == 0) {
+        run_print_preamble(r);
+        run_describe(r);
+        r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
+    }
+    struct fb_err err = {0};
+    run_arm(r, SETUP_BOUND_S, "device census");
+    if (run_describe_devices(r, &err) != FB_OK)
+        run_abort(r, &err);
+    if (r->world.rank == 0)
+        fb_table_header(stdout);
+    for (int cycle = 0; cycle < r->cfg.run_cycles; cycle++)
+        for (int i = 0; i < r->plan.count; i++)
+            measure_size(r, r->plan.sizes[i], cycle);
+    run_arm(r, SETUP_BOUND_S, "NCCL log collection");
+    run_finish_log_capture(r);
+    fb_watchdog_disarm(r->wd);
+    if (r->world.rank == 0) {
+        fb_table_footer(stdout, r->wrong_total, r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0);
+        run_print_summary(r);
+        printf("# Collective test concluded: %s\n", r->cfg.coll->perf_name);
+        pthread_mutex_lock(&r->rec_lock);
+        run_save(r, 1);
+        pthread_mutex_unlock(&r->rec_lock);
+        if (r->save_err.code == FB_OK)
+            printf("# Results: %s\n", r->rec.path);
+    }
+    if (r->save_err.code != FB_OK) {
+        if (r->world.rank == 0)
+            fprintf(stderr, "fabric-coll: results file not updated: %s\n", r->save_err.msg);
+        return r->save_err.code;
+    }
+    if (r->wrong_total > 0) {
+        if (r->world.rank == 0)
+            fprintf(stderr,
+                    "fabric-coll: %llu wrong elements: this %s path computes wrong results; see the rank "
+                    "lines above (with Open MPI, try --mca op ^avx)\n",
+                    (unsigned long long)r->wrong_total, r->be.ops->name);
+        return FB_ERR_WRONG;
+    }
+    return 0;
+}
+
+/* From the watchdog thread, before the process ends: the results file
+ * keeps what was measured and says why it stops there. */
+void run_record_fault(void *ctx, enum fb_status code, const char *message)
+{
+    struct run *r = ctx;
+    if (r->world.rank != 0 || r->rec.doc == NULL)
+        return;
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 3;
+    if (pthread_mutex_timedlock(&r->rec_lock, &limit) != 0)
+        return; /* the main thread is stuck holding it: the file is as last saved */
+    fb_record_fault(&r->rec, code, message, r->world.rank, r->world.host);
+    struct fb_err err = {0};
+    if (fb_record_save(&r->rec, 0, &err) == FB_OK)
+        fprintf(stderr, "fabric-coll: results so far: %s (%zu sizes, marked incomplete)\n", r->rec.path,
+                json_object_array_length(r->rec.rows));
+    pthread_mutex_unlock(&r->rec_lock);
+}
