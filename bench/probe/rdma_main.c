@@ -118,7 +118,8 @@ static enum fb_status open_devices(struct app *a, struct fb_err *err)
         if (probe_verbs_open(&vc, a->w.local_rank, a->w.local_size, a->w.host, &env->dev, e, err) != FB_OK)
             return err->code;
     } else {
-        env->tcfg = (struct probe_tcp_cfg){o->iface, (int)o->streams, (long)o->sock_buf, o->latency};
+        env->tcfg = (struct probe_tcp_cfg){o->iface, (int)o->streams, (long)o->sock_buf, o->latency,
+                                           NULL, NULL};
         if (probe_tcp_pick_iface(&env->tcfg, a->w.local_rank, a->w.local_size, a->w.nodes == 1,
                                  a->w.host, &env->addr, e, err) != FB_OK)
             return err->code;
@@ -237,6 +238,19 @@ static void fill_silent(struct app *a, struct report *all, const unsigned char *
     }
 }
 
+/* Rank 0: every failure besides the one the verdict names goes into the
+ * record's warnings; the second error often explains the first. */
+static void note_other_failures(struct app *a, const struct report *all, const struct verdict *v)
+{
+    for (int r = 0; a->have_results && r < a->w.size; r++) {
+        if (all[r].code == FB_OK || r == v->rank)
+            continue;
+        char line[FB_ERR_MSG_MAX + FB_HOST_MAX + 32];
+        snprintf(line, sizeof line, "rank %d (%s): %s", r, a->w.hosts[r], all[r].msg);
+        probe_results_warn(&a->res, line);
+    }
+}
+
 /* Everyone reports, rank 0 records and decides, everyone learns the
  * verdict. `limit_s` bounds the wait for the slowest rank. Returns 1 when
  * the verdict is shared by all ranks, 0 when it cannot be (this rank could
@@ -262,6 +276,7 @@ static int step(struct app *a, struct report *mine, int round, double limit_s, s
         shared = probe_gather(&a->c, &g, mine, all, arrived, &err) == FB_OK;
         fill_silent(a, all, arrived, limit_s);
         decide(all, a->w.size, v);
+        note_other_failures(a, all, v);
         fb_err_clear(&err);
         if (round >= 0 && record_rows(a, all, round, &err) != FB_OK && v->code == FB_OK) {
             *v = (struct verdict){err.code, 0, 0, ""};
@@ -292,7 +307,9 @@ static int end_with(struct app *a, const struct verdict *v, int shared)
         fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", v->rank, a->w.hosts[v->rank], v->msg);
     else if (a->w.rank == 0)
         fprintf(stderr, "fabric-rdma: %s\n", v->msg);
-    else if (!shared)
+    else if (!shared && v->code != FB_EXIT_SIGINT && v->code != FB_EXIT_SIGTERM)
+        /* A signal on another rank is the launcher tearing the job down:
+         * rank 0 speaks for it. */
         fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", a->w.rank, a->w.host, v->msg);
     if (a->w.rank == 0 && a->have_results) {
         struct fb_err ignored = {0};

@@ -96,11 +96,11 @@ static enum fb_status setup_verbs_end(const struct probe_rank_env *env, struct p
 
 /* ---- tcp ---------------------------------------------------------------- */
 
-static enum fb_status tcp_offer(const struct probe_rank_env *env, struct probe_end *e,
-                                struct fb_err *err)
+static enum fb_status tcp_offer(const struct probe_rank_env *env, const struct probe_tcp_cfg *cfg,
+                                struct probe_end *e, struct fb_err *err)
 {
     uint16_t port = 0;
-    if (probe_tcp_listen(env->addr, &env->tcfg, &e->listen_fd, &port, err) != FB_OK)
+    if (probe_tcp_listen(env->addr, cfg, &e->listen_fd, &port, err) != FB_OK)
         return err->code;
     struct probe_tcpinfo info = {.link = (uint32_t)e->link->id, .rank = env->c->w->rank,
                                  .port = port, .streams = (uint16_t)env->tcfg.streams};
@@ -110,7 +110,8 @@ static enum fb_status tcp_offer(const struct probe_rank_env *env, struct probe_e
     return FB_OK;
 }
 
-static enum fb_status tcp_connect_end(const struct probe_rank_env *env, struct probe_end *e,
+static enum fb_status tcp_connect_end(const struct probe_rank_env *env,
+                                      const struct probe_tcp_cfg *cfg, struct probe_end *e,
                                       struct fb_err *err)
 {
     uint8_t in[PROBE_TCPINFO_WIRE_LEN + 8];
@@ -126,7 +127,7 @@ static enum fb_status tcp_connect_end(const struct probe_rank_env *env, struct p
         return fb_fail(err, FB_ERR_LAUNCH, "%s offered link %u with %u streams where link %d with "
                        "%d was due; run every rank with the same options", e->peer_name, peer.link,
                        peer.streams, e->link->id, env->tcfg.streams);
-    return probe_tcp_connect(env->addr, &peer, &env->tcfg, (uint32_t)e->link->id, env->o->timeout,
+    return probe_tcp_connect(env->addr, &peer, cfg, (uint32_t)e->link->id, env->o->timeout,
                              e->peer_name, e->flow.fds, err);
 }
 
@@ -146,22 +147,32 @@ static void init_flow(const struct probe_rank_env *env, struct probe_end *e)
 
 /* Destinations offer first, then sources connect, then destinations
  * accept: no rank waits on another that waits on it. */
+static void mpi_progress(void *arg)
+{
+    const struct probe_ctx *c = arg;
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag, MPI_STATUS_IGNORE);
+}
+
 static enum fb_status setup_tcp(const struct probe_rank_env *env, struct probe_round *rd,
                                 struct fb_err *err)
 {
+    struct probe_tcp_cfg cfg = env->tcfg;
+    cfg.progress = mpi_progress;
+    cfg.progress_arg = (void *)env->c;
     for (int i = 0; i < rd->nends; i++)
         init_flow(env, &rd->ends[i]);
     for (int i = 0; i < rd->nends; i++)
-        if (!rd->ends[i].is_src && tcp_offer(env, &rd->ends[i], err) != FB_OK)
+        if (!rd->ends[i].is_src && tcp_offer(env, &cfg, &rd->ends[i], err) != FB_OK)
             return err->code;
     for (int i = 0; i < rd->nends; i++)
-        if (rd->ends[i].is_src && tcp_connect_end(env, &rd->ends[i], err) != FB_OK)
+        if (rd->ends[i].is_src && tcp_connect_end(env, &cfg, &rd->ends[i], err) != FB_OK)
             return err->code;
     for (int i = 0; i < rd->nends; i++) {
         struct probe_end *e = &rd->ends[i];
         if (e->is_src)
             continue;
-        if (probe_tcp_accept(e->listen_fd, &env->tcfg, (uint32_t)e->link->id, env->o->timeout,
+        if (probe_tcp_accept(e->listen_fd, &cfg, (uint32_t)e->link->id, env->o->timeout,
                              e->peer_name, e->flow.fds, err) != FB_OK)
             return err->code;
         close(e->listen_fd);

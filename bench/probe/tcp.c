@@ -202,15 +202,19 @@ enum fb_status probe_tcp_listen(struct in_addr addr, const struct probe_tcp_cfg 
     return FB_OK;
 }
 
-/* poll() one fd for `events` until the deadline; 0 ready, -1 timeout. */
-static int wait_fd(int fd, short events, double deadline)
+/* poll() one fd for `events` until the deadline; 0 ready, -1 timeout. The
+ * progress hook runs every millisecond meanwhile: MPI messages other ranks
+ * are waiting for must keep moving while this rank waits on a socket. */
+static int wait_fd(const struct probe_tcp_cfg *cfg, int fd, short events, double deadline)
 {
     for (;;) {
         double left = deadline - fb_now();
         if (left <= 0)
             return -1;
+        if (cfg->progress != NULL)
+            cfg->progress(cfg->progress_arg);
         struct pollfd p = {.fd = fd, .events = events};
-        int rc = poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+        int rc = poll(&p, 1, cfg->progress != NULL ? 1 : left > 0.1 ? 100 : (int)(left * 1000) + 1);
         if (rc > 0)
             return 0;
         if (rc < 0 && errno != EINTR)
@@ -235,7 +239,7 @@ static enum fb_status connect_one(struct in_addr local, const struct probe_tcpin
     if (rc == 0)
         rc = connect(fd, (struct sockaddr *)&dst, sizeof dst);
     if (rc != 0 && errno == EINPROGRESS) {
-        if (wait_fd(fd, POLLOUT, deadline) != 0) {
+        if (wait_fd(cfg, fd, POLLOUT, deadline) != 0) {
             close(fd);
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "connecting to %s at %s:%u timed out; is that address reachable from "
@@ -256,8 +260,9 @@ static enum fb_status connect_one(struct in_addr local, const struct probe_tcpin
     return FB_OK;
 }
 
-static enum fb_status io_all(int fd, void *buf, size_t len, int writing, double deadline,
-                             const char *peer_name, const char *what, struct fb_err *err)
+static enum fb_status io_all(const struct probe_tcp_cfg *cfg, int fd, void *buf, size_t len,
+                             int writing, double deadline, const char *peer_name, const char *what,
+                             struct fb_err *err)
 {
     size_t done = 0;
     while (done < len) {
@@ -272,7 +277,7 @@ static enum fb_status io_all(int fd, void *buf, size_t len, int writing, double 
         if (errno != EAGAIN && errno != EINTR)
             return fb_fail(err, FB_ERR_RUNTIME, "%s with %s failed: %s", what, peer_name,
                            strerror(errno));
-        if (wait_fd(fd, writing ? POLLOUT : POLLIN, deadline) != 0)
+        if (wait_fd(cfg, fd, writing ? POLLOUT : POLLIN, deadline) != 0)
             return fb_fail(err, FB_ERR_TIMEOUT, "%s did not answer during %s; check that host or "
                            "raise --timeout", peer_name, what);
     }
@@ -301,8 +306,8 @@ enum fb_status probe_tcp_connect(struct in_addr local, const struct probe_tcpinf
         uint8_t hello[HELLO_LEN];
         encode_hello(hello, link, (uint16_t)s);
         if (connect_one(local, peer, cfg, deadline, peer_name, &fds[s], err) != FB_OK ||
-            io_all(fds[s], hello, sizeof hello, 1, deadline, peer_name, "the stream greeting",
-                   err) != FB_OK)
+            io_all(cfg, fds[s], hello, sizeof hello, 1, deadline, peer_name,
+                   "the stream greeting", err) != FB_OK)
             return err->code;
         set_nonblocking_nodelay(fds[s], cfg->nodelay);
     }
@@ -317,7 +322,7 @@ enum fb_status probe_tcp_accept(int lfd, const struct probe_tcp_cfg *cfg, uint32
     for (int s = 0; s < cfg->streams; s++)
         fds[s] = -1;
     for (int got = 0; got < cfg->streams; got++) {
-        if (wait_fd(lfd, POLLIN, deadline) != 0)
+        if (wait_fd(cfg, lfd, POLLIN, deadline) != 0)
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "%s did not connect within %.0f s (%d of %d streams arrived); check "
                            "that host and that it can reach this one (--iface)", peer_name,
@@ -326,7 +331,7 @@ enum fb_status probe_tcp_accept(int lfd, const struct probe_tcp_cfg *cfg, uint32
         if (fd < 0)
             return fb_fail(err, FB_ERR_RUNTIME, "accept() failed: %s", strerror(errno));
         uint8_t h[HELLO_LEN];
-        if (io_all(fd, h, sizeof h, 0, deadline, peer_name, "the stream greeting", err) != FB_OK) {
+        if (io_all(cfg, fd, h, sizeof h, 0, deadline, peer_name, "the stream greeting", err) != FB_OK) {
             close(fd);
             return err->code;
         }

@@ -24,6 +24,8 @@ struct probe_tcp_cfg {
     int streams;        /* -P */
     long sock_buf;      /* --sock-buf: SO_SNDBUF/SO_RCVBUF, 0 leaves autotuning on */
     int nodelay;        /* TCP_NODELAY (latency mode) */
+    void (*progress)(void *arg); /* called while waiting on sockets during set-up */
+    void *progress_arg;
 };
 
 /* The interface of the default route in <root>/proc/net/route; 0 if found. */
