@@ -19,6 +19,7 @@
 #define MAX_NAMED 32
 
 struct common_opts {
+    bool help;
     const char *json_path; /* "-" for --json */
     const char *cluster;
     const char *named[MAX_NAMED];
@@ -91,6 +92,7 @@ static void list_checks(FILE *out)
 static int common_opt(int ch, struct common_opts *c, bool *to_stdout, const char **file)
 {
     switch (ch) {
+    case 'h': c->help = true; return 1;
     case 'j': *to_stdout = true; return 1;
     case 'J': *file = optarg; return 1;
     case 'C': c->cluster = optarg; return 1;
@@ -149,14 +151,14 @@ static enum fb_status parse_node(int argc, char **argv, struct node_opts *o, str
         {"root", required_argument, 0, 'r'},  {"pid", required_argument, 0, 'p'},
         {"fabric", required_argument, 0, 'f'}, {"topology", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'},         {"cluster", required_argument, 0, 'C'},
-        {0, 0, 0, 0},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->root = "";
     bool to_stdout = false;
     const char *file = NULL;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":J:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":J:h", longopts, NULL)) != -1) {
         if (common_opt(ch, &o->c, &to_stdout, &file))
             continue;
         switch (ch) {
@@ -194,7 +196,7 @@ static enum fb_status parse_cluster(int argc, char **argv, struct cluster_opts *
         {"context", required_argument, 0, 'x'}, {"timeout", required_argument, 0, 'T'},
         {"save", required_argument, 0, 's'},    {"pair", required_argument, 0, 'P'},
         {"json", no_argument, 0, 'j'},          {"cluster", required_argument, 0, 'C'},
-        {0, 0, 0, 0},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->kubectl.path = "kubectl";
@@ -202,7 +204,7 @@ static enum fb_status parse_cluster(int argc, char **argv, struct cluster_opts *
     bool to_stdout = false;
     const char *file = NULL;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":J:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":J:h", longopts, NULL)) != -1) {
         if (common_opt(ch, &o->c, &to_stdout, &file))
             continue;
         switch (ch) {
@@ -281,8 +283,11 @@ static enum fb_status run_node(int argc, char **argv, const char *argv0, struct 
 {
     struct node_opts o;
     enum fb_status st = parse_node(argc, argv, &o, err);
-    if (st != FB_OK)
+    if (st != FB_OK || o.c.help) {
+        if (st == FB_OK)
+            usage(stdout);
         return st;
+    }
     bool live = o.root[0] == '\0' || strcmp(o.root, "/") == 0;
     if (!live && !fb_rootfs_is_dir("", o.root))
         return fb_fail(err, FB_ERR_INPUT, "--root %s is not a directory", o.root);
@@ -343,8 +348,11 @@ static enum fb_status run_cluster(int argc, char **argv, const char *argv0,
 {
     struct cluster_opts o;
     enum fb_status st = parse_cluster(argc, argv, &o, err);
-    if (st != FB_OK)
+    if (st != FB_OK || o.c.help) {
+        if (st == FB_OK)
+            usage(stdout);
         return st;
+    }
     size_t ndefs = 0;
     const struct fb_cluster_check_def *defs = fb_cluster_checks(&ndefs);
     unsigned need = 0;

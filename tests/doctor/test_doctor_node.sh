@@ -201,3 +201,14 @@ expect_exit "schema rejects an unknown verdict" 1 json_valid "$SCHEMA" "$T_DIR/b
 
 run doctor list
 expect_grep "list names every check" '^  gpu-nic-affinity ' "$T_OUT"
+
+# ---- help and the cluster label ----
+expect_exit "node --help: exit 0" 0 doctor node --help
+expect_grep "node --help: usage on stdout" '^usage: fabric-doctor node' "$T_OUT"
+run doctor node --root "$TREES/ib-healthy" --cluster lab-a --json
+expect_grep "--cluster labels the document" '"cluster": "lab-a"' "$T_OUT"
+DR_ENV=(FABRIC_CLUSTER=lab-b)
+run doctor node --root "$TREES/ib-healthy" --json
+expect_grep "FABRIC_CLUSTER labels the document" '"cluster": "lab-b"' "$T_OUT"
+expect_grep "FABRIC_* is kept in the document's env" '"FABRIC_CLUSTER": "lab-b"' "$T_OUT"
+DR_ENV=()
