@@ -52,7 +52,7 @@ void fb_cluster_check_nic_info(const struct fb_cluster_ctx *ctx, struct fb_check
 void fb_cluster_check_pod_fabric(const struct fb_cluster_ctx *ctx, struct fb_check *c);
 void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb_check *c);
 
-/* Shared helpers. */
+/* Shared by the cluster checks. */
 bool fb_cluster_is_tcpxo_node(json_object *node);
 bool fb_cluster_is_gpu_nic_network(const char *name);
 json_object *fb_cluster_find_node(const struct fb_cluster_ctx *ctx, const char *name);

@@ -100,6 +100,22 @@ static int common_opt(int ch, struct common_opts *c, bool *to_stdout, const char
     }
 }
 
+/* "peermem, memlock, ..." for the unknown-check message. */
+static void check_names(const char *mode, char *buf, size_t len)
+{
+    size_t used = 0, n = 0;
+    buf[0] = '\0';
+    if (strcmp(mode, "node") == 0) {
+        const struct fb_node_check_def *d = fb_node_checks(&n);
+        for (size_t k = 0; k < n; k++)
+            fb_strbuf_append(buf, len, &used, "%s%s", k ? ", " : "", d[k].name);
+    } else {
+        const struct fb_cluster_check_def *d = fb_cluster_checks(&n);
+        for (size_t k = 0; k < n; k++)
+            fb_strbuf_append(buf, len, &used, "%s%s", k ? ", " : "", d[k].name);
+    }
+}
+
 static enum fb_status finish_common(int argc, char **argv, const char *mode,
                                     struct common_opts *c, bool to_stdout, const char *file,
                                     bool (*known)(const char *), struct fb_err *err)
@@ -110,17 +126,7 @@ static enum fb_status finish_common(int argc, char **argv, const char *mode,
     for (int i = optind; i < argc; i++) {
         if (!known(argv[i])) {
             char names[512];
-            size_t used = 0, n = 0;
-            names[0] = '\0';
-            if (strcmp(mode, "node") == 0) {
-                const struct fb_node_check_def *d = fb_node_checks(&n);
-                for (size_t k = 0; k < n; k++)
-                    fb_strbuf_append(names, sizeof names, &used, "%s%s", k ? ", " : "", d[k].name);
-            } else {
-                const struct fb_cluster_check_def *d = fb_cluster_checks(&n);
-                for (size_t k = 0; k < n; k++)
-                    fb_strbuf_append(names, sizeof names, &used, "%s%s", k ? ", " : "", d[k].name);
-            }
+            check_names(mode, names, sizeof names);
             return fb_fail(err, FB_ERR_USAGE, "unknown %s check '%s'; known: %s", mode, argv[i],
                            names);
         }

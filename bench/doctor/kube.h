@@ -49,7 +49,7 @@ void fb_kube_free(struct fb_kube_data *d);
 /* The items array of a list (never NULL for a loaded list). */
 json_object *fb_kube_items(json_object *list);
 
-/* Field helpers over Kubernetes objects; NULL when absent. */
+/* Fields of Kubernetes objects; NULL when absent. */
 const char *fb_kube_name(json_object *obj);
 const char *fb_kube_namespace(json_object *obj);
 const char *fb_kube_annotation(json_object *obj, const char *key);

@@ -86,7 +86,7 @@ void fb_node_check_tcpxo_profile(const struct fb_node_ctx *ctx, struct fb_check 
 void fb_node_check_tcpxo_aperture(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_gpu_nic_affinity(const struct fb_node_ctx *ctx, struct fb_check *c);
 
-/* Helpers shared by the node checks. */
+/* Shared by the node checks. */
 
 /* Path of a file of the judged process: "/proc/self/limits". */
 void fb_node_proc_path(const struct fb_node_ctx *ctx, const char *file, char *buf, size_t len);
