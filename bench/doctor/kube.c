@@ -234,12 +234,18 @@ static enum fb_status run_capture(char *const argv[], int timeout_s, struct buf 
     return FB_OK;
 }
 
-static void first_line(const struct buf *b, char *line, size_t len)
+/* kubectl logs client-side retries first and sums up on its last line
+ * ("The connection to the server ... was refused"): that one is shown. */
+static void last_line(const struct buf *b, char *line, size_t len)
 {
     const char *text = b->data ? b->data : "";
-    while (*text == '\n' || *text == ' ')
-        text++;
-    snprintf(line, len, "%.*s", (int)strcspn(text, "\n"), text);
+    const char *end = text + strlen(text);
+    while (end > text && (end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\r'))
+        end--;
+    const char *start = end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    snprintf(line, len, "%.*s", (int)(end - start), start);
 }
 
 static enum fb_status fetch_one(const struct fb_kubectl *k, const struct list_spec *s,
@@ -269,7 +275,7 @@ static enum fb_status fetch_one(const struct fb_kubectl *k, const struct list_sp
      * auth plugin or a kubeconfig prompt that hangs before it gets there. */
     enum fb_status st = run_capture(argv, k->timeout_s + 5, &out, &errb, &status, err);
     char line[512];
-    first_line(&errb, line, sizeof line);
+    last_line(&errb, line, sizeof line);
     if (st == FB_OK && status != 0) {
         /* A cluster without GKE multi-networking does not serve the CRD:
          * an empty list, not an error. */

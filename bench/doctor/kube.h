@@ -35,7 +35,7 @@ enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_d
                                 struct fb_err *err);
 
 /* Runs kubectl for the lists in `need`. No kubectl is FB_ERR_UNAVAIL; a
- * failing one FB_ERR_RUNTIME with its first error line; a hung one
+ * failing one FB_ERR_RUNTIME with its last error line; a hung one
  * FB_ERR_TIMEOUT. A cluster without the Network CRD gives an empty
  * networks list and a note. */
 enum fb_status fb_kube_from_kubectl(const struct fb_kubectl *k, unsigned need,

@@ -104,7 +104,8 @@ res=; prev=; for a; do [ "\$prev" = get ] && res=\$a; prev=\$a; done
 case "\${FAKE_KUBECTL:-ok}:\$res" in
   nocrd:networks.networking.gke.io)
     echo 'error: the server doesn'"'"'t have a resource type "networks"' >&2; exit 1;;
-  down:*) echo 'Unable to connect to the server: dial tcp 10.0.0.1:443: i/o timeout' >&2; exit 1;;
+  down:*) echo 'E1130 memcache.go:265 couldn'"'"'t get current server API group list' >&2
+          echo 'Unable to connect to the server: dial tcp 10.0.0.1:443: i/o timeout' >&2; exit 1;;
 esac
 case "\$res" in
   networks.networking.gke.io) cat "\${FAKE_LISTS}/networks.json";;
