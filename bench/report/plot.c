@@ -111,7 +111,8 @@ void fb_plot_script(const struct fb_result_set *set, const char *const *data_fil
         fb_str_addf(out, "set logscale y 10\n");
     else
         fb_str_addf(out, "set yrange [0:*]\n");
-    fb_str_addf(out, "set grid\nset key top left box opaque\n");
+    /* Headroom above the highest curve or line keeps the key off them. */
+    fb_str_addf(out, "set grid\nset key top left box opaque\nset offsets 0, 0, graph 0.35, 0\n");
     fb_str_addf(out, "plot ");
     for (size_t i = 0; i < set->n; i++) {
         const struct fb_result *r = &set->r[i];
@@ -124,9 +125,14 @@ void fb_plot_script(const struct fb_result_set *set, const char *const *data_fil
         fb_str_addf(out, " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title ");
         quoted(out, label);
     }
+    /* One colour per profile, dashed for its typical figure, dotted for its floor. */
+    static const char *const colours[] = {"#555555", "#c0392b", "#1f618d", "#7d3c98", "#b9770e", "#117a65"};
+    size_t profile = 0;
     for (size_t i = 0; i < nlines; i++) {
+        if (i > 0 && strncmp(lines[i].label, lines[i - 1].label, strcspn(lines[i].label, ":")) != 0)
+            profile++;
         fb_str_addf(out, ", \\\n     %.6g with lines lw 1.5 dt %d lc rgb '%s' title ", lines[i].gbps,
-                    lines[i].floor ? 3 : 2, lines[i].floor ? "#c0392b" : "#555555");
+                    lines[i].floor ? 3 : 2, colours[profile % (sizeof colours / sizeof *colours)]);
         quoted(out, lines[i].label);
     }
     fb_str_addf(out, "\n");
@@ -273,13 +279,21 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
         t.dir[0] = '\0';
         return fb_fail(err, FB_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
     }
+    /* With --script the data lives beside the kept script, so that the
+     * script alone redraws the picture; otherwise it is temporary. */
     const char **data = calloc(set->n, sizeof *data);
-    if (data == NULL)
+    char (*kept)[PATH_MAX] = o->script ? calloc(set->n, PATH_MAX) : NULL;
+    if (data == NULL || (o->script && kept == NULL))
         st = fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
     for (size_t i = 0; st == FB_OK && i < set->n; i++) {
         char name[32];
         snprintf(name, sizeof name, "result%zu.dat", i);
-        data[i] = tmp_path(&t, name);
+        if (kept != NULL) {
+            snprintf(kept[i], PATH_MAX, "%.*s.%zu.dat", PATH_MAX - 32, o->script, i);
+            data[i] = kept[i];
+        } else {
+            data[i] = tmp_path(&t, name);
+        }
         st = data[i] ? write_data(&set->r[i], data[i], err) : fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
     }
     char staged[PATH_MAX];
@@ -293,9 +307,12 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
         fb_plot_script(set, data, lines, nlines, o, staged, &text);
         st = write_text(script, fb_str_get(&text), err);
     }
-    if (st == FB_OK && o->script != NULL)
-        st = write_text(o->script, fb_str_get(&text), err);
     fb_str_free(&text);
+    if (st == FB_OK && o->script != NULL) {
+        fb_plot_script(set, data, lines, nlines, o, o->out, &text);
+        st = write_text(o->script, fb_str_get(&text), err);
+        fb_str_free(&text);
+    }
     if (st == FB_OK)
         st = run_gnuplot(script, log, err);
     struct stat sb;
@@ -306,6 +323,7 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
     if (st != FB_OK)
         unlink(staged);
     free(data);
+    free(kept);
     tmp_cleanup(&t);
     return st;
 }

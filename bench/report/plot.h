@@ -22,7 +22,8 @@ struct fb_plot_opts {
     int width, height;  /* pixels */
     const char *title;  /* NULL: "<collective> busBW: <clusters>" */
     bool logy;
-    const char *script; /* also keep the gnuplot script here; NULL: do not */
+    const char *script; /* also keep the gnuplot script here, its data beside
+                         * it (SCRIPT.0.dat, ...); NULL: do not */
 };
 
 /* The gnuplot script: data_files[i] holds result i as "bytes busbw" lines,
