@@ -2,6 +2,7 @@
  * results. Each subcommand parses its options, calls into the report
  * modules and returns one status; main prints the one-line error, if any,
  * and exits with the status (docs/exit-codes.md, docs/report.md). */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include "core/version.h"
 #include "report/compare.h"
 #include "report/import.h"
+#include "report/nccl_log.h"
 #include "report/plot.h"
 #include "report/profiles.h"
 #include "report/result.h"
@@ -32,6 +34,7 @@ static const char usage_text[] =
     "  import FILE... [-o OUT.json|DIR/]               nccl-tests text/-J JSON, perftest text/--out_json\n"
     "  plot RESULT.json...|DIR... -o FILE.png|FILE.svg busBW vs size with reference lines (gnuplot)\n"
     "  baseline RESULT.json... --name NAME             save a profile from a known-good run\n"
+    "  transport LOG...|DIR [--json]                   which network NCCL used, from NCCL_DEBUG=INFO logs\n"
     "  profiles [--json]                               list the reference profiles found\n"
     "Exit codes: 0 PASS/success, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE,\n"
     "            10 input error, 2 usage error (docs/exit-codes.md).\n";
@@ -84,41 +87,129 @@ static void print_str(FILE *f, const struct fb_str *s)
     fflush(f);
 }
 
+/* NCCL logs named on the command line: files as given, directories as
+ * every regular file in them (NCCL_DEBUG_FILE=DIR/nccl.%h.%p), sorted. */
+struct log_paths {
+    char **p;
+    int n;
+};
+
+static void log_paths_free(struct log_paths *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->p[i]);
+    free(l->p);
+    memset(l, 0, sizeof *l);
+}
+
+static enum fb_status log_paths_add(struct log_paths *l, const char *path, struct fb_err *err)
+{
+    char **p = realloc(l->p, (size_t)(l->n + 1) * sizeof *p);
+    if (p == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    l->p = p;
+    l->p[l->n] = strdup(path);
+    if (l->p[l->n] == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    l->n++;
+    return FB_OK;
+}
+
+static enum fb_status log_paths_expand(struct log_paths *l, const char *arg, struct fb_err *err)
+{
+    struct stat sb;
+    if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return log_paths_add(l, arg, err);
+    struct dirent **names = NULL;
+    int n = scandir(arg, &names, NULL, alphasort);
+    if (n < 0)
+        return fb_fail(err, FB_ERR_INPUT, "cannot read directory %s: %s", arg, strerror(errno));
+    enum fb_status st = FB_OK;
+    int before = l->n;
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", arg, names[i]->d_name);
+        if (st == FB_OK && names[i]->d_name[0] != '.' && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+            st = log_paths_add(l, path, err);
+        free(names[i]);
+    }
+    free(names);
+    if (st == FB_OK && l->n == before)
+        st = fb_fail(err, FB_ERR_INPUT, "%s holds no files; give the NCCL_DEBUG_FILE logs of the run", arg);
+    return st;
+}
+
+static enum fb_status read_transport(const struct log_paths *l, json_object **t, struct fb_err *err)
+{
+    return fb_transport_from_logs((const char *const *)l->p, l->n, t, err);
+}
+
+/* A result given separately captured NCCL logs: their transport replaces
+ * whatever the file says (the file is not changed). */
+static enum fb_status load_with_logs(const char *path, const struct log_paths *logs, struct fb_result *r,
+                                     struct fb_err *err)
+{
+    if (logs->n == 0)
+        return fb_result_load(path, r, err);
+    json_object *t = NULL;
+    enum fb_status st = read_transport(logs, &t, err);
+    if (st != FB_OK)
+        return st;
+    json_object *doc = NULL;
+    st = fb_json_read_file(path, &doc, err);
+    if (st != FB_OK) {
+        json_object_put(t);
+        return st;
+    }
+    if (json_object_is_type(doc, json_type_object))
+        json_object_object_add(doc, "transport", t);
+    else
+        json_object_put(t);
+    return fb_result_from_json(doc, path, r, err);
+}
+
 /* ---- check ---- */
 
 static const char check_help[] =
     "usage: fabric-report check RESULT.json [--profile NAME] [--profiles DIR] [--json]\n"
+    "         [--nccl-log FILE|DIR]...\n"
     "Judges one collective result against a reference profile, picked from the GPU model,\n"
     "node count and network unless --profile names one. Exit code = verdict:\n"
-    "0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE (docs/report.md).\n";
+    "0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE (docs/report.md).\n"
+    "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport.\n";
 
 static enum fb_status cmd_check(int argc, char **argv, struct fb_err *err)
 {
     static const struct option longopts[] = {
         {"profile", required_argument, NULL, 'p'}, {"profiles", required_argument, NULL, 'P'},
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"json", no_argument, NULL, 'j'}, {"nccl-log", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct common com = {0};
+    struct log_paths logs = {0};
     const char *profile = NULL;
     bool json = false;
     int c;
-    while ((c = next_opt(argc, argv, ":p:P:jh", longopts, "check", err)) != -1) {
+    enum fb_status st = FB_OK;
+    while (st == FB_OK && (c = next_opt(argc, argv, ":p:P:L:jh", longopts, "check", err)) != -1) {
         switch (c) {
+        case 'L': st = log_paths_expand(&logs, optarg, err); break;
         case 'p': profile = optarg; break;
         case 'P': if (add_profile_dir(&com, optarg, err) != FB_OK) return err->code; break;
         case 'j': json = true; break;
-        case 'h': fputs(check_help, stdout); return FB_OK;
-        default: return err->code;
+        case 'h': fputs(check_help, stdout); log_paths_free(&logs); return FB_OK;
+        default: st = err->code; break;
         }
     }
-    if (argc - optind != 1)
-        return fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", argc - optind);
-    struct fb_profiles ps;
-    enum fb_status st = fb_profiles_load_default(com.profile_dirs, com.nprofile_dirs, &ps, err);
-    if (st != FB_OK)
-        return st;
+    if (st == FB_OK && argc - optind != 1)
+        st = fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", argc - optind);
+    struct fb_profiles ps = {0};
+    if (st == FB_OK)
+        st = fb_profiles_load_default(com.profile_dirs, com.nprofile_dirs, &ps, err);
     struct fb_result r;
-    st = fb_result_load(argv[optind], &r, err);
+    if (st == FB_OK)
+        st = load_with_logs(argv[optind], &logs, &r, err);
+    log_paths_free(&logs);
     if (st != FB_OK) {
         fb_profiles_free(&ps);
         return st;
@@ -202,10 +293,11 @@ static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
 static const char import_help[] =
     "usage: fabric-report import FILE... [-o OUT.json|DIR/] [--cluster NAME] [--collective NAME]\n"
     "         [--format auto|nccl-tests-text|nccl-tests-json|perftest-text|perftest-json]\n"
-    "         [--units Gbps|MBps]\n"
+    "         [--units Gbps|MBps] [--nccl-log FILE|DIR]...\n"
     "Converts nccl-tests output (text tables old and new, -J JSON) and perftest\n"
     "ib_*_bw output (text, --out_json) into fabric-bench results JSON. One result goes\n"
-    "to stdout unless -o names a file; several need -o DIR/ (one file each).\n";
+    "to stdout unless -o names a file; several need -o DIR/ (one file each).\n"
+    "--nccl-log adds the transport from the run's separate NCCL_DEBUG=INFO logs.\n";
 
 static bool is_dir(const char *path)
 {
@@ -268,38 +360,63 @@ static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"cluster", required_argument, NULL, 'c'},
         {"collective", required_argument, NULL, 'C'}, {"format", required_argument, NULL, 'f'},
-        {"units", required_argument, NULL, 'u'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"units", required_argument, NULL, 'u'}, {"nccl-log", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct fb_import_opts o = {.mtime = -1};
     enum fb_import_format f = FB_IMPORT_AUTO;
     const char *output = NULL;
+    struct log_paths logs = {0};
+    json_object *transport = NULL;
     int c;
-    while ((c = next_opt(argc, argv, ":o:c:C:f:u:h", longopts, "import", err)) != -1) {
+    while ((c = next_opt(argc, argv, ":o:c:C:f:u:L:h", longopts, "import", err)) != -1) {
         switch (c) {
+        case 'L':
+            if (log_paths_expand(&logs, optarg, err) != FB_OK) {
+                log_paths_free(&logs);
+                return err->code;
+            }
+            break;
         case 'o': output = optarg; break;
         case 'c': o.cluster = optarg; break;
         case 'C': o.collective = optarg; break;
         case 'f': if (fb_import_format_parse(optarg, &f, err) != FB_OK) return err->code; break;
         case 'u': o.units = optarg; break;
-        case 'h': fputs(import_help, stdout); return FB_OK;
-        default: return err->code;
+        case 'h': fputs(import_help, stdout); log_paths_free(&logs); return FB_OK;
+        default: log_paths_free(&logs); return err->code;
         }
     }
-    if (optind == argc)
-        return fb_fail(err, FB_ERR_USAGE, "import needs at least one FILE; see fabric-report import --help");
-    if (o.collective != NULL && !fb_collective_known(o.collective))
-        return fb_fail(err, FB_ERR_USAGE, "--collective %s: use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv", o.collective);
-    bool to_dir = output != NULL && (is_dir(output) || output[strlen(output) - 1] == '/');
     enum fb_status st = FB_OK;
+    if (optind == argc)
+        st = fb_fail(err, FB_ERR_USAGE, "import needs at least one FILE; see fabric-report import --help");
+    else if (o.collective != NULL && !fb_collective_known(o.collective))
+        st = fb_fail(err, FB_ERR_USAGE, "--collective %s: use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv", o.collective);
+    else if (logs.n > 0)
+        st = read_transport(&logs, &transport, err);
+    log_paths_free(&logs);
+    if (st != FB_OK)
+        return st;
+    bool to_dir = output != NULL && (is_dir(output) || output[strlen(output) - 1] == '/');
     /* Convert everything first: a bad input writes nothing. */
     struct fb_import_out *outs = calloc((size_t)(argc - optind), sizeof *outs);
-    if (outs == NULL)
+    if (outs == NULL) {
+        if (transport != NULL)
+            json_object_put(transport);
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing");
+    }
     size_t total = 0;
     for (int i = optind; i < argc && st == FB_OK; i++) {
         st = import_one(argv[i], f, &o, &outs[i - optind], err);
         total += outs[i - optind].n;
+        for (size_t k = 0; st == FB_OK && transport != NULL && k < outs[i - optind].n; k++) {
+            json_object *doc = outs[i - optind].docs[k];
+            const char *kind = fb_json_get_string(doc, "kind");
+            if (kind != NULL && strcmp(kind, "collective") == 0)
+                json_object_object_add(doc, "transport", json_object_get(transport));
+        }
     }
+    if (transport != NULL)
+        json_object_put(transport);
     if (st == FB_OK && total > 1 && !to_dir)
         st = fb_fail(err, FB_ERR_USAGE, "the inputs hold %zu results; write them to a directory with -o DIR/", total);
     for (int i = optind; i < argc && st == FB_OK; i++) {
@@ -534,6 +651,84 @@ static enum fb_status cmd_baseline(int argc, char **argv, struct fb_err *err)
     return st;
 }
 
+/* ---- transport ---- */
+
+static const char transport_help[] =
+    "usage: fabric-report transport LOG...|DIR [--json]\n"
+    "Which network NCCL used, per rank, from its NCCL_DEBUG=INFO logs (one file per\n"
+    "process as NCCL_DEBUG_FILE=DIR/nccl.%%h.%%p writes them, or any output holding the\n"
+    "INFO lines). --json prints the results-schema \"transport\" object.\n";
+
+static const char *joined_list(json_object *arr, struct fb_str *out)
+{
+    size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+    for (size_t i = 0; i < n; i++)
+        fb_str_addf(out, "%s%s", i ? "," : "", json_object_get_string(json_object_array_get_idx(arr, i)));
+    return n ? fb_str_get(out) : "-";
+}
+
+static void print_transport(json_object *t)
+{
+    const char *net = fb_json_get_string(t, "net");
+    bool gdr = false, has_gdr = fb_json_get_bool(t, "gdr", &gdr);
+    json_object *pr = json_object_object_get(t, "per_rank");
+    size_t n = json_object_array_length(pr);
+    if (net == NULL)
+        printf("no network channel: NCCL kept every connection inside a node (%zu rank%s logged)\n", n, n == 1 ? "" : "s");
+    else
+        printf("NET/%s%s across %zu logged rank%s%s\n", net,
+               strcmp(net, "Socket") == 0 ? " (TCP sockets)" : has_gdr ? (gdr ? " with GPUDirect RDMA" : " without GPUDirect RDMA") : "",
+               n, n == 1 ? "" : "s", strcmp(net, "Socket") == 0 ? ": on several nodes this is the TCP fallback" : "");
+    printf("%-5s %-20s %-8s %-4s %-40s %s\n", "rank", "host", "net", "gdr", "interfaces", "intra-node");
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(pr, i);
+        json_object *rank = json_object_object_get(e, "rank");
+        const char *host = fb_json_get_string(e, "host"), *rnet = fb_json_get_string(e, "net");
+        bool rg = false, has_rg = fb_json_get_bool(e, "gdr", &rg);
+        struct fb_str ifaces = {0}, intra = {0};
+        printf("%-5s %-20s %-8s %-4s %-40s %s\n", rank ? json_object_get_string(rank) : "?", host ? host : "?",
+               rnet ? rnet : "-", has_rg ? (rg ? "yes" : "no") : "-",
+               joined_list(json_object_object_get(e, "interfaces"), &ifaces),
+               joined_list(json_object_object_get(e, "intra"), &intra));
+        fb_str_free(&ifaces);
+        fb_str_free(&intra);
+    }
+}
+
+static enum fb_status cmd_transport(int argc, char **argv, struct fb_err *err)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    bool json = false;
+    int c;
+    while ((c = next_opt(argc, argv, ":jh", longopts, "transport", err)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'h': fputs(transport_help, stdout); return FB_OK;
+        default: return err->code;
+        }
+    }
+    if (optind == argc)
+        return fb_fail(err, FB_ERR_USAGE, "transport needs NCCL log files or a directory of them; see fabric-report transport --help");
+    struct log_paths logs = {0};
+    enum fb_status st = FB_OK;
+    for (int i = optind; i < argc && st == FB_OK; i++)
+        st = log_paths_expand(&logs, argv[i], err);
+    json_object *t = NULL;
+    if (st == FB_OK)
+        st = read_transport(&logs, &t, err);
+    log_paths_free(&logs);
+    if (st != FB_OK)
+        return st;
+    if (json)
+        printf("%s\n", json_object_to_json_string_ext(t, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    else
+        print_transport(t);
+    json_object_put(t);
+    return FB_OK;
+}
+
 /* ---- profiles ---- */
 
 static enum fb_status cmd_profiles(int argc, char **argv, struct fb_err *err)
@@ -587,7 +782,8 @@ static const struct {
     enum fb_status (*run)(int argc, char **argv, struct fb_err *err);
 } commands[] = {
     {"check", cmd_check}, {"compare", cmd_compare}, {"import", cmd_import},
-    {"plot", cmd_plot}, {"baseline", cmd_baseline}, {"profiles", cmd_profiles},
+    {"plot", cmd_plot}, {"baseline", cmd_baseline}, {"transport", cmd_transport},
+    {"profiles", cmd_profiles},
 };
 
 int main(int argc, char **argv)
@@ -616,6 +812,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "fabric-report %s: %s\n", commands[i].name, err.msg);
         return (int)st;
     }
-    fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline or profiles (fabric-report --help)\n", argv[1]);
+    fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline, transport or profiles (fabric-report --help)\n", argv[1]);
     return FB_ERR_USAGE;
 }

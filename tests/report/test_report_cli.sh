@@ -88,6 +88,22 @@ bad "interleaved nccl-tests tables" 10 'interleaved' "$R" import "$FIX/ncclt/ncc
 expect_exit "--help exits 0" 0 "$R" --help
 expect_exit "check --help exits 0" 0 "$R" check --help
 
+# ---- NCCL logs given separately ----
+LOGS=$FIX/nccl-logs
+expect_exit "transport of an IB run" 0 "$R" transport "$LOGS/ib-gdr"
+expect_grep "transport: net and GPUDirect" '^NET/IB with GPUDirect RDMA across 4 logged ranks' "$T_OUT"
+expect_grep "transport: a line per rank" '^3 +gpu-b +IB +yes +mlx5_0:1/IB,mlx5_1:1/IB +P2P,CUMEM$' "$T_OUT"
+expect_exit "transport --json" 0 "$R" transport --json "$LOGS"/socket/nccl.gpu-a.5200 "$LOGS"/socket/nccl.gpu-b.5202
+check "transport --json is the schema's object" jq -e '.net == "Socket" and .source == "nccl-log" and (.per_rank | length) == 2' "$T_OUT"
+bad "transport of mixed runs" 10 'different runs are mixed' "$R" transport "$LOGS/mixed-runs"
+bad "transport of a truncated log" 10 'ends before NCCL chose' "$R" transport "$LOGS/truncated"
+bad "transport of a file without INFO lines" 10 'NCCL_DEBUG=INFO' "$R" transport "$LOGS/no-info"
+jq 'del(.transport)' "$RES/gke-tcpxo-allreduce.json" >"$T_DIR/nolog.json"
+expect_exit "check --nccl-log: the logs say Socket, so TCP-FALLBACK" 21 "$R" check "$T_DIR/nolog.json" --nccl-log "$LOGS/socket"
+expect_exit "check --nccl-log: the logs say FasTrak, so PASS" 0 "$R" check "$T_DIR/nolog.json" --nccl-log "$LOGS/tcpxo"
+expect_exit "import --nccl-log" 0 "$R" import "$FIX/ncclt/all_reduce_perf-J.json" --nccl-log "$LOGS/ib-gdr" -o "$T_DIR/with-logs.json"
+check "import --nccl-log adds the transport" jq -e '.transport.net == "IB" and .transport.gdr == true' "$T_DIR/with-logs.json"
+
 # ---- compare ----
 expect_exit "compare a directory" 0 "$R" compare "$RES" --collective all_reduce
 expect_grep "compare lists every all_reduce result" '^# \[7\] ' "$T_OUT"
