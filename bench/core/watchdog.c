@@ -17,6 +17,7 @@
 #define STALE_S 3.5       /* three missed heartbeats: stopped, dead or cut off */
 #define GRACE_S 5.0       /* how long other ranks leave rank 0 to act */
 #define FIRST_CONTACT_S 30.0
+#define ABORT_BACKSTOP_S 5
 #define TAG_HEARTBEAT 7301
 
 extern char *program_invocation_short_name;
@@ -135,6 +136,14 @@ static void describe_rank(struct fb_watchdog *wd, int r, double now)
                 (long long)p->hb.iteration, p->hb.elapsed);
 }
 
+static void *exit_later(void *arg)
+{
+    (void)arg;
+    sleep(ABORT_BACKSTOP_S);
+    _exit(FB_ERR_TIMEOUT);
+    return NULL;
+}
+
 /* The one block a person reads after a hang, then the end of the job. */
 static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
 {
@@ -162,6 +171,11 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
         wd->hook(wd->ctx, FB_ERR_TIMEOUT, message);
     fprintf(stderr, "%s: stopping every rank (exit %d)\n", prog, FB_ERR_TIMEOUT);
     fflush(stderr);
+    /* MPI_Abort waits on the launcher, which may itself wait on a host that
+     * is cut off: this process ends within the bound regardless. */
+    pthread_t backstop;
+    if (pthread_create(&backstop, NULL, exit_later, NULL) == 0)
+        pthread_detach(backstop);
     MPI_Abort(wd->w->comm, FB_ERR_TIMEOUT);
     _exit(FB_ERR_TIMEOUT);
 }
