@@ -294,18 +294,10 @@ static void summary_sentence(const struct fb_summary *s, struct fb_str *out)
     fb_str_addf(out, " (nccl-tests average over all sizes %.2f).", s->avg_busbw);
 }
 
-enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
-                                const char *profile_name, struct fb_verdict *v, struct fb_err *err)
+/* Rules 1 to 3, which need no profile. Returns true when one of them
+ * decided the verdict; each that holds adds its sentence. */
+static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
-    memset(v, 0, sizeof *v);
-    v->measured = v->ratio = NAN;
-    fb_summary_compute(r->rows, r->nrows, &v->summary);
-    v->nodes = run_nodes(r);
-    enum fb_status st = choose_profile(r, ps, profile_name, v, err);
-    if (st != FB_OK)
-        return st;
-    struct fb_str *out = &v->reasons;
-    set_verdict(v, FB_OK);
     bool decided = false;
     if (v->summary.wrong_total > 0) {
         set_verdict(v, FB_VERDICT_FAIL);
@@ -313,10 +305,10 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
                     v->summary.wrong_total, v->summary.wrong_total == 1 ? "" : "s");
         decided = true;
     }
-    bool socket = r->net != NULL && strcmp(r->net, "Socket") == 0;
-    if (socket && v->nodes > 1) {
+    if (r->net != NULL && strcmp(r->net, "Socket") == 0 && v->nodes > 1) {
         if (!decided)
             set_verdict(v, FB_VERDICT_TCP_FALLBACK);
+        v->fallback = true;
         fb_str_addf(out, " NCCL moved inter-node traffic over TCP sockets (NET/Socket)");
         describe_socket_ranks(r, v, out);
         fb_str_addf(out, ": a multi-node run on sockets is the TCP fallback, whatever its numbers say.");
@@ -330,25 +322,50 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
         note_incomplete(r, out);
         decided = true;
     }
+    return decided;
+}
+
+static enum fb_status no_profile(const struct fb_result *r, const struct fb_profiles *ps,
+                                 const struct fb_verdict *v, struct fb_err *err)
+{
+    char known[1024];
+    fb_profiles_names(ps, known, sizeof known);
+    const char *net = r->net ? r->net : fb_intended_net(r);
+    return fb_fail(err, FB_ERR_USAGE,
+                   "no reference profile matches %s (%s %s, %ld node%s, %ld ranks, net %s, %s); name one with --profile (known: %s) or save one from a known-good run: fabric-report baseline RESULT.json --name NAME",
+                   r->path, r->device_kind ? r->device_kind : "device", r->device_name ? r->device_name : "unknown",
+                   v->nodes, v->nodes == 1 ? "" : "s", r->ranks, net ? net : "none", r->collective, known);
+}
+
+enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
+                                const char *profile_name, struct fb_verdict *v, struct fb_err *err)
+{
+    memset(v, 0, sizeof *v);
+    v->measured = v->ratio = NAN;
+    fb_summary_compute(r->rows, r->nrows, &v->summary);
+    v->nodes = run_nodes(r);
+    enum fb_status st = choose_profile(r, ps, profile_name, v, err);
+    if (st != FB_OK)
+        return st;
+    set_verdict(v, FB_OK);
+    struct fb_str *out = &v->reasons;
+    bool decided = judge_without_profile(r, v, out);
+    if (!decided && v->expect == NULL) {
+        fb_verdict_free(v);
+        return no_profile(r, ps, v, err);
+    }
     struct fb_point *pts = NULL;
     size_t npts = 0;
     st = fb_result_points(r, &pts, &npts, err);
-    if (st != FB_OK)
+    if (st != FB_OK) {
+        fb_verdict_free(v);
         return st;
+    }
     if (v->expect != NULL) {
         enum fb_status band = judge_bandwidth(pts, npts, v, out);
         if (!decided)
             set_verdict(v, band);
         note_profile_fit(r, v, out);
-    } else if (!decided) {
-        char known[1024];
-        fb_profiles_names(ps, known, sizeof known);
-        const char *net = r->net ? r->net : fb_intended_net(r);
-        free(pts);
-        return fb_fail(err, FB_ERR_USAGE,
-                       "no reference profile matches %s (%s %s, %ld node%s, %ld ranks, net %s, %s); name one with --profile (known: %s) or save one from a known-good run: fabric-report baseline RESULT.json --name NAME",
-                       r->path, r->device_kind ? r->device_kind : "device", r->device_name ? r->device_name : "unknown",
-                       v->nodes, v->nodes == 1 ? "" : "s", r->ranks, net ? net : "none", r->collective, known);
     } else if (npts > 0) {
         v->measured_bytes = pts[npts - 1].bytes;
         v->measured = pts[npts - 1].best;
@@ -357,7 +374,7 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
     note_fallback_lookalike(r, ps, v, out);
     describe_transport(r, v->nodes, out);
     summary_sentence(&v->summary, out);
-    if (v->code == FB_VERDICT_TCP_FALLBACK || (socket && v->nodes > 1)) {
+    if (v->fallback) {
         const char *fabric = v->profile && v->profile->fabric[0] ? v->profile->fabric : fb_intended_net(r);
         fb_str_addf(out, " Look at: %s.", causes_for(fabric));
     }

@@ -29,6 +29,7 @@ struct fb_verdict {
     double measured; /* best busBW at the compared size; NAN when none */
     double ratio;    /* measured / typical figure (the floor when none is given) */
     long nodes;
+    bool fallback;     /* rule 2 holds, whatever verdict came first */
     long socket_ranks; /* ranks whose inter-node channels used NET/Socket */
     struct fb_summary summary;
     struct fb_str reasons;

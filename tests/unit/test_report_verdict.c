@@ -128,8 +128,10 @@ static void test_wrong_results_fail_first(void)
     CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
     CHECK_STR(v.name, "FAIL");
     CHECK_CONTAINS(fb_str_get(&v.reasons), "7 wrong elements");
-    /* The fallback is still reported beside it. */
+    /* The fallback is still reported beside it, with what to look at. */
+    CHECK(v.fallback);
     CHECK_CONTAINS(fb_str_get(&v.reasons), "TCP fallback");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "Look at:");
     fb_verdict_free(&v);
 }
 
