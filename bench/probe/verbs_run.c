@@ -120,13 +120,18 @@ static enum fb_status post_more(struct sender *s, const struct probe_run *r, str
 }
 
 /* Duration over: one more signaled write on every QP whose last writes
- * went unsignaled, so draining sees them complete. */
+ * went unsignaled, so draining sees them complete. A full queue gets its
+ * tail once a completion makes room (-t >= -Q + -l - 1 guarantees one is
+ * pending). */
 static enum fb_status flush_tails(struct sender *s, const struct probe_run *r, struct fb_err *err)
 {
     s->flushing = 1;
-    for (int q = 0; q < s->l->nqp; q++)
-        if (s->q[q].unsignaled > 0 && post_chain(s, q, 1, 1, r, err) != FB_OK)
+    for (int q = 0; q < s->l->nqp; q++) {
+        const struct qp_state *st = &s->q[q];
+        int room = st->posted - st->completed < (uint64_t)s->l->tx_depth;
+        if (st->unsignaled > 0 && room && post_chain(s, q, 1, 1, r, err) != FB_OK)
             return err->code;
+    }
     return FB_OK;
 }
 
@@ -158,7 +163,8 @@ static int sender_done(const struct sender *s)
 {
     for (int q = 0; q < s->l->nqp; q++) {
         const struct qp_state *st = &s->q[q];
-        if (s->target ? st->completed < s->target : (!s->flushing || st->completed < st->posted))
+        if (s->target ? st->completed < s->target
+                      : (!s->flushing || st->unsignaled > 0 || st->completed < st->posted))
             return 0;
     }
     return 1;
@@ -181,7 +187,7 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_run 
         double now = fb_now();
         for (int i = 0; i < n; i++) {
             struct sender *x = &s[i];
-            if (!target && !x->flushing && now >= stop_at && flush_tails(x, r, err) != FB_OK)
+            if (!target && now >= stop_at && flush_tails(x, r, err) != FB_OK)
                 return err->code;
             if (!x->flushing && post_more(x, r, err) != FB_OK)
                 return err->code;
