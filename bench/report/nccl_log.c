@@ -1,5 +1,9 @@
 #include "report/nccl_log.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,4 +602,120 @@ enum fb_status fb_transport_from_logs(const char *const *paths, int npaths,
         st = fb_nccl_log_transport(log, transport_out, err);
     fb_nccl_log_free(log);
     return st;
+}
+
+/* Paths of the arguments, directories expanded to their regular files. */
+struct paths {
+    char **p;
+    int n;
+};
+
+static void paths_free(struct paths *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->p[i]);
+    free(l->p);
+}
+
+static enum fb_status paths_add(struct paths *l, const char *path, struct fb_err *err)
+{
+    char **p = realloc(l->p, (size_t)(l->n + 1) * sizeof *p);
+    if (p == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory listing NCCL logs");
+    l->p = p;
+    if ((l->p[l->n] = strdup(path)) == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory listing NCCL logs");
+    l->n++;
+    return FB_OK;
+}
+
+static enum fb_status paths_expand(struct paths *l, const char *arg, struct fb_err *err)
+{
+    struct stat sb;
+    if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return paths_add(l, arg, err); /* a missing file is reported when read */
+    struct dirent **names = NULL;
+    int n = scandir(arg, &names, NULL, alphasort);
+    if (n < 0)
+        return fb_fail(err, FB_ERR_INPUT, "cannot read directory %s: %s", arg, strerror(errno));
+    enum fb_status st = FB_OK;
+    int before = l->n;
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        int len = snprintf(path, sizeof path, "%s/%s", arg, names[i]->d_name);
+        if (st == FB_OK && names[i]->d_name[0] != '.' && len < (int)sizeof path && stat(path, &sb) == 0 &&
+            S_ISREG(sb.st_mode))
+            st = paths_add(l, path, err);
+        free(names[i]);
+    }
+    free(names);
+    if (st == FB_OK && l->n == before)
+        st = fb_fail(err, FB_ERR_INPUT, "%s holds no files; give the NCCL_DEBUG_FILE logs of the run", arg);
+    return st;
+}
+
+enum fb_status fb_transport_from_args(const char *const *args, int nargs,
+                                      json_object **transport_out, struct fb_err *err)
+{
+    struct paths l = {0};
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < nargs && st == FB_OK; i++)
+        st = paths_expand(&l, args[i], err);
+    if (st == FB_OK)
+        st = fb_transport_from_logs((const char *const *)l.p, l.n, transport_out, err);
+    paths_free(&l);
+    return st;
+}
+
+static const char *joined(json_object *arr, struct fb_str *out)
+{
+    size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+    for (size_t i = 0; i < n; i++)
+        fb_str_addf(out, "%s%s", i ? "," : "", json_object_get_string(json_object_array_get_idx(arr, i)));
+    return n ? fb_str_get(out) : "-";
+}
+
+static const char *string_of(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* "yes", "no" or "-" for a boolean-or-null member. */
+static const char *yes_no(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_boolean))
+        return "-";
+    return json_object_get_boolean(v) ? "yes" : "no";
+}
+
+void fb_transport_text(json_object *t, struct fb_str *out)
+{
+    const char *net = string_of(t, "net");
+    json_object *pr = NULL;
+    json_object_object_get_ex(t, "per_rank", &pr);
+    size_t n = pr && json_object_is_type(pr, json_type_array) ? json_object_array_length(pr) : 0;
+    bool socket = net != NULL && strcmp(net, "Socket") == 0;
+    const char *gdr = yes_no(t, "gdr");
+    if (net == NULL)
+        fb_str_addf(out, "no network channel: NCCL kept every connection inside a node (%zu rank%s logged)\n", n, n == 1 ? "" : "s");
+    else
+        fb_str_addf(out, "NET/%s%s across %zu logged rank%s%s\n", net,
+                    socket ? " (TCP sockets)" : strcmp(gdr, "yes") == 0 ? " with GPUDirect RDMA"
+                                              : strcmp(gdr, "no") == 0  ? " without GPUDirect RDMA" : "",
+                    n, n == 1 ? "" : "s", socket ? ": on several nodes this is the TCP fallback" : "");
+    fb_str_addf(out, "%-5s %-20s %-8s %-4s %-40s %s\n", "rank", "host", "net", "gdr", "interfaces", "intra-node");
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(pr, i), *rank = NULL, *ifaces = NULL, *intra = NULL;
+        json_object_object_get_ex(e, "rank", &rank);
+        json_object_object_get_ex(e, "interfaces", &ifaces);
+        json_object_object_get_ex(e, "intra", &intra);
+        const char *host = string_of(e, "host"), *rnet = string_of(e, "net");
+        struct fb_str a = {0}, b = {0};
+        fb_str_addf(out, "%-5s %-20s %-8s %-4s %-40s %s\n", rank ? json_object_get_string(rank) : "?",
+                    host ? host : "?", rnet ? rnet : "-", yes_no(e, "gdr"), joined(ifaces, &a), joined(intra, &b));
+        fb_str_free(&a);
+        fb_str_free(&b);
+    }
 }

@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "core/status.h"
+#include "report/text.h"
 
 /* Reads the given log files (each NCCL process's NCCL_DEBUG_FILE output; a
  * file may also hold several processes' lines) and returns a new "transport"
@@ -35,6 +36,16 @@
  * counts) and logs that end before NCCL chose its transports. */
 enum fb_status fb_transport_from_logs(const char *const *paths, int npaths,
                                       json_object **transport_out, struct fb_err *err);
+
+/* The same where each argument may also be a directory holding one log per
+ * process (NCCL_DEBUG_FILE=DIR/nccl.%h.%p): its regular files are read in
+ * name order. */
+enum fb_status fb_transport_from_args(const char *const *args, int nargs,
+                                      json_object **transport_out, struct fb_err *err);
+
+/* A transport object as a few lines for people: the run's network, then a
+ * line per rank (host, network, GPUDirect, interfaces, intra-node). */
+void fb_transport_text(json_object *transport, struct fb_str *out);
 
 /* The same in steps, for callers that hold the text rather than files (a
  * multi-node run gathers each rank's log to one rank; an nccl-tests output

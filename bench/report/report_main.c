@@ -2,7 +2,6 @@
  * results. Each subcommand parses its options, calls into the report
  * modules and returns one status; main prints the one-line error, if any,
  * and exits with the status (docs/exit-codes.md, docs/report.md). */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -87,72 +86,31 @@ static void print_str(FILE *f, const struct fb_str *s)
     fflush(f);
 }
 
-/* NCCL logs named on the command line: files as given, directories as
- * every regular file in them (NCCL_DEBUG_FILE=DIR/nccl.%h.%p), sorted. */
-struct log_paths {
-    char **p;
+/* NCCL log arguments (--nccl-log, repeatable): files or directories. */
+#define LOG_ARGS_MAX 64
+
+struct log_args {
+    const char *a[LOG_ARGS_MAX];
     int n;
 };
 
-static void log_paths_free(struct log_paths *l)
+static enum fb_status add_log_arg(struct log_args *l, const char *arg, struct fb_err *err)
 {
-    for (int i = 0; i < l->n; i++)
-        free(l->p[i]);
-    free(l->p);
-    memset(l, 0, sizeof *l);
-}
-
-static enum fb_status log_paths_add(struct log_paths *l, const char *path, struct fb_err *err)
-{
-    char **p = realloc(l->p, (size_t)(l->n + 1) * sizeof *p);
-    if (p == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-    l->p = p;
-    l->p[l->n] = strdup(path);
-    if (l->p[l->n] == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-    l->n++;
+    if (l->n == LOG_ARGS_MAX)
+        return fb_fail(err, FB_ERR_USAGE, "--nccl-log given more than %d times; give directories instead", LOG_ARGS_MAX);
+    l->a[l->n++] = arg;
     return FB_OK;
-}
-
-static enum fb_status log_paths_expand(struct log_paths *l, const char *arg, struct fb_err *err)
-{
-    struct stat sb;
-    if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return log_paths_add(l, arg, err);
-    struct dirent **names = NULL;
-    int n = scandir(arg, &names, NULL, alphasort);
-    if (n < 0)
-        return fb_fail(err, FB_ERR_INPUT, "cannot read directory %s: %s", arg, strerror(errno));
-    enum fb_status st = FB_OK;
-    int before = l->n;
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", arg, names[i]->d_name);
-        if (st == FB_OK && names[i]->d_name[0] != '.' && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-            st = log_paths_add(l, path, err);
-        free(names[i]);
-    }
-    free(names);
-    if (st == FB_OK && l->n == before)
-        st = fb_fail(err, FB_ERR_INPUT, "%s holds no files; give the NCCL_DEBUG_FILE logs of the run", arg);
-    return st;
-}
-
-static enum fb_status read_transport(const struct log_paths *l, json_object **t, struct fb_err *err)
-{
-    return fb_transport_from_logs((const char *const *)l->p, l->n, t, err);
 }
 
 /* A result given separately captured NCCL logs: their transport replaces
  * whatever the file says (the file is not changed). */
-static enum fb_status load_with_logs(const char *path, const struct log_paths *logs, struct fb_result *r,
+static enum fb_status load_with_logs(const char *path, const struct log_args *logs, struct fb_result *r,
                                      struct fb_err *err)
 {
     if (logs->n == 0)
         return fb_result_load(path, r, err);
     json_object *t = NULL;
-    enum fb_status st = read_transport(logs, &t, err);
+    enum fb_status st = fb_transport_from_args(logs->a, logs->n, &t, err);
     if (st != FB_OK)
         return st;
     json_object *doc = NULL;
@@ -186,18 +144,18 @@ static enum fb_status cmd_check(int argc, char **argv, struct fb_err *err)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct common com = {0};
-    struct log_paths logs = {0};
+    struct log_args logs = {0};
     const char *profile = NULL;
     bool json = false;
     int c;
     enum fb_status st = FB_OK;
     while (st == FB_OK && (c = next_opt(argc, argv, ":p:P:L:jh", longopts, "check", err)) != -1) {
         switch (c) {
-        case 'L': st = log_paths_expand(&logs, optarg, err); break;
+        case 'L': st = add_log_arg(&logs, optarg, err); break;
         case 'p': profile = optarg; break;
         case 'P': if (add_profile_dir(&com, optarg, err) != FB_OK) return err->code; break;
         case 'j': json = true; break;
-        case 'h': fputs(check_help, stdout); log_paths_free(&logs); return FB_OK;
+        case 'h': fputs(check_help, stdout); return FB_OK;
         default: st = err->code; break;
         }
     }
@@ -209,7 +167,6 @@ static enum fb_status cmd_check(int argc, char **argv, struct fb_err *err)
     struct fb_result r;
     if (st == FB_OK)
         st = load_with_logs(argv[optind], &logs, &r, err);
-    log_paths_free(&logs);
     if (st != FB_OK) {
         fb_profiles_free(&ps);
         return st;
@@ -366,24 +323,19 @@ static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
     struct fb_import_opts o = {.mtime = -1};
     enum fb_import_format f = FB_IMPORT_AUTO;
     const char *output = NULL;
-    struct log_paths logs = {0};
+    struct log_args logs = {0};
     json_object *transport = NULL;
     int c;
     while ((c = next_opt(argc, argv, ":o:c:C:f:u:L:h", longopts, "import", err)) != -1) {
         switch (c) {
-        case 'L':
-            if (log_paths_expand(&logs, optarg, err) != FB_OK) {
-                log_paths_free(&logs);
-                return err->code;
-            }
-            break;
+        case 'L': if (add_log_arg(&logs, optarg, err) != FB_OK) return err->code; break;
         case 'o': output = optarg; break;
         case 'c': o.cluster = optarg; break;
         case 'C': o.collective = optarg; break;
         case 'f': if (fb_import_format_parse(optarg, &f, err) != FB_OK) return err->code; break;
         case 'u': o.units = optarg; break;
-        case 'h': fputs(import_help, stdout); log_paths_free(&logs); return FB_OK;
-        default: log_paths_free(&logs); return err->code;
+        case 'h': fputs(import_help, stdout); return FB_OK;
+        default: return err->code;
         }
     }
     enum fb_status st = FB_OK;
@@ -392,8 +344,7 @@ static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
     else if (o.collective != NULL && !fb_collective_known(o.collective))
         st = fb_fail(err, FB_ERR_USAGE, "--collective %s: use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv", o.collective);
     else if (logs.n > 0)
-        st = read_transport(&logs, &transport, err);
-    log_paths_free(&logs);
+        st = fb_transport_from_args(logs.a, logs.n, &transport, err);
     if (st != FB_OK)
         return st;
     bool to_dir = output != NULL && (is_dir(output) || output[strlen(output) - 1] == '/');
@@ -659,42 +610,6 @@ static const char transport_help[] =
     "process as NCCL_DEBUG_FILE=DIR/nccl.%%h.%%p writes them, or any output holding the\n"
     "INFO lines). --json prints the results-schema \"transport\" object.\n";
 
-static const char *joined_list(json_object *arr, struct fb_str *out)
-{
-    size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
-    for (size_t i = 0; i < n; i++)
-        fb_str_addf(out, "%s%s", i ? "," : "", json_object_get_string(json_object_array_get_idx(arr, i)));
-    return n ? fb_str_get(out) : "-";
-}
-
-static void print_transport(json_object *t)
-{
-    const char *net = fb_json_get_string(t, "net");
-    bool gdr = false, has_gdr = fb_json_get_bool(t, "gdr", &gdr);
-    json_object *pr = json_object_object_get(t, "per_rank");
-    size_t n = json_object_array_length(pr);
-    if (net == NULL)
-        printf("no network channel: NCCL kept every connection inside a node (%zu rank%s logged)\n", n, n == 1 ? "" : "s");
-    else
-        printf("NET/%s%s across %zu logged rank%s%s\n", net,
-               strcmp(net, "Socket") == 0 ? " (TCP sockets)" : has_gdr ? (gdr ? " with GPUDirect RDMA" : " without GPUDirect RDMA") : "",
-               n, n == 1 ? "" : "s", strcmp(net, "Socket") == 0 ? ": on several nodes this is the TCP fallback" : "");
-    printf("%-5s %-20s %-8s %-4s %-40s %s\n", "rank", "host", "net", "gdr", "interfaces", "intra-node");
-    for (size_t i = 0; i < n; i++) {
-        json_object *e = json_object_array_get_idx(pr, i);
-        json_object *rank = json_object_object_get(e, "rank");
-        const char *host = fb_json_get_string(e, "host"), *rnet = fb_json_get_string(e, "net");
-        bool rg = false, has_rg = fb_json_get_bool(e, "gdr", &rg);
-        struct fb_str ifaces = {0}, intra = {0};
-        printf("%-5s %-20s %-8s %-4s %-40s %s\n", rank ? json_object_get_string(rank) : "?", host ? host : "?",
-               rnet ? rnet : "-", has_rg ? (rg ? "yes" : "no") : "-",
-               joined_list(json_object_object_get(e, "interfaces"), &ifaces),
-               joined_list(json_object_object_get(e, "intra"), &intra));
-        fb_str_free(&ifaces);
-        fb_str_free(&intra);
-    }
-}
-
 static enum fb_status cmd_transport(int argc, char **argv, struct fb_err *err)
 {
     static const struct option longopts[] = {
@@ -711,20 +626,18 @@ static enum fb_status cmd_transport(int argc, char **argv, struct fb_err *err)
     }
     if (optind == argc)
         return fb_fail(err, FB_ERR_USAGE, "transport needs NCCL log files or a directory of them; see fabric-report transport --help");
-    struct log_paths logs = {0};
-    enum fb_status st = FB_OK;
-    for (int i = optind; i < argc && st == FB_OK; i++)
-        st = log_paths_expand(&logs, argv[i], err);
     json_object *t = NULL;
-    if (st == FB_OK)
-        st = read_transport(&logs, &t, err);
-    log_paths_free(&logs);
+    enum fb_status st = fb_transport_from_args((const char *const *)argv + optind, argc - optind, &t, err);
     if (st != FB_OK)
         return st;
-    if (json)
+    if (json) {
         printf("%s\n", json_object_to_json_string_ext(t, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-    else
-        print_transport(t);
+    } else {
+        struct fb_str text = {0};
+        fb_transport_text(t, &text);
+        print_str(stdout, &text);
+        fb_str_free(&text);
+    }
     json_object_put(t);
     return FB_OK;
 }

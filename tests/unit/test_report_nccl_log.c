@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "report/nccl_log.h"
@@ -237,6 +238,30 @@ static void test_text_feed_and_canonical_names(void)
     CHECK_STR(fb_net_canonical("FastSocket"), "FastSocket");
 }
 
+static void test_directories_and_the_table(void)
+{
+    const char *args[] = {LOGS "ib-nogdr", LOGS "relay-tagged/output.log"};
+    json_object *t = NULL;
+    struct fb_err err = {0};
+    /* Two runs given together: ranks 0 and 1 appear twice. */
+    CHECK_INT(fb_transport_from_args(args, 2, &t, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "mixed");
+    fb_err_clear(&err);
+    CHECK_INT(fb_transport_from_args(args, 1, &t, &err), FB_OK);
+    struct fb_str text = {0};
+    fb_transport_text(t, &text);
+    CHECK(fb_starts_with(fb_str_get(&text), "NET/IB without GPUDirect RDMA across 2 logged ranks\n"));
+    CHECK_CONTAINS(fb_str_get(&text), "\n1     node1                IB       no   mlx5_2:1/RoCE");
+    fb_str_free(&text);
+    json_object_put(t);
+    char empty[] = "/tmp/fbnccl.XXXXXX";
+    CHECK(mkdtemp(empty) != NULL);
+    const char *none[] = {empty};
+    CHECK_INT(fb_transport_from_args(none, 1, &t, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "holds no files");
+    rmdir(empty);
+}
+
 int main(void)
 {
     RUN(test_ib_with_gdr);
@@ -249,5 +274,6 @@ int main(void)
     RUN(test_one_socket_rank_makes_the_run_socket);
     RUN(test_bad_logs_give_one_line);
     RUN(test_text_feed_and_canonical_names);
+    RUN(test_directories_and_the_table);
     return fbt_done();
 }
