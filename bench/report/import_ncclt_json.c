@@ -52,6 +52,14 @@ static bool loose_number(json_object *v, double *out)
     return false;
 }
 
+/* A byte count: a loose number in [0, 1e19), which every size fits and
+ * which converts to unsigned long long without overflow. */
+static unsigned long long loose_bytes(json_object *v)
+{
+    double d = 0;
+    return loose_number(v, &d) && d >= 0 && d < 1e19 ? (unsigned long long)d : 0;
+}
+
 static long loose_long(json_object *obj, const char *key, long dflt)
 {
     double d = 0;
@@ -79,9 +87,8 @@ static void read_config(struct ncclt_run *r, json_object *c)
     r->have_config = true;
     r->nthreads = loose_long(c, "nthreads", 1);
     r->ngpus = loose_long(c, "ngpus", 1);
-    double d = 0;
-    r->minbytes = loose_number(member(c, "minimum_bytes"), &d) && d >= 0 ? (unsigned long long)d : 0;
-    r->maxbytes = loose_number(member(c, "maximum_bytes"), &d) && d >= 0 ? (unsigned long long)d : 0;
+    r->minbytes = loose_bytes(member(c, "minimum_bytes"));
+    r->maxbytes = loose_bytes(member(c, "maximum_bytes"));
     r->step_is_factor = member(c, "step_factor") != NULL;
     double step = 0;
     loose_number(member(c, r->step_is_factor ? "step_factor" : "step_bytes"), &step);
