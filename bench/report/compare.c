@@ -42,6 +42,41 @@ enum fb_status fb_result_set_filter(struct fb_result_set *set, const char *colle
     return FB_OK;
 }
 
+static bool same_series(const struct fb_result *a, const struct fb_result *b)
+{
+    return strcmp(a->cluster, b->cluster) == 0 && strcmp(a->collective, b->collective) == 0;
+}
+
+/* ISO 8601 UTC stamps sort as text; a missing one counts as oldest. */
+static bool started_before(const struct fb_result *a, const struct fb_result *b)
+{
+    const char *x = a->start_time ? a->start_time : "", *y = b->start_time ? b->start_time : "";
+    return strcmp(x, y) < 0;
+}
+
+void fb_result_set_latest(struct fb_result_set *set)
+{
+    /* Decide for every result first, then drop: a freed result can no
+     * longer be compared with. */
+    bool *drop = calloc(set->n ? set->n : 1, sizeof *drop);
+    if (drop == NULL)
+        return; /* keeping everything is a correct, if longer, answer */
+    for (size_t i = 0; i < set->n; i++)
+        for (size_t k = 0; k < set->n && !drop[i]; k++)
+            drop[i] = k != i && same_series(&set->r[i], &set->r[k]) &&
+                      (started_before(&set->r[i], &set->r[k]) ||
+                       (!started_before(&set->r[k], &set->r[i]) && k > i));
+    size_t kept = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        if (drop[i])
+            fb_result_free(&set->r[i]);
+        else
+            set->r[kept++] = set->r[i];
+    }
+    set->n = kept;
+    free(drop);
+}
+
 enum fb_status fb_result_set_same_collective(const struct fb_result_set *set, struct fb_err *err)
 {
     for (size_t i = 1; i < set->n; i++) {

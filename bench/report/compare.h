@@ -28,6 +28,10 @@ enum fb_status fb_compare(const struct fb_result_set *set, const struct fb_compa
  * FB_ERR_INPUT when none is left. */
 enum fb_status fb_result_set_filter(struct fb_result_set *set, const char *collective, struct fb_err *err);
 
+/* Keeps, per cluster and collective, only the result that started last
+ * (results/<cluster>/ accumulates runs; --latest compares the newest). */
+void fb_result_set_latest(struct fb_result_set *set);
+
 /* FB_ERR_INPUT naming the collectives found when the set mixes them. */
 enum fb_status fb_result_set_same_collective(const struct fb_result_set *set, struct fb_err *err);
 

@@ -323,8 +323,9 @@ static void shipped_dir(char *buf, size_t len)
     for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
         char cand[PATH_MAX + 64];
         snprintf(cand, sizeof cand, "%s%s", exe, tails[i]);
-        if (is_dir(cand) && strlen(cand) < len) {
-            memcpy(buf, cand, strlen(cand) + 1);
+        char real[PATH_MAX];
+        if (is_dir(cand) && realpath(cand, real) != NULL && strlen(real) < len) {
+            memcpy(buf, real, strlen(real) + 1);
             return;
         }
     }

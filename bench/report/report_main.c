@@ -196,10 +196,11 @@ static enum fb_status cmd_check(int argc, char **argv, struct fb_err *err)
 
 static const char compare_help[] =
     "usage: fabric-report compare RESULT.json...|DIR... [--markdown|--csv|--json]\n"
-    "         [--baseline N|CLUSTER|FILE] [--noise PCT] [--collective NAME] [--allow-mixed]\n"
+    "         [--baseline N|CLUSTER|FILE] [--noise PCT] [--collective NAME] [--latest] [--allow-mixed]\n"
     "busBW per size side by side (best of out-of-place and in-place), ratios against the\n"
     "first result or --baseline, '-'/'+' where a result leaves the noise band (default 5 %%,\n"
-    "wider where repetitions spread more). Directories are searched for collective results.\n";
+    "wider where repetitions spread more). Directories are searched for collective results;\n"
+    "--latest keeps the newest result of each cluster and collective.\n";
 
 static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
 {
@@ -207,10 +208,12 @@ static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
         {"markdown", no_argument, NULL, 'm'}, {"csv", no_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'}, {"baseline", required_argument, NULL, 'b'},
         {"noise", required_argument, NULL, 'n'}, {"collective", required_argument, NULL, 'C'},
-        {"allow-mixed", no_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"allow-mixed", no_argument, NULL, 'x'}, {"latest", no_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct fb_compare_opts o = {.format = FB_CMP_TEXT, .noise = 0.05};
     const char *collective = NULL;
+    bool latest = false;
     int c, formats = 0;
     while ((c = next_opt(argc, argv, ":b:n:C:h", longopts, "compare", err)) != -1) {
         switch (c) {
@@ -221,6 +224,7 @@ static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
         case 'n': if (parse_percent(optarg, "--noise", &o.noise, err) != FB_OK) return err->code; break;
         case 'C': collective = optarg; break;
         case 'x': o.allow_mixed = true; break;
+        case 'l': latest = true; break;
         case 'h': fputs(compare_help, stdout); return FB_OK;
         default: return err->code;
         }
@@ -235,6 +239,8 @@ static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
         return st;
     if (collective != NULL)
         st = fb_result_set_filter(&set, collective, err);
+    if (latest)
+        fb_result_set_latest(&set);
     struct fb_str out = {0};
     if (st == FB_OK)
         st = fb_compare(&set, &o, &out, err);
@@ -398,7 +404,7 @@ static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
 static const char plot_help[] =
     "usage: fabric-report plot RESULT.json...|DIR... -o FILE.png|FILE.svg [--profile NAME]...\n"
     "         [--no-auto-profile] [--size WxH] [--title TEXT] [--logy] [--script FILE.gp]\n"
-    "         [--collective NAME] [--profiles DIR]\n"
+    "         [--collective NAME] [--latest] [--profiles DIR]\n"
     "busBW vs message size (log2 x axis), one curve per result, the typical (dashed) and\n"
     "floor (dotted) lines of each named or auto-picked profile. Needs gnuplot.\n";
 
@@ -445,9 +451,11 @@ static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
         {"profiles", required_argument, NULL, 'P'}, {"no-auto-profile", no_argument, NULL, 'N'},
         {"size", required_argument, NULL, 's'}, {"title", required_argument, NULL, 't'},
         {"logy", no_argument, NULL, 'l'}, {"script", required_argument, NULL, 'S'},
-        {"collective", required_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"collective", required_argument, NULL, 'C'}, {"latest", no_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct fb_plot_opts o = {.width = 1200, .height = 700};
+    bool latest = false;
     struct common com = {0};
     const char *named[16];
     int nnamed = 0;
@@ -469,6 +477,7 @@ static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
         case 'l': o.logy = true; break;
         case 'S': o.script = optarg; break;
         case 'C': collective = optarg; break;
+        case 'T': latest = true; break;
         case 'h': fputs(plot_help, stdout); return FB_OK;
         default: return err->code;
         }
@@ -489,6 +498,8 @@ static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
     }
     if (collective != NULL)
         st = fb_result_set_filter(&set, collective, err);
+    if (latest)
+        fb_result_set_latest(&set);
     if (st == FB_OK)
         st = fb_result_set_same_collective(&set, err);
     struct fb_plot_line lines[48];

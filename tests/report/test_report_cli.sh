@@ -107,6 +107,9 @@ check "import --nccl-log adds the transport" jq -e '.transport.net == "IB" and .
 # ---- compare ----
 expect_exit "compare a directory" 0 "$R" compare "$RES" --collective all_reduce
 expect_grep "compare lists every all_reduce result" '^# \[7\] ' "$T_OUT"
+expect_exit "compare --latest" 0 "$R" compare "$RES" --collective all_reduce --latest
+expect_grep "--latest keeps one run of gke-a3-demo" '^# \[6\] ' "$T_OUT"
+if grep -q '^# \[7\] ' "$T_OUT"; then not_ok "--latest drops the older run" "$(grep '^# \[' "$T_OUT" | tr '\n' '|')"; else ok "--latest drops the older run"; fi
 expect_exit "compare --markdown" 0 "$R" compare "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allreduce-2.json" --markdown
 expect_grep "markdown table header" '^\| size \| \[1\] vm-4rank \| \[2\] vm-2rank \| ratio 2/1 \|$' "$T_OUT"
 expect_exit "compare --csv" 0 "$R" compare "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allreduce-2.json" --csv

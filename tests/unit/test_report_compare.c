@@ -212,11 +212,32 @@ static void test_mixed_collectives_refused_or_flagged(void)
     fb_result_set_free(&set);
 }
 
+static void test_latest_per_cluster(void)
+{
+    /* Three runs of one cluster and one of another: --latest keeps two. */
+    const char *starts[] = {"2026-11-01T10:00:00Z", "2026-11-03T10:00:00Z", "2026-11-02T10:00:00Z"};
+    struct fb_result_set set = {0};
+    set.r = calloc(4, sizeof *set.r);
+    struct fb_err err = {0};
+    for (int i = 0; i < 3; i++) {
+        json_object *d = fixture_doc("vm-mpi-allreduce-4.json");
+        json_object_object_add(d, "start_time", json_object_new_string(starts[i]));
+        CHECK_INT(fb_result_from_json(d, starts[i], &set.r[set.n++], &err), FB_OK);
+    }
+    CHECK_INT(fb_result_from_json(fixture_doc("vm-mpi-allreduce-2.json"), "other", &set.r[set.n++], &err), FB_OK);
+    fb_result_set_latest(&set);
+    CHECK_INT(set.n, 2);
+    CHECK_STR(set.r[0].start_time, "2026-11-03T10:00:00Z");
+    CHECK_STR(set.r[1].cluster, "vm-2rank");
+    fb_result_set_free(&set);
+}
+
 int main(void)
 {
     RUN(test_ratios_and_flags);
     RUN(test_noise_band_widens_with_repetitions);
     RUN(test_markdown_and_json);
     RUN(test_mixed_collectives_refused_or_flagged);
+    RUN(test_latest_per_cluster);
     return fbt_done();
 }
