@@ -109,7 +109,8 @@ static enum fb_status open_devices(struct app *a, struct fb_err *err)
     env->o = o;
     env->c = &a->c;
     env->slot_len = probe_slot_len(o);
-    size_t bytes = (size_t)(env->slot_len * PROBE_ENDS_MAX);
+    env->nslots = probe_pattern_max_ends(o->pattern, o->bidirectional);
+    size_t bytes = (size_t)(env->slot_len * (uint64_t)env->nslots);
     if (o->use_cuda && probe_gpu_alloc(&a->mem, bytes, (int)o->cuda_device, a->w.local_rank, err) != FB_OK)
         return err->code;
     if (o->transport == PROBE_RDMA) {

@@ -49,7 +49,7 @@ static void list_ends(const struct probe_rank_env *env, const struct probe_sched
     int me = env->c->w->rank;
     memset(rd, 0, sizeof *rd);
     rd->index = round;
-    for (int i = s->first[round]; i < s->first[round + 1] && rd->nends < PROBE_ENDS_MAX; i++) {
+    for (int i = s->first[round]; i < s->first[round + 1] && rd->nends < env->nslots; i++) {
         const struct probe_link *l = &s->links[i];
         if (l->src != me && l->dst != me)
             continue;

@@ -23,8 +23,9 @@ struct probe_rank_env {
     const struct probe_ctx *c;
     struct probe_verbs_dev *dev; /* rdma */
     struct ibv_mr *mr;           /* rdma: registers buf */
-    char *buf;                   /* PROBE_ENDS_MAX slots of slot_len bytes */
+    char *buf;                   /* nslots slots of slot_len bytes */
     uint64_t slot_len;
+    int nslots;
     int host_memory;             /* buf is host memory (may be cleared by the CPU) */
     struct in_addr addr;         /* tcp */
     struct probe_tcp_cfg tcfg;   /* tcp */

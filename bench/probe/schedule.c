@@ -205,3 +205,8 @@ int probe_schedule_max_ends(const struct probe_schedule *s, int nranks)
     free(ends);
     return best;
 }
+
+int probe_pattern_max_ends(enum probe_pattern p, int bidirectional)
+{
+    return (p == PROBE_PATTERN_RING ? 2 : 1) * (bidirectional ? 2 : 1);
+}

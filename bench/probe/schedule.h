@@ -50,4 +50,8 @@ void probe_schedule_free(struct probe_schedule *s);
  * in any round: how many buffer slots a rank needs. */
 int probe_schedule_max_ends(const struct probe_schedule *s, int nranks);
 
+/* The same bound from the pattern alone, before the job's layout is known:
+ * one end per rank, two in a ring, doubled by -b. */
+int probe_pattern_max_ends(enum probe_pattern p, int bidirectional);
+
 #endif

@@ -172,6 +172,26 @@ static void test_launch_shapes_that_cannot_work(void)
     CHECK_CONTAINS(err.msg, "node 0 has 2 and node 1 has 1");
 }
 
+static void test_pattern_bound_covers_every_layout(void)
+{
+    struct layout_buf b;
+    for (int p = PROBE_PATTERN_PAIRS; p <= PROBE_PATTERN_ALL_PAIRS; p++)
+        for (int bidir = 0; bidir <= 1; bidir++)
+            for (int nodes = 1; nodes <= 9; nodes++)
+                for (int rails = 1; rails <= 4; rails++) {
+                    struct probe_schedule s;
+                    struct fb_err err = {0};
+                    blocked(&b, nodes, rails);
+                    if (probe_schedule_build((enum probe_pattern)p, bidir, &b.lay, &s, &err) != FB_OK)
+                        continue;
+                    CHECK(probe_schedule_max_ends(&s, nodes * rails) <=
+                          probe_pattern_max_ends((enum probe_pattern)p, bidir));
+                    probe_schedule_free(&s);
+                }
+    CHECK_INT(probe_pattern_max_ends(PROBE_PATTERN_RING, 1), 4);
+    CHECK_INT(probe_pattern_max_ends(PROBE_PATTERN_PAIRS, 0), 1);
+}
+
 static void test_pattern_names_round_trip(void)
 {
     enum probe_pattern p;
@@ -188,6 +208,7 @@ int main(void)
     RUN(test_pairs_halves);
     RUN(test_ring_wraps_and_bidirectional_adds_reverse);
     RUN(test_launch_shapes_that_cannot_work);
+    RUN(test_pattern_bound_covers_every_layout);
     RUN(test_pattern_names_round_trip);
     return fbt_done();
 }
