@@ -61,6 +61,7 @@ struct fb_nccl_log {
     char **sources;
     size_t nsources;
     size_t info_lines;
+    size_t last; /* endpoint of the previous line: lines come in runs */
 };
 
 const char *fb_net_canonical(const char *name)
@@ -154,15 +155,22 @@ static bool parse_prefix(const char *p, size_t n, char *host, size_t hostlen, lo
     return true;
 }
 
+static bool endpoint_is(const struct endpoint *e, const char *host, long pid, int dev, size_t source)
+{
+    return e->pid == pid && e->dev == dev && strcmp(e->host, host) == 0 &&
+           (host[0] != '\0' || e->source == source);
+}
+
 static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, long pid, int dev,
                                      size_t source)
 {
-    bool prefixed = host[0] != '\0';
+    if (log->last < log->nep && endpoint_is(&log->ep[log->last], host, pid, dev, source))
+        return &log->ep[log->last];
     for (size_t i = 0; i < log->nep; i++) {
-        struct endpoint *e = &log->ep[i];
-        if (e->pid == pid && e->dev == dev && strcmp(e->host, host) == 0 &&
-            (prefixed || e->source == source))
-            return e;
+        if (endpoint_is(&log->ep[i], host, pid, dev, source)) {
+            log->last = i;
+            return &log->ep[i];
+        }
     }
     if (log->nep == log->cap) {
         size_t cap = log->cap ? log->cap * 2 : 16;
@@ -172,6 +180,7 @@ static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, 
         log->ep = ep;
         log->cap = cap;
     }
+    log->last = log->nep;
     struct endpoint *e = &log->ep[log->nep++];
     memset(e, 0, sizeof *e);
     fb_copy(e->host, sizeof e->host, host, strlen(host));
