@@ -40,6 +40,14 @@ bad_case "no RDMA in the kernel: exit 5, one line (singleton)" 5 \
 bad_case "no RDMA in the kernel: exit 5, one line from 2 ranks" 5 "use --transport tcp" 2 "${J[@]}"
 expect_exit "no RDMA: no results file is left behind" 1 test -e "$T_DIR/r.json"
 
+# RDMA in the kernel but no device a provider claims: libibverbs reads sysfs
+# under $SYSFS_PATH, so an ABI file and no devices is exactly that case.
+mkdir -p "$T_DIR/sys/class/infiniband_verbs"
+echo 6 >"$T_DIR/sys/class/infiniband_verbs/abi_version"
+export SYSFS_PATH=$T_DIR/sys
+bad_case "RDMA without devices: exit 5, one line" 5 "no RDMA devices: the kernel has RDMA but no HCA" 0 "${J[@]}"
+unset SYSFS_PATH
+
 # --use-cuda without a usable GPU: the CUDA error by name, never a number.
 if [ -e /usr/local/cuda/include/cuda_runtime.h ]; then
   bad_case "--use-cuda without a GPU: exit 5 naming the CUDA error" 5 \
