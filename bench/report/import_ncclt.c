@@ -97,13 +97,24 @@ static void on_config(struct parser *p, const char *line)
     v = after(line, "step: ");
     r->step = v ? strtoull(v, NULL, 10) : 0;
     r->step_is_factor = v != NULL && strstr(v, "(factor)") != NULL;
-    r->warmup = long_after(line, "warmup iters: ", 0);
-    r->iters = long_after(line, " iters: ", 0);
-    const char *it = strstr(line, "iters: ");
-    /* "warmup iters: 5 iters: 20": the second "iters: " is the timed count. */
-    if (it != NULL && (it = strstr(it + 1, " iters: ")) != NULL)
-        r->iters = strtol(it + 8, NULL, 10);
-    r->agg = long_after(line, "agg iters: ", 1);
+    /* "warmup iters: 5 iters: 20 agg iters: 1": which count an "iters:"
+     * is depends on the word before it. */
+    char buf[512];
+    fb_copy(buf, sizeof buf, line, strlen(line));
+    char *tok[TOK_MAX];
+    int n = fb_tokens(buf, tok, TOK_MAX);
+    r->agg = 1;
+    for (int i = 0; i + 1 < n; i++) {
+        if (strcmp(tok[i], "iters:") != 0)
+            continue;
+        long count = strtol(tok[i + 1], NULL, 10);
+        if (i > 0 && strcmp(tok[i - 1], "warmup") == 0)
+            r->warmup = count;
+        else if (i > 0 && strcmp(tok[i - 1], "agg") == 0)
+            r->agg = count;
+        else
+            r->iters = count;
+    }
     r->validation = long_after(line, "validation: ", 0);
     r->graph = long_after(line, "graph: ", 0);
 }

@@ -186,9 +186,26 @@ static void test_repeated_sweeps_number_their_runs(void)
     CHECK_STR(s_at(d, "rows.2.run"), "1");
     CHECK_STR(s_at(d, "rows.3.run"), "1");
     CHECK_STR(s_at(d, "rows.3.iterations"), "10");
+    CHECK_STR(s_at(d, "config.warmup_iters"), "1");
+    CHECK_STR(s_at(d, "config.agg_iters"), "2");
     CHECK_STR(s_at(d, "start_time"), "1970-01-01T00:00:00Z");
     /* No device lines: busBW/algBW = 2(n-1)/n = 1.5 says four ranks. */
     CHECK_STR(s_at(d, "topology.ranks"), "4");
+    fb_import_out_free(&out);
+}
+
+static void test_header_without_warmup_or_agg(void)
+{
+    const char text[] = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) iters: 50 validation: 1\n"
+                        "           8             2     float     sum      -1     5.10    0.00    0.00      0     5.02    0.00    0.00      0\n"
+                        "# Avg bus bandwidth    : 0 \n";
+    struct fb_import_opts o = {.collective = "all_reduce", .mtime = 0};
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(fb_import_text("h.txt", text, sizeof text - 1, FB_IMPORT_NCCLT_TEXT, &o, &out, &err), FB_OK);
+    CHECK_STR(s_at(out.docs[0], "config.iters"), "50");
+    CHECK_STR(s_at(out.docs[0], "config.agg_iters"), "1");
+    CHECK_STR(s_at(out.docs[0], "rows.0.iterations"), "50");
     fb_import_out_free(&out);
 }
 
@@ -365,6 +382,7 @@ int main(void)
     RUN(test_one_file_several_collectives);
     RUN(test_killed_run_is_kept_incomplete);
     RUN(test_repeated_sweeps_number_their_runs);
+    RUN(test_header_without_warmup_or_agg);
     RUN(test_bad_nccl_tests_text);
     RUN(test_nccl_tests_json);
     RUN(test_perftest_text);
