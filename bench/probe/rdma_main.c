@@ -193,27 +193,29 @@ static int by_link(const void *x, const void *y)
 static enum fb_status record_rows(struct app *a, const struct report *all, int round,
                                   struct fb_err *err)
 {
-    struct probe_row rows[64];
     int n = 0;
+    for (int k = 0; k < a->w.size; k++)
+        n += all[k].code == FB_OK ? all[k].n : 0;
+    struct probe_row *rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
+    if (rows == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d result rows", n);
+    n = 0;
     for (int k = 0; k < a->w.size; k++) {
-        for (int i = 0; all[k].code == FB_OK && i < all[k].n && i < PROBE_ENDS_MAX; i++) {
+        for (int i = 0; all[k].code == FB_OK && i < all[k].n; i++) {
             const struct probe_measure *m = &all[k].m[i];
             const struct probe_link *l = &a->sched.links[m->link];
-            struct probe_row row = {round, l->src, l->dst, *m};
-            if (n < (int)(sizeof rows / sizeof *rows)) {
-                rows[n++] = row;
-            } else if (probe_results_add(&a->res, &row, err) != FB_OK) {
-                return err->code;
-            }
+            rows[n++] = (struct probe_row){round, l->src, l->dst, *m};
         }
     }
     qsort(rows, (size_t)n, sizeof *rows, by_link);
-    for (int i = 0; i < n; i++) {
-        if (probe_results_add(&a->res, &rows[i], err) != FB_OK)
-            return err->code;
-        probe_print_row(stdout, &a->res, &rows[i]);
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < n && st == FB_OK; i++) {
+        st = probe_results_add(&a->res, &rows[i], err);
+        if (st == FB_OK)
+            probe_print_row(stdout, &a->res, &rows[i]);
     }
-    return probe_results_save(&a->res, 0, err);
+    free(rows);
+    return st == FB_OK ? probe_results_save(&a->res, 0, err) : st;
 }
 
 static int report_failed(const void *rec) { return ((const struct report *)rec)->code != FB_OK; }
@@ -304,20 +306,22 @@ static int step(struct app *a, struct report *mine, int round, double limit_s, s
  * otherwise every rank leaves cleanly with the code. */
 static int end_with(struct app *a, const struct verdict *v, int shared)
 {
-    if (a->w.rank == 0 && v->rank > 0)
-        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", v->rank, a->w.hosts[v->rank], v->msg);
-    else if (a->w.rank == 0)
-        fprintf(stderr, "fabric-rdma: %s\n", v->msg);
-    else if (!shared && v->code != FB_EXIT_SIGINT && v->code != FB_EXIT_SIGTERM)
-        /* A signal on another rank is the launcher tearing the job down:
-         * rank 0 speaks for it. */
-        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", a->w.rank, a->w.host, v->msg);
+    char kept[PATH_MAX + 32] = "";
     if (a->w.rank == 0 && a->have_results) {
         struct fb_err ignored = {0};
         probe_results_fault(&a->res, (enum fb_status)v->code, v->msg, v->rank);
         if (probe_results_save(&a->res, 0, &ignored) == FB_OK)
-            fprintf(stderr, "fabric-rdma: measurements so far are in %s\n", a->res.path);
+            snprintf(kept, sizeof kept, " (measured so far: %s)", a->res.path);
     }
+    if (a->w.rank == 0 && v->rank > 0)
+        fprintf(stderr, "fabric-rdma: rank %d (%s): %s%s\n", v->rank, a->w.hosts[v->rank], v->msg,
+                kept);
+    else if (a->w.rank == 0)
+        fprintf(stderr, "fabric-rdma: %s%s\n", v->msg, kept);
+    else if (!shared && v->code != FB_EXIT_SIGINT && v->code != FB_EXIT_SIGTERM)
+        /* A signal on another rank is the launcher tearing the job down:
+         * rank 0 speaks for it. */
+        fprintf(stderr, "fabric-rdma: rank %d (%s): %s\n", a->w.rank, a->w.host, v->msg);
     if (!shared || (v->abort_job && a->w.rank == 0)) {
         fflush(NULL);
         MPI_Abort(a->w.comm, v->code);

@@ -75,7 +75,8 @@ done
 "$TH" link fbp 2 up
 wait "$job"
 rc=$(cat "$T_DIR/down.rc" 2>/dev/null)
-if [ "$rc" = 8 ] && grep -q '^fabric-rdma: .*rank 1 (fbp2)' "$T_DIR/down.err"; then
+if [ "$rc" = 8 ] && grep -q '^fabric-rdma: .*rank 1 (fbp2)' "$T_DIR/down.err" &&
+   [ "$(grep -c '^fabric-rdma: ' "$T_DIR/down.err")" -eq 1 ]; then
   ok "link down: exit 8 naming rank 1 (fbp2)"
 else
   not_ok "link down: exit 8 naming rank 1 (fbp2)" "exit $rc: $(head -c 500 "$T_DIR/down.err")"

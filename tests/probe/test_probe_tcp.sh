@@ -82,8 +82,9 @@ start=$(date +%s)
 run timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np 2 "$T_DIR/stop-rank1.sh" "$FB_BIN/fabric-rdma" \
   --transport tcp -a --min-size 64K --max-size 1M -D 1 --margin 0 --timeout 2 -J "$T_DIR/stop.json"
 took=$(( $(date +%s) - start ))
-if [ "$T_RC" -eq 8 ] && grep -q "^fabric-rdma: .*rank 1 ($(hostname))" "$T_ERR" && [ "$took" -lt 60 ]; then
-  ok "silent peer: exit 8 naming rank 1 and its host (${took}s)"
+if [ "$T_RC" -eq 8 ] && grep -q "^fabric-rdma: .*rank 1 ($(hostname)).*measured so far: $T_DIR/stop.json" "$T_ERR" &&
+   [ "$(grep -c '^fabric-rdma: ' "$T_ERR")" -eq 1 ] && [ "$took" -lt 60 ]; then
+  ok "silent peer: exit 8 in one line naming rank 1, its host and the file (${took}s)"
 else
   not_ok "silent peer: exit 8 naming rank 1 and its host" "exit $T_RC after ${took}s: $(head -c 600 "$T_ERR")"
 fi
