@@ -57,8 +57,17 @@ static void run_init(struct perf_run *r)
     r->lid_local = r->lid_remote = r->cuda_device = -1;
 }
 
+/* perftest's own limits are far below these; anything above is not a
+ * measurement, and would overflow the message and byte counts. */
+#define PERF_MAX_BYTES (1ULL << 40)
+#define PERF_MAX_ITERS 1000000000000ULL
+#define PERF_MAX_QPS 65536
+
 static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, struct fb_err *err)
 {
+    if (row->bytes > PERF_MAX_BYTES || row->iterations > PERF_MAX_ITERS)
+        return fb_fail(err, FB_ERR_INPUT, "perftest line with %llu bytes x %llu iterations: out of any real range",
+                       row->bytes, row->iterations);
     struct perf_row *rows = realloc(r->rows, (r->nrows + 1) * sizeof *rows);
     if (rows == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing perftest rows");
@@ -180,6 +189,13 @@ static json_object *link_json(const struct perf_run *r, const struct perf_row *p
     return o;
 }
 
+/* Counts the header gives that no real run has are unknown, not data. */
+static void drop_implausible(struct perf_run *r)
+{
+    if (r->qps > PERF_MAX_QPS)
+        r->qps = -1;
+}
+
 static json_object *config_json(const struct perf_run *r)
 {
     const struct perf_row *last = &r->rows[r->nrows - 1];
@@ -217,13 +233,14 @@ static json_object *summary_json(const struct perf_run *r)
 }
 
 /* A probe document (docs/schema/probe.schema.json) holding one pair. */
-static enum fb_status build_doc(const struct perf_run *r, const char *name, const char *format,
+static enum fb_status build_doc(struct perf_run *r, const char *name, const char *format,
                                 const struct fb_import_opts *o, json_object *warnings,
                                 json_object **out, struct fb_err *err)
 {
     if (r->nrows == 0)
         return fb_fail(err, FB_ERR_INPUT, "%s holds no bandwidth lines (a latency test, or the run failed before its table)", name);
     char cluster[128], when[32];
+    drop_implausible(r);
     cluster_label(o->cluster, name, cluster, sizeof cluster);
     utc_from(o->mtime, when, sizeof when);
     json_object *d = json_object_new_object();
