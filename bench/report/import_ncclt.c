@@ -117,6 +117,7 @@ static void on_config(struct parser *p, const char *line)
     }
     r->validation = long_after(line, "validation: ", 0);
     r->graph = long_after(line, "graph: ", 0);
+    ncclt_bound_counts(r);
 }
 
 static void on_version(struct parser *p, const char *line)

@@ -98,6 +98,7 @@ static void read_config(struct ncclt_run *r, json_object *c)
     r->agg = loose_long(c, "aggregated_iterations", 1);
     r->validation = loose_long(c, "validation", 0);
     r->graph = loose_long(c, "graph", 0);
+    ncclt_bound_counts(r);
 }
 
 static enum fb_status read_devices(struct ncclt_run *r, json_object *devs, struct fb_err *err)

@@ -78,6 +78,22 @@ void ncclt_warn(struct ncclt_run *r, const char *fmt, ...)
     json_object_array_add(r->warnings, json_object_new_string(buf));
 }
 
+static long bounded(long v)
+{
+    return v >= 0 && v <= 1000000000L ? v : 0;
+}
+
+void ncclt_bound_counts(struct ncclt_run *r)
+{
+    r->nthreads = bounded(r->nthreads);
+    r->ngpus = bounded(r->ngpus);
+    r->warmup = bounded(r->warmup);
+    r->iters = bounded(r->iters);
+    r->agg = bounded(r->agg);
+    r->validation = bounded(r->validation);
+    r->graph = bounded(r->graph);
+}
+
 bool ncclt_collective_in(const char *s, char *out, size_t len)
 {
     /* Longest names first: "reduce" is inside three others. */

@@ -57,6 +57,11 @@ enum fb_status ncclt_add_row(struct ncclt_run *r, const struct fb_row *row, long
 enum fb_status ncclt_add_device(struct ncclt_run *r, const struct ncclt_device *d, struct fb_err *err);
 void ncclt_warn(struct ncclt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The header's counts (threads, GPUs, iterations, ...) as read, bounded:
+ * a count nccl-tests cannot have is unknown (0), so that products such as
+ * iterations x aggregated ops cannot overflow. */
+void ncclt_bound_counts(struct ncclt_run *r);
+
 /* Finds a collective name in a program or file name ("all_reduce_perf",
  * "logs/allgather-16n.txt"); false when none is there. */
 bool ncclt_collective_in(const char *s, char *out, size_t len);
