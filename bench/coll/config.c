@@ -40,6 +40,10 @@ const struct fb_opt coll_options[] = {
     {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label for results (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
     {0, "results-dir", FB_OPT_STRING, OFF(results_dir), "DIR", "results directory (default results)", 0, 0, 0},
     {0, "nccl-log", FB_OPT_FLAG, OFF(nccl_log), NULL, "capture NCCL's INFO log per rank and record the transport", 0, 0, 0},
+    {0, "time-budget", FB_OPT_DOUBLE, OFF(time_budget), "SECONDS", "fit the whole sweep in this time: iterations per size from a calibration (-n caps them)", 0, 86400 * 30, 0},
+    {0, "full", FB_OPT_FLAG, OFF(full), NULL, "measure every size even when the TCP fallback is already plain", 0, 0, 0},
+    {0, "fallback-band", FB_OPT_DOUBLE, OFF(fallback_band), "GBPS", "busBW at or under this on >= 64M across nodes stops the sweep (default: twice the tcp-fallback reference)", 0, 1e6, 0},
+    {0, "cv-threshold", FB_OPT_DOUBLE, OFF(cv_threshold), "PERCENT", "with -N: sizes whose time varies more than this are flagged unstable (default 5)", 0, 1000, 0},
     {0, "cap-memory", FB_OPT_FLAG, OFF(cap_memory), NULL, "lower -e to what fits in memory (with a warning) instead of refusing", 0, 0, 0},
     {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},
     {0, "version", FB_OPT_FLAG, OFF(version), NULL, "print the version", 0, 0, 0},
@@ -62,6 +66,7 @@ void coll_config_defaults(struct coll_config *cfg)
     cfg->dtype_name = "float";
     cfg->op_name = "sum";
     cfg->results_dir = "results";
+    cfg->cv_threshold = 5;
 }
 
 static const char *base_name(const char *path)
@@ -142,6 +147,7 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
     enum fb_status st = fb_opts_parse(coll_options, argc, argv, cfg, &res, err);
     if (st == FB_OK && !cfg->help && !cfg->version) {
         cfg->stepfactor_given = res.given[fb_opts_find(coll_options, "stepfactor")];
+        cfg->iters_given = res.given[fb_opts_find(coll_options, "iters")];
         st = pick_collective(cfg, &res, err);
         if (st == FB_OK)
             st = check_values(cfg, err);

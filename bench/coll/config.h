@@ -23,7 +23,8 @@ struct coll_config {
     const char *json_path;
     /* fabric-bench options */
     const char *backend_name, *cluster, *results_dir;
-    int nccl_log, cap_memory, help, version;
+    int nccl_log, cap_memory, help, version, full;
+    double time_budget, fallback_band, cv_threshold;
 
     /* Derived by coll_config_finish. */
     const struct fb_collective *coll;
@@ -31,7 +32,7 @@ struct coll_config {
     enum fb_redop op;
     const struct fb_backend_ops *backend;
     const char *invoked_as;
-    int stepfactor_given;
+    int stepfactor_given, iters_given;
 };
 
 extern const struct fb_opt coll_options[];

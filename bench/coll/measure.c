@@ -51,7 +51,7 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
 }
 
 static void reduce_time(const struct fb_world *w, double local_s, enum fb_time_reduction how,
-                        struct fb_result *res)
+                        struct fb_measurement *res)
 {
     double sum = 0, mn = 0, mx = 0, r0 = local_s;
     MPI_Allreduce(&local_s, &sum, 1, MPI_DOUBLE, MPI_SUM, w->comm);
@@ -102,10 +102,10 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
 
 enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
                           const struct fb_timing *tm, struct fb_checker *ck,
-                          const struct fb_call *call, struct fb_result *res,
+                          const struct fb_call *call, struct fb_measurement *res,
                           struct fb_mismatch *mm, struct fb_err *err)
 {
-    *res = (struct fb_result){0};
+    *res = (struct fb_measurement){0};
     *mm = (struct fb_mismatch){0};
     enum fb_status st = run_ops(be, w, tm, call, tm->warmup, "warm-up", err);
     if (st != FB_OK)
@@ -132,4 +132,19 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     if (tm->check > 0)
         st = check_iterations(be, w, tm, ck, call, mm, &res->wrong, err);
     return st;
+}
+
+enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
+                            const struct fb_call *call, double *seconds, struct fb_err *err)
+{
+    MPI_Barrier(w->comm);
+    double t0 = fb_now();
+    enum fb_status st = be->ops->run(be, call, err);
+    if (st == FB_OK)
+        st = be->ops->wait(be, err);
+    if (st != FB_OK)
+        return st;
+    double mine = fb_now() - t0;
+    MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    return FB_OK;
 }

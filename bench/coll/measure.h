@@ -21,7 +21,7 @@ struct fb_timing {
 };
 
 /* One placement (out-of-place or in-place) of one size. */
-struct fb_result {
+struct fb_measurement {
     double time_us;                      /* per operation, as `reduction` says */
     double time_us_mean, time_us_min, time_us_max;
     double algbw_GBps, busbw_GBps;
@@ -37,8 +37,13 @@ struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, e
  * the caller must abort the job, since peers may be inside a collective. */
 enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
                           const struct fb_timing *tm, struct fb_checker *ck,
-                          const struct fb_call *call, struct fb_result *res,
+                          const struct fb_call *call, struct fb_measurement *res,
                           struct fb_mismatch *local_mismatch, struct fb_err *err);
+
+/* Collective: one timed call after a barrier, the slowest rank's time, to
+ * size the iteration count under a time budget. */
+enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
+                            const struct fb_call *call, double *seconds, struct fb_err *err);
 
 const char *fb_time_reduction_name(enum fb_time_reduction r);
 

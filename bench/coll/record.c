@@ -1,6 +1,8 @@
 #include "coll/record.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -40,7 +42,7 @@ enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char
     return FB_OK;
 }
 
-static json_object *placement_json(const struct fb_result *r)
+static json_object *placement_json(const struct fb_measurement *r)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "time_us", fb_json_number(r->time_us));
@@ -54,7 +56,7 @@ static json_object *placement_json(const struct fb_result *r)
 }
 
 void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
-                       const struct fb_result *oop, const struct fb_result *ip)
+                       const struct fb_measurement *oop, const struct fb_measurement *ip)
 {
     json_object *row = json_object_new_object();
     json_object_object_add(row, "bytes", json_object_new_uint64(call->counts.bytes));
@@ -160,4 +162,84 @@ void fb_record_free(struct fb_record *rec)
     if (rec->doc)
         json_object_put(rec->doc);
     rec->doc = rec->rows = NULL;
+}
+
+struct spread {
+    uint64_t bytes;
+    int n;
+    double sum[2], sumsq[2]; /* per placement */
+};
+
+static void spread_add(struct spread *sp, json_object *row)
+{
+    static const char *const placements[2] = {"out_of_place", "in_place"};
+    for (int p = 0; p < 2; p++) {
+        json_object *pl = NULL;
+        double t = 0;
+        if (json_object_object_get_ex(row, placements[p], &pl) && fb_json_get_double(pl, "time_us", &t)) {
+            sp->sum[p] += t;
+            sp->sumsq[p] += t * t;
+        }
+    }
+    sp->n++;
+}
+
+/* The worse of the two placements' coefficients of variation, in %. */
+static double spread_cv_pct(const struct spread *sp, double *mean_out)
+{
+    double worst = 0;
+    for (int p = 0; p < 2; p++) {
+        double mean = sp->sum[p] / sp->n;
+        double var = sp->sumsq[p] / sp->n - mean * mean;
+        double cv = mean > 0 && var > 0 ? sqrt(var * sp->n / (sp->n - 1)) / mean * 100 : 0;
+        if (p == 0)
+            *mean_out = mean;
+        worst = cv > worst ? cv : worst;
+    }
+    return worst;
+}
+
+json_object *fb_stability_of_rows(json_object *rows, double threshold_pct)
+{
+    size_t n = json_object_array_length(rows);
+    struct spread *sp = calloc(n ? n : 1, sizeof *sp);
+    size_t nsizes = 0;
+    int max_runs = 0;
+    for (size_t i = 0; sp != NULL && i < n; i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        int64_t bytes = 0;
+        fb_json_get_int64(row, "bytes", &bytes);
+        size_t k = 0;
+        while (k < nsizes && sp[k].bytes != (uint64_t)bytes)
+            k++;
+        if (k == nsizes)
+            sp[nsizes++].bytes = (uint64_t)bytes;
+        spread_add(&sp[k], row);
+        max_runs = sp[k].n > max_runs ? sp[k].n : max_runs;
+    }
+    if (sp == NULL || max_runs < 2) {
+        free(sp);
+        return NULL;
+    }
+    json_object *st = json_object_new_object(), *sizes = json_object_new_array();
+    int unstable = 0;
+    for (size_t k = 0; k < nsizes; k++) {
+        if (sp[k].n < 2)
+            continue;
+        double mean = 0, cv = spread_cv_pct(&sp[k], &mean);
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "bytes", json_object_new_uint64(sp[k].bytes));
+        json_object_object_add(e, "runs", json_object_new_int(sp[k].n));
+        json_object_object_add(e, "time_us_mean", fb_json_number(mean));
+        json_object_object_add(e, "time_cv_pct", fb_json_number(cv));
+        json_object_object_add(e, "unstable", json_object_new_boolean(cv > threshold_pct));
+        json_object_array_add(sizes, e);
+        unstable += cv > threshold_pct;
+    }
+    free(sp);
+    json_object_object_add(st, "runs", json_object_new_int(max_runs));
+    json_object_object_add(st, "threshold_pct", fb_json_number(threshold_pct));
+    json_object_object_add(st, "unstable_sizes", json_object_new_int(unstable));
+    json_object_object_add(st, "sizes", sizes);
+    return st;
 }

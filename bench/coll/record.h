@@ -23,7 +23,7 @@ enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char
                              const char *invoked_as, const char *cluster, struct fb_err *err);
 
 void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
-                       const struct fb_result *oop, const struct fb_result *ip);
+                       const struct fb_measurement *oop, const struct fb_measurement *ip);
 
 void fb_record_warn(struct fb_record *rec, const char *text);
 
@@ -35,6 +35,11 @@ void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *mes
 enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err);
 
 void fb_record_free(struct fb_record *rec);
+
+/* With repeated runs (-N): per size, the coefficient of variation of the
+ * time across runs, and which sizes exceed `threshold_pct`. NULL when every
+ * size was measured once. */
+json_object *fb_stability_of_rows(json_object *rows, double threshold_pct);
 
 /* Summary over a rows array (also used by readers of old files). */
 json_object *fb_summary_of_rows(json_object *rows, int sizes_planned);

@@ -11,6 +11,7 @@
 #include "coll/backend.h"
 #include "coll/config.h"
 #include "coll/measure.h"
+#include "coll/pacing.h"
 #include "coll/plan.h"
 #include "coll/record.h"
 #include "coll/transport.h"
@@ -46,12 +47,21 @@ struct run {
     double slowest_Bps;               /* lowest algBW seen at >= 1 MiB */
     long step;                        /* position in the run, for the watchdog */
     struct fb_err save_err;           /* first failure to update the file */
+    double sweep_start;               /* for --time-budget */
+    int sizes_done;
+    struct fb_fallback_rule fallback; /* band_GBps 0: early stop off */
+    char fallback_note[FB_ERR_MSG_MAX + 128];
+    int fallback_said;                /* --full: the suspicion said once */
 };
 
 /* Everything before the first measurement, agreed by all ranks. Returns 0
  * to go on, -1 for --help/--version, else the exit code (rank 0 has said
  * why). */
 int run_prepare(struct run *r, int argc, char **argv);
+
+/* The early-stop band, from the tcp-fallback reference profile unless
+ * --fallback-band says. Collective (rank 0 reads, all learn). */
+void run_setup_fallback(struct run *r);
 
 /* The sweep; returns the exit code. */
 int run_sweep(struct run *r);
@@ -77,5 +87,7 @@ enum fb_status run_describe_devices(struct run *r, struct fb_err *err); /* colle
 void run_print_mismatch(struct run *r, const struct fb_call *c, const struct fb_mismatch *mm); /* any rank */
 void run_finish_log_capture(struct run *r); /* collective */
 void run_print_summary(struct run *r);
+void run_record_early_stop(struct run *r, const struct fb_call *c, double busbw, const char *reason);
+void run_print_stability(struct run *r);
 
 #endif

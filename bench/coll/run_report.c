@@ -2,6 +2,7 @@
  * the run's description in the results file, warnings, mismatches, the
  * transport NCCL used and the closing summary. */
 #include <limits.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include <stdio.h>
@@ -106,6 +107,9 @@ void run_describe(struct run *r)
     r->be.ops->versions(&r->be, versions);
     json_object_object_add(d, "versions", versions);
     json_object_object_add(d, "transport", NULL);
+    json_object_object_add(d, "time_budget_s", c->time_budget > 0 ? fb_json_number(c->time_budget) : NULL);
+    json_object_object_add(d, "early_stop", NULL);
+    json_object_object_add(d, "stability", NULL);
 }
 
 /* Warnings go to the table (as # lines) and into the results file. */
@@ -201,10 +205,72 @@ void run_print_preamble(struct run *r)
         run_warn(r, r->cap_note);
     if (r->wd_note[0])
         run_warn(r, r->wd_note);
+    if (r->fallback_note[0])
+        run_warn(r, r->fallback_note);
+    if (r->cfg.time_budget > 0)
+        printf("# Time budget %.0f s: timed iterations per size from a one-call calibration (at least %d)\n",
+               r->cfg.time_budget, FB_BUDGET_MIN_ITERS);
     if (r->plan.linear_warning) {
         char text[160];
         snprintf(text, sizeof text, "no -f given: %d sizes stepping linearly by %llu bytes (add -f 2 for a doubling sweep)",
                  r->plan.count, (unsigned long long)r->cfg.stepbytes);
         run_warn(r, text);
     }
+}
+
+void run_record_early_stop(struct run *r, const struct fb_call *c, double busbw, const char *reason)
+{
+    int skipped = r->plan.count * (int)r->cfg.run_cycles - r->sizes_done;
+    printf("# Early stop: %s; %d larger size%s not measured (--full measures them anyway)\n", reason,
+           skipped, skipped == 1 ? "" : "s");
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "at_bytes", json_object_new_uint64(c->counts.bytes));
+    json_object_object_add(e, "busbw_GBps", fb_json_number(busbw));
+    json_object_object_add(e, "band_GBps", fb_json_number(r->fallback.band_GBps));
+    json_object_object_add(e, "reason", json_object_new_string(reason));
+    json_object_object_add(e, "sizes_skipped", json_object_new_int(skipped));
+    pthread_mutex_lock(&r->rec_lock);
+    json_object_object_add(r->rec.doc, "early_stop", e);
+    pthread_mutex_unlock(&r->rec_lock);
+}
+
+void run_print_stability(struct run *r)
+{
+    json_object *st = fb_stability_of_rows(r->rec.rows, r->cfg.cv_threshold);
+    if (st == NULL)
+        return;
+    json_object *sizes = NULL;
+    json_object_object_get_ex(st, "sizes", &sizes);
+    char line[1024] = "";
+    size_t used = 0;
+    int unstable = 0;
+    for (size_t i = 0; i < json_object_array_length(sizes); i++) {
+        json_object *e = json_object_array_get_idx(sizes, i);
+        bool flag = false;
+        int64_t bytes = 0;
+        double cv = 0;
+        fb_json_get_bool(e, "unstable", &flag);
+        fb_json_get_int64(e, "bytes", &bytes);
+        fb_json_get_double(e, "time_cv_pct", &cv);
+        if (!flag)
+            continue;
+        char size[32];
+        fb_format_size((uint64_t)bytes, size, sizeof size);
+        if (used < sizeof line)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s (%.1f%%)", unstable ? ", " : "", size, cv);
+        unstable++;
+    }
+    int64_t runs = 0;
+    json_object *runs_obj = NULL;
+    if (json_object_object_get_ex(st, "runs", &runs_obj))
+        runs = json_object_get_int64(runs_obj);
+    if (unstable)
+        printf("# Unstable sizes (time varies > %.0f%% across %lld runs): %s\n", r->cfg.cv_threshold,
+               (long long)runs, line);
+    else
+        printf("# Stable: every size's time varies <= %.0f%% across %lld runs\n", r->cfg.cv_threshold,
+               (long long)runs);
+    pthread_mutex_lock(&r->rec_lock);
+    json_object_object_add(r->rec.doc, "stability", st);
+    pthread_mutex_unlock(&r->rec_lock);
 }

@@ -8,6 +8,7 @@
 
 #include "coll/run.h"
 #include "coll/table.h"
+#include "report/profiles.h"
 #include "core/clock.h"
 #include "core/jsonio.h"
 #include "core/units.h"
@@ -173,6 +174,7 @@ int run_prepare(struct run *r, int argc, char **argv)
     fit_memory(r, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
+    run_setup_fallback(r);
     pick_cluster(r);
     char path[PATH_MAX];
     if (r->world.rank == 0 && results_path(r, path, sizeof path, &err) == FB_OK &&
@@ -187,4 +189,37 @@ int run_prepare(struct run *r, int argc, char **argv)
         return fail_agreed(r, &err);
     fb_watchdog_disarm(r->wd);
     return 0;
+}
+
+/* Twice the TCP-fallback reference: a fabric that good is still a fabric
+ * that fell back. */
+#define FALLBACK_BAND_FACTOR 2.0
+
+static double band_from_profile(char *note, size_t len)
+{
+    struct fb_profiles ps = {0};
+    struct fb_err err = {0};
+    double band = 0;
+    if (fb_profiles_load_default(NULL, 0, &ps, &err) != FB_OK) {
+        snprintf(note, len, "early stop off: reference profiles unreadable (%s); give --fallback-band", err.msg);
+        return 0;
+    }
+    const struct fb_profile *p = fb_profile_find(&ps, "tcp-fallback");
+    const struct fb_expect *e = p ? fb_profile_expect(p, "all_reduce") : NULL;
+    if (e != NULL && e->busbw > 0)
+        band = FALLBACK_BAND_FACTOR * e->busbw;
+    else
+        snprintf(note, len, "early stop off: no tcp-fallback reference profile found; give --fallback-band");
+    fb_profiles_free(&ps);
+    return band;
+}
+
+void run_setup_fallback(struct run *r)
+{
+    double band = r->cfg.fallback_band;
+    if (band <= 0 && r->world.rank == 0 && r->world.nodes > 1)
+        band = band_from_profile(r->fallback_note, sizeof r->fallback_note);
+    MPI_Bcast(&band, 1, MPI_DOUBLE, 0, r->world.comm);
+    r->fallback.band_GBps = band;
+    r->fallback.nodes = r->world.nodes;
 }

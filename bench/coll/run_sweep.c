@@ -8,6 +8,7 @@
 
 #include "coll/run.h"
 #include "coll/table.h"
+#include "core/clock.h"
 #include "core/units.h"
 
 void run_arm(struct run *r, double seconds, const char *what)
@@ -46,7 +47,7 @@ void run_save(struct run *r, int complete)
 }
 
 /* The slowest transfer seen so far sets how long the next may take. */
-static void note_bandwidth(struct run *r, const struct fb_call *c, const struct fb_result *res)
+static void note_bandwidth(struct run *r, const struct fb_call *c, const struct fb_measurement *res)
 {
     if (c->counts.bytes < (1u << 20))
         return;
@@ -77,9 +78,56 @@ static void arm_call(struct run *r, const struct fb_call *c)
     run_arm(r, step_bound(r, c), what);
 }
 
-static void measure_size(struct run *r, uint64_t size, int cycle)
+/* Under --time-budget, this size's share of what is left decides its
+ * timed iterations; a cap of -n when given. */
+static void pace(struct run *r, const struct fb_call *oop)
 {
-    struct fb_result res[2];
+    if (r->cfg.time_budget <= 0)
+        return;
+    struct fb_err err = {0};
+    double per_op = 0;
+    if (fb_calibrate(&r->be, &r->world, oop, &per_op, &err) != FB_OK)
+        run_abort(r, &err);
+    double left = r->cfg.time_budget - (fb_now() - r->sweep_start);
+    int sizes_left = r->plan.count * (int)r->cfg.run_cycles - r->sizes_done;
+    long cap = r->cfg.iters_given ? r->cfg.iters : 1000;
+    long iters = fb_budget_iterations(left, sizes_left, per_op * (double)r->cfg.agg, 2, cap);
+    /* Clocks differ by rank: rank 0's count is everyone's, or the ranks
+     * would run different numbers of collectives. */
+    MPI_Bcast(&iters, 1, MPI_LONG, 0, r->world.comm);
+    r->timing.iters = iters;
+}
+
+/* Whether the sweep should end here: a multi-node run whose busBW at
+ * >= 64M is in the TCP-fallback band, or whose NCCL log shows sockets. */
+static int fallback_stop(struct run *r, const struct fb_call *c, const struct fb_measurement *res)
+{
+    if (r->fallback.nodes < 2 || c->counts.bytes < FB_FALLBACK_MIN_BYTES)
+        return 0;
+    int socket = r->nccl_log.active && fb_log_shows_socket(r->nccl_log.path);
+    MPI_Allreduce(MPI_IN_PLACE, &socket, 1, MPI_INT, MPI_MAX, r->world.comm);
+    double bw = res[0].busbw_GBps > res[1].busbw_GBps ? res[0].busbw_GBps : res[1].busbw_GBps;
+    struct fb_fallback_rule rule = r->fallback;
+    if (rule.band_GBps <= 0 && !socket)
+        return 0;
+    char reason[256];
+    const char *net = strcmp(r->be.ops->name, "nccl") == 0 ? "NCCL's network" : "the MPI path";
+    if (!fb_fallback_suspected(&rule, c->counts.bytes, bw, socket, net, reason, sizeof reason))
+        return 0;
+    if (r->cfg.full) {
+        if (r->world.rank == 0 && !r->fallback_said++)
+            printf("# Note: %s (--full: measuring on)\n", reason);
+        return 0;
+    }
+    if (r->world.rank == 0)
+        run_record_early_stop(r, c, bw, reason);
+    return 1;
+}
+
+/* Returns 1 when the sweep must stop after this size. */
+static int measure_size(struct run *r, uint64_t size, int cycle)
+{
+    struct fb_measurement res[2];
     struct fb_call calls[2];
     for (int in_place = 0; in_place < 2; in_place++) {
         struct fb_err err = {0};
@@ -87,6 +135,8 @@ static void measure_size(struct run *r, uint64_t size, int cycle)
         calls[in_place] = fb_make_call(r->cfg.coll, r->cfg.dtype, r->cfg.op, (int)r->cfg.root, size,
                                        in_place, r->world.rank, r->world.size, r->be.ops->inplace_style);
         arm_call(r, &calls[in_place]);
+        if (in_place == 0)
+            pace(r, &calls[0]);
         if (fb_measure(&r->be, &r->world, &r->timing, &r->checker, &calls[in_place], &res[in_place],
                        &mm, &err) != FB_OK)
             run_abort(r, &err);
@@ -97,13 +147,28 @@ static void measure_size(struct run *r, uint64_t size, int cycle)
         r->busbw_n++;
     }
     note_bandwidth(r, &calls[0], res);
-    if (r->world.rank != 0)
+    r->sizes_done++;
+    if (r->world.rank == 0) {
+        fb_table_row(stdout, &calls[0], &res[0], &res[1]);
+        pthread_mutex_lock(&r->rec_lock);
+        fb_record_add_row(&r->rec, &calls[0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
+        run_save(r, 0);
+        pthread_mutex_unlock(&r->rec_lock);
+    }
+    return fallback_stop(r, &calls[0], res);
+}
+
+static void warn_if_over_budget(struct run *r)
+{
+    double took = fb_now() - r->sweep_start;
+    if (r->world.rank != 0 || r->cfg.time_budget <= 0 || took <= r->cfg.time_budget * 1.1)
         return;
-    fb_table_row(stdout, &calls[0], &res[0], &res[1]);
-    pthread_mutex_lock(&r->rec_lock);
-    fb_record_add_row(&r->rec, &calls[0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
-    run_save(r, 0);
-    pthread_mutex_unlock(&r->rec_lock);
+    char text[256];
+    snprintf(text, sizeof text,
+             "time budget %.0f s exceeded (%.0f s): at %d timed iterations the largest sizes alone take longer; "
+             "lower -e or raise --time-budget",
+             r->cfg.time_budget, took, FB_BUDGET_MIN_ITERS);
+    run_warn(r, text);
 }
 
 int run_sweep(struct run *r)
@@ -119,15 +184,19 @@ int run_sweep(struct run *r)
         run_abort(r, &err);
     if (r->world.rank == 0)
         fb_table_header(stdout);
-    for (int cycle = 0; cycle < r->cfg.run_cycles; cycle++)
-        for (int i = 0; i < r->plan.count; i++)
-            measure_size(r, r->plan.sizes[i], cycle);
+    r->sweep_start = fb_now();
+    int stop = 0;
+    for (int cycle = 0; cycle < r->cfg.run_cycles && !stop; cycle++)
+        for (int i = 0; i < r->plan.count && !stop; i++)
+            stop = measure_size(r, r->plan.sizes[i], cycle);
+    warn_if_over_budget(r);
     run_arm(r, SETUP_BOUND_S, "NCCL log collection");
     run_finish_log_capture(r);
     fb_watchdog_disarm(r->wd);
     if (r->world.rank == 0) {
         fb_table_footer(stdout, r->wrong_total, r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0);
         run_print_summary(r);
+        run_print_stability(r);
         printf("# Collective test concluded: %s\n", r->cfg.coll->perf_name);
         pthread_mutex_lock(&r->rec_lock);
         run_save(r, 1);

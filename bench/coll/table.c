@@ -41,7 +41,7 @@ void fb_table_header(FILE *out)
             "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
-static void placement(FILE *out, const struct fb_result *r)
+static void placement(FILE *out, const struct fb_measurement *r)
 {
     char t[8], a[7], b[7];
     fb_table_number(r->time_us, 7, t);
@@ -53,8 +53,8 @@ static void placement(FILE *out, const struct fb_result *r)
         fprintf(out, "  %7s  %6s  %6s    N/A", t, a, b);
 }
 
-void fb_table_row(FILE *out, const struct fb_call *call, const struct fb_result *oop,
-                  const struct fb_result *ip)
+void fb_table_row(FILE *out, const struct fb_call *call, const struct fb_measurement *oop,
+                  const struct fb_measurement *ip)
 {
     fprintf(out, "%12zu  %12zu  %8s  %6s  %6d", call->counts.bytes, call->counts.param,
             fb_dtype_info(call->dtype)->name, call->coll->reduces ? fb_redop_name(call->op) : "none",

@@ -16,8 +16,8 @@ void fb_table_preamble(FILE *out, const struct coll_config *cfg, uint64_t minb, 
 void fb_table_header(FILE *out);
 
 /* One data row: size, count, type, redop, root, then both placements. */
-void fb_table_row(FILE *out, const struct fb_call *call, const struct fb_result *oop,
-                  const struct fb_result *ip);
+void fb_table_row(FILE *out, const struct fb_call *call, const struct fb_measurement *oop,
+                  const struct fb_measurement *ip);
 
 void fb_table_footer(FILE *out, uint64_t wrong_total, double avg_busbw);
 

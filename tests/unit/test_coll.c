@@ -1,12 +1,15 @@
 /* fabric-coll's pure parts: option parsing, sweep plans, collective sizes
  * and bandwidth formulas, exact data, table formatting, summaries. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "coll/collective.h"
 #include "coll/config.h"
 #include "coll/dtype.h"
+#include "coll/pacing.h"
 #include "coll/plan.h"
 #include "coll/record.h"
 #include "coll/table.h"
@@ -342,8 +345,8 @@ static void test_table_row_columns(void)
     call.dtype = FB_FLOAT;
     call.op = FB_SUM;
     call.counts = call.coll->counts(8589934592ULL, 4, 16);
-    struct fb_result oop = {.time_us = 47535, .algbw_GBps = 180.71, .busbw_GBps = 338.82, .wrong = 0};
-    struct fb_result ip = {.time_us = 47743, .algbw_GBps = 179.92, .busbw_GBps = 337.35, .wrong = -1};
+    struct fb_measurement oop = {.time_us = 47535, .algbw_GBps = 180.71, .busbw_GBps = 338.82, .wrong = 0};
+    struct fb_measurement ip = {.time_us = 47743, .algbw_GBps = 179.92, .busbw_GBps = 337.35, .wrong = -1};
     fb_table_row(f, &call, &oop, &ip);
     fclose(f);
     /* v2.19 cells: as many decimals as fit in 7 characters. */
@@ -390,6 +393,89 @@ static void test_summary_separates_small_sizes(void)
     json_object_put(rows);
 }
 
+static void test_budget_shares_what_is_left(void)
+{
+    /* 10 s left over 5 sizes: 2 s each; a call costs 1 ms on each of two
+     * placements: 1000 iterations fit. */
+    CHECK_INT(fb_budget_iterations(10, 5, 1e-3, 2, 5000), 1000);
+    CHECK_INT(fb_budget_iterations(10, 5, 1e-3, 2, 20), 20);            /* -n caps */
+    CHECK_INT(fb_budget_iterations(0.001, 5, 1.0, 2, 20), FB_BUDGET_MIN_ITERS); /* floor */
+    CHECK_INT(fb_budget_iterations(-3, 2, 1e-3, 2, 20), FB_BUDGET_MIN_ITERS);   /* overrun */
+    CHECK_INT(fb_budget_iterations(10, 0, 1e-3, 2, 50), 50);
+}
+
+static void test_fallback_band_and_socket(void)
+{
+    struct fb_fallback_rule multi = {.band_GBps = 8, .nodes = 2}, single = {.band_GBps = 8, .nodes = 1};
+    char why[256] = "";
+    CHECK(fb_fallback_suspected(&multi, 64ULL << 20, 3.8, 0, "NCCL's network", why, sizeof why));
+    CHECK_STR(why, "TCP fallback suspected at 64M: 3.8 GB/s busBW on NCCL's network, within the fallback band (<= 8.0 GB/s)");
+    CHECK(fb_fallback_suspected(&multi, 1ULL << 30, 300, 1, "NCCL's network", why, sizeof why));
+    CHECK_STR(why, "TCP fallback suspected at 1G: 300.0 GB/s busBW on NET/Socket");
+    CHECK(!fb_fallback_suspected(&multi, 32ULL << 20, 0.5, 1, "x", why, sizeof why)); /* < 64M */
+    CHECK(!fb_fallback_suspected(&multi, 64ULL << 20, 8.01, 0, "x", why, sizeof why));
+    CHECK(fb_fallback_suspected(&multi, 64ULL << 20, 8.0, 0, "x", why, sizeof why)); /* at the band */
+    CHECK(!fb_fallback_suspected(&single, 1ULL << 30, 0.1, 1, "x", why, sizeof why)); /* one node */
+}
+
+static void test_socket_seen_in_log(void)
+{
+    char path[] = "/tmp/fbsockXXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n", f);
+    fclose(f);
+    CHECK(!fb_log_shows_socket(path));
+    f = fopen(path, "a");
+    fputs("h:1:2 [0] NCCL INFO Channel 01/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n", f);
+    fclose(f);
+    CHECK(fb_log_shows_socket(path));
+    unlink(path);
+    CHECK(!fb_log_shows_socket("/nonexistent"));
+}
+
+static json_object *timed_row(uint64_t bytes, double t_oop, double t_ip)
+{
+    json_object *r = json_object_new_object(), *o = json_object_new_object(), *i = json_object_new_object();
+    json_object_object_add(r, "bytes", json_object_new_uint64(bytes));
+    json_object_object_add(o, "time_us", json_object_new_double(t_oop));
+    json_object_object_add(i, "time_us", json_object_new_double(t_ip));
+    json_object_object_add(r, "out_of_place", o);
+    json_object_object_add(r, "in_place", i);
+    return r;
+}
+
+static void test_stability_flags_noisy_sizes(void)
+{
+    json_object *rows = json_object_new_array();
+    /* 1K steady, 1M noisy in-place (10 vs 20 us: CV ~ 40 %). */
+    for (int run = 0; run < 3; run++) {
+        json_object_array_add(rows, timed_row(1024, 10, 10));
+        json_object_array_add(rows, timed_row(1 << 20, 100, run == 1 ? 20 : 10));
+    }
+    json_object *st = fb_stability_of_rows(rows, 5);
+    CHECK(st != NULL);
+    int64_t n = 0;
+    CHECK(fb_json_get_int64(st, "unstable_sizes", &n));
+    CHECK_INT(n, 1);
+    json_object *sizes = NULL;
+    CHECK(json_object_object_get_ex(st, "sizes", &sizes));
+    json_object *big = json_object_array_get_idx(sizes, 1);
+    double cv = 0;
+    CHECK(fb_json_get_double(big, "time_cv_pct", &cv));
+    CHECK_NEAR(cv, 43.30127018922193, 1e-9); /* sample sd of 10,20,10 over mean 13.33 */
+    bool flag = false;
+    CHECK(fb_json_get_bool(json_object_array_get_idx(sizes, 0), "unstable", &flag));
+    CHECK(!flag);
+    json_object_put(st);
+    json_object_put(rows);
+    /* One run: nothing to say. */
+    rows = json_object_new_array();
+    json_object_array_add(rows, timed_row(1024, 10, 10));
+    CHECK(fb_stability_of_rows(rows, 5) == NULL);
+    json_object_put(rows);
+}
+
 int main(void)
 {
     RUN(test_defaults_match_nccl_tests);
@@ -411,5 +497,9 @@ int main(void)
     RUN(test_table_number_cells);
     RUN(test_table_row_columns);
     RUN(test_summary_separates_small_sizes);
+    RUN(test_budget_shares_what_is_left);
+    RUN(test_fallback_band_and_socket);
+    RUN(test_socket_seen_in_log);
+    RUN(test_stability_flags_noisy_sizes);
     return fbt_done();
 }
