@@ -198,7 +198,7 @@ static const char compare_help[] =
     "usage: fabric-report compare RESULT.json...|DIR... [--markdown|--csv|--json]\n"
     "         [--baseline N|CLUSTER|FILE] [--noise PCT] [--collective NAME] [--latest] [--allow-mixed]\n"
     "busBW per size side by side (best of out-of-place and in-place), ratios against the\n"
-    "first result or --baseline, '-'/'+' where a result leaves the noise band (default 5 %%,\n"
+    "first result or --baseline, '-'/'+' where a result leaves the noise band (default 5 %,\n"
     "wider where repetitions spread more). Directories are searched for collective results;\n"
     "--latest keeps the newest result of each cluster and collective.\n";
 
@@ -535,7 +535,7 @@ static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
 static const char baseline_help[] =
     "usage: fabric-report baseline RESULT.json... --name NAME [-o FILE] [--tolerance PCT] [--force]\n"
     "Saves a reference profile from known-good runs of one cluster (one per collective):\n"
-    "typical = busBW at the largest size, floor = typical minus the tolerance (default 10 %%).\n"
+    "typical = busBW at the largest size, floor = typical minus the tolerance (default 10 %).\n"
     "Written to ~/.config/fabric-bench/profiles/NAME.json (XDG_CONFIG_HOME honoured) unless -o;\n"
     "commit it under results/reference/ to share it.\n";
 
@@ -618,7 +618,7 @@ static enum fb_status cmd_baseline(int argc, char **argv, struct fb_err *err)
 static const char transport_help[] =
     "usage: fabric-report transport LOG...|DIR [--json]\n"
     "Which network NCCL used, per rank, from its NCCL_DEBUG=INFO logs (one file per\n"
-    "process as NCCL_DEBUG_FILE=DIR/nccl.%%h.%%p writes them, or any output holding the\n"
+    "process as NCCL_DEBUG_FILE=DIR/nccl.%h.%p writes them, or any output holding the\n"
     "INFO lines). --json prints the results-schema \"transport\" object.\n";
 
 static enum fb_status cmd_transport(int argc, char **argv, struct fb_err *err)

@@ -86,7 +86,10 @@ bad "empty directory" 10 'holds no collective results' "$R" compare "$T_DIR/empt
 bad "different collectives" 10 'different collectives' "$R" compare "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allgather-4.json"
 bad "interleaved nccl-tests tables" 10 'interleaved' "$R" import "$FIX/ncclt/nccl-tests-interleaved.txt"
 expect_exit "--help exits 0" 0 "$R" --help
-expect_exit "check --help exits 0" 0 "$R" check --help
+for c in check compare import plot baseline transport profiles; do
+  expect_exit "$c --help exits 0" 0 "$R" "$c" --help
+  if grep -q '%%' "$T_OUT"; then not_ok "$c --help prints no printf escapes" "$(grep '%%' "$T_OUT")"; else ok "$c --help prints no printf escapes"; fi
+done
 
 # ---- NCCL logs given separately ----
 LOGS=$FIX/nccl-logs
