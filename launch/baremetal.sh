@@ -38,52 +38,30 @@ FB_PROG=baremetal
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-hostfile="" hosts_csv="" slots="" bind=numa fabric=${FABRIC_NAME:-none}
-cluster=${FABRIC_CLUSTER:-} results=results ssh_port=22 ssh_key="" rsh=""
-ssh_wait=60 iface=eth0 print_result=0
-extra_env=() mpirun_extra=() report_args=()
+hostfile="" hosts_csv="" slots="" ssh_port=22 ssh_key="" rsh="" ssh_wait=60 print_result=0
+FB_OPT_FABRIC=${FABRIC_NAME:-none}
 
-need_arg() { [ $# -ge 2 ] || fb_die "$FB_EXIT_USAGE" "$1 needs a value (see --help)"; }
-while [ $# -gt 0 ]; do
+# shellcheck disable=SC2317 # called by fb_parse_options
+baremetal_option() {
+  FB_TAKEN=2
   case $1 in
-    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    --hostfile) fb_need_arg "$@"; hostfile=$2 ;;
+    --hosts) fb_need_arg "$@"; hosts_csv=$2 ;;
+    --ranks-per-node) fb_need_arg "$@"; slots=$2 ;;
+    --ssh-port) fb_need_arg "$@"; ssh_port=$2 ;;
+    --ssh-key) fb_need_arg "$@"; ssh_key=$2 ;;
+    --rsh) fb_need_arg "$@"; rsh=$2 ;;
+    --ssh-wait) fb_need_arg "$@"; ssh_wait=$2 ;;
+    --print-result) print_result=1 FB_TAKEN=1 ;;
+    *) FB_TAKEN=0 ;;
   esac
-  case $1 in
-    --hostfile) need_arg "$@"; hostfile=$2; shift ;;
-    --hosts) need_arg "$@"; hosts_csv=$2; shift ;;
-    --ranks-per-node) need_arg "$@"; slots=$2; shift ;;
-    --bind) need_arg "$@"; bind=$2; shift ;;
-    --fabric) need_arg "$@"; fabric=$2; shift ;;
-    --env) need_arg "$@"; extra_env+=("$2"); shift ;;
-    --cluster) need_arg "$@"; cluster=$2; shift ;;
-    --results) need_arg "$@"; results=$2; shift ;;
-    --ssh-port) need_arg "$@"; ssh_port=$2; shift ;;
-    --ssh-key) need_arg "$@"; ssh_key=$2; shift ;;
-    --rsh) need_arg "$@"; rsh=$2; shift ;;
-    --ssh-wait) need_arg "$@"; ssh_wait=$2; shift ;;
-    --iface) need_arg "$@"; iface=$2; shift ;;
-    --mpirun-arg) need_arg "$@"; mpirun_extra+=("$2"); shift ;;
-    --profile) need_arg "$@"; report_args+=(--profile "$2"); shift ;;
-    --profiles) need_arg "$@"; report_args+=(--profiles "$2"); shift ;;
-    --print-result) print_result=1 ;;
-    --dry-run) FB_DRY_RUN=1 ;;
-    -h | --help) usage; exit 0 ;;
-    --) shift; break ;;
-    -*) fb_die "$FB_EXIT_USAGE" "unknown option $1 (launcher options go before the collective; see --help)" ;;
-    *) break ;;
-  esac
-  shift
-done
+}
+fb_parse_options baremetal_option "$@"
+set -- "${FB_REST[@]+"${FB_REST[@]}"}"
 
-[ $# -ge 1 ] || fb_die "$FB_EXIT_USAGE" "no collective given: e.g. baremetal.sh --hostfile H all_reduce -b 1K -e 16G -f 2"
-coll=$(fb_collective "$1") ||
-  fb_die "$FB_EXIT_USAGE" "unknown collective '$1': use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv"
-case $bind in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got '$bind'" ;; esac
+fb_check_common "baremetal.sh --hostfile H" "$@"
 fb_check_uint --ssh-wait "$ssh_wait"
 fb_check_uint --ssh-port "$ssh_port"
-for kv in "${extra_env[@]+"${extra_env[@]}"}"; do
-  [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got '$kv'"
-done
 
 # Hosts.
 FB_HOSTS=()
@@ -113,13 +91,10 @@ if [ -z "$slots" ]; then
 fi
 fb_check_uint --ranks-per-node "$slots"
 # shellcheck disable=SC2034
-FB_SLOTS=$slots FB_BIND=$bind FB_IFACE=$iface FB_SSH_WAIT=$ssh_wait
+FB_SLOTS=$slots FB_BIND=$FB_OPT_BIND FB_IFACE=$FB_OPT_IFACE FB_SSH_WAIT=$ssh_wait
 
 # Environment: the fabric's, then --env.
-lines=$(fb_fabric_env "$fabric") || exit $?
-FB_ENV=()
-[ -z "$lines" ] || mapfile -t FB_ENV <<<"$lines"
-FB_ENV+=("${extra_env[@]+"${extra_env[@]}"}")
+fb_set_env "$FB_OPT_FABRIC"
 
 if [ -n "$rsh" ]; then
   FB_SSH=("$rsh")
@@ -129,27 +104,11 @@ else
   [ -n "$ssh_key" ] && FB_SSH+=(-i "$ssh_key")
 fi
 
-cluster=$(fb_sanitize_cluster "${cluster:-$(hostname)}")
-stamp=$(fb_utc_stamp)
-results_abs=$results
-case $results_abs in /*) ;; *) results_abs=$PWD/$results ;; esac
-FB_RESULT=$results_abs/$cluster/$stamp-$coll.json
-FB_LOG=$results_abs/$cluster/$stamp-$coll.log
-FB_WORKDIR=${TMPDIR:-/tmp}/fabric-bench-$stamp-$$
-# shellcheck disable=SC2034
-FB_RANK_SH=$FB_LAUNCH_ROOT/launch/rank.sh
-FB_COLL=$(fb_coll_bin) || {
-  [ "$FB_DRY_RUN" = 1 ] || fb_die "$FB_EXIT_UNAVAILABLE" "fabric-coll not found: build it with make (or put it on PATH)"
-  FB_COLL="fabric-coll"
-}
-# shellcheck disable=SC2034
-FB_COLL_ARGS=("$@" --cluster "$cluster")
-# shellcheck disable=SC2034
-FB_MPIRUN_EXTRA=("${mpirun_extra[@]+"${mpirun_extra[@]}"}")
+fb_local_run "$(fb_sanitize_cluster "${FB_OPT_CLUSTER:-$(hostname)}")" "$@"
 
 [ "$FB_DRY_RUN" = 1 ] || fb_need mpirun "install Open MPI (the one fabric-coll was built with)"
 
-fb_info "${#FB_HOSTS[@]} hosts x $FB_SLOTS ranks, fabric $fabric, results $FB_RESULT"
+fb_info "${#FB_HOSTS[@]} hosts x $FB_SLOTS ranks, fabric $FB_OPT_FABRIC, results $FB_RESULT"
 fb_preflight_script | fb_show_script "preflight (run here)"
 if [ "$FB_DRY_RUN" != 1 ]; then
   fb_preflight_script | bash -s || exit $?
@@ -180,7 +139,7 @@ if [ "$print_result" = 1 ] && [ "$FB_DRY_RUN" != 1 ]; then
   echo "--- end of result"
 fi
 [ "$rc" -ne 0 ] && fb_info "mpirun exited $rc; judging what was measured"
-fb_verdict "$FB_RESULT" "${report_args[@]+"${report_args[@]}"}"
+fb_verdict "$FB_RESULT" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
 verdict=$?
 [ "$verdict" -eq 127 ] && exit "$rc"
 exit "$verdict"

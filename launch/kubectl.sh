@@ -49,49 +49,34 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 ns="fabric-bench"
 selector=app.kubernetes.io/name=fabric-bench,app.kubernetes.io/component=worker
-container="fabric-bench" want_pods="" wait_s=600 ssh_wait=60 fabric="" cluster=${FABRIC_CLUSTER:-}
-results=results slots="" bind=numa ssh_port=222 ssh_key=/run/fabric-bench/ssh/id rsh=""
-pod_root=/opt/fabric-bench pod_bin="" workdir=/tmp/fabric-bench iface=eth0
+container="fabric-bench" want_pods="" wait_s=600 ssh_wait=60 slots="" ssh_port=222
+ssh_key=/run/fabric-bench/ssh/id rsh="" pod_root=/opt/fabric-bench pod_bin="" workdir=/tmp/fabric-bench
 read -r -a kubectl <<<"${KUBECTL:-kubectl}"
-extra_env=() mpirun_extra=() report_args=()
+FB_OPT_FABRIC="" # empty: the pods' annotation
 
-need_arg() { [ $# -ge 2 ] || fb_die "$FB_EXIT_USAGE" "$1 needs a value (see --help)"; }
-while [ $# -gt 0 ]; do
+# shellcheck disable=SC2317 # called by fb_parse_options
+kubectl_option() {
+  FB_TAKEN=2
   case $1 in
-    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    -n | --namespace) fb_need_arg "$@"; ns=$2 ;;
+    -l | --selector) fb_need_arg "$@"; selector=$2 ;;
+    -c | --container) fb_need_arg "$@"; container=$2 ;;
+    --pods) fb_need_arg "$@"; want_pods=$2 ;;
+    --wait) fb_need_arg "$@"; wait_s=$2 ;;
+    --ssh-wait) fb_need_arg "$@"; ssh_wait=$2 ;;
+    --ranks-per-node) fb_need_arg "$@"; slots=$2 ;;
+    --ssh-port) fb_need_arg "$@"; ssh_port=$2 ;;
+    --ssh-key) fb_need_arg "$@"; ssh_key=$2 ;;
+    --rsh) fb_need_arg "$@"; rsh=$2 ;;
+    --pod-root) fb_need_arg "$@"; pod_root=$2 ;;
+    --pod-bin) fb_need_arg "$@"; pod_bin=$2 ;;
+    --workdir) fb_need_arg "$@"; workdir=$2 ;;
+    --kubectl) fb_need_arg "$@"; read -r -a kubectl <<<"$2" ;;
+    *) FB_TAKEN=0 ;;
   esac
-  case $1 in
-    -n | --namespace) need_arg "$@"; ns=$2; shift ;;
-    -l | --selector) need_arg "$@"; selector=$2; shift ;;
-    -c | --container) need_arg "$@"; container=$2; shift ;;
-    --pods) need_arg "$@"; want_pods=$2; shift ;;
-    --wait) need_arg "$@"; wait_s=$2; shift ;;
-    --ssh-wait) need_arg "$@"; ssh_wait=$2; shift ;;
-    --fabric) need_arg "$@"; fabric=$2; shift ;;
-    --env) need_arg "$@"; extra_env+=("$2"); shift ;;
-    --cluster) need_arg "$@"; cluster=$2; shift ;;
-    --results) need_arg "$@"; results=$2; shift ;;
-    --ranks-per-node) need_arg "$@"; slots=$2; shift ;;
-    --bind) need_arg "$@"; bind=$2; shift ;;
-    --ssh-port) need_arg "$@"; ssh_port=$2; shift ;;
-    --ssh-key) need_arg "$@"; ssh_key=$2; shift ;;
-    --rsh) need_arg "$@"; rsh=$2; shift ;;
-    --pod-root) need_arg "$@"; pod_root=$2; shift ;;
-    --pod-bin) need_arg "$@"; pod_bin=$2; shift ;;
-    --workdir) need_arg "$@"; workdir=$2; shift ;;
-    --iface) need_arg "$@"; iface=$2; shift ;;
-    --mpirun-arg) need_arg "$@"; mpirun_extra+=("$2"); shift ;;
-    --profile) need_arg "$@"; report_args+=(--profile "$2"); shift ;;
-    --profiles) need_arg "$@"; report_args+=(--profiles "$2"); shift ;;
-    --kubectl) need_arg "$@"; read -r -a kubectl <<<"$2"; shift ;;
-    --dry-run) FB_DRY_RUN=1 ;;
-    -h | --help) usage; exit 0 ;;
-    --) shift; break ;;
-    -*) fb_die "$FB_EXIT_USAGE" "unknown option $1 (launcher options go before the collective; see --help)" ;;
-    *) break ;;
-  esac
-  shift
-done
+}
+fb_parse_options kubectl_option "$@"
+set -- "${FB_REST[@]+"${FB_REST[@]}"}"
 
 k() { "${kubectl[@]}" "$@"; }
 kx() { fb_do "${kubectl[@]}" "$@"; }
@@ -116,17 +101,12 @@ if [ "${1:-}" = keygen ]; then
   exit 0
 fi
 
-[ $# -ge 1 ] || fb_die "$FB_EXIT_USAGE" "no collective given: e.g. kubectl.sh all_reduce -b 1K -e 16G -f 2"
-coll=$(fb_collective "$1") ||
-  fb_die "$FB_EXIT_USAGE" "unknown collective '$1': use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv"
-case $bind in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got '$bind'" ;; esac
+fb_check_common kubectl.sh "$@"
+coll=$FB_COLLECTIVE
 fb_check_uint --wait "$wait_s"
 fb_check_uint --ssh-wait "$ssh_wait"
 [ -z "$want_pods" ] || fb_check_uint --pods "$want_pods"
 [ -z "$slots" ] || fb_check_uint --ranks-per-node "$slots"
-for kv in "${extra_env[@]+"${extra_env[@]}"}"; do
-  [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got '$kv'"
-done
 [ "$FB_DRY_RUN" = 1 ] || fb_need "${kubectl[0]}" "install kubectl or pass --kubectl"
 fb_need jq "install jq (apt-get install jq)"
 FB_LAUNCH_ERR=$(mktemp) || fb_die "$FB_EXIT_RUNTIME" "cannot create a temporary file"
@@ -167,6 +147,7 @@ pod_fix() {
     *ContainerCreating*) echo "kubectl -n $ns describe pod $2: a missing Secret fabric-bench-ssh (launch/kubectl.sh keygen -n $ns) or ConfigMap keeps it there" ;;
     *ImagePull* | *ErrImage*) echo "the image cannot be pulled: check the image name and tag in the overlay and the registry's credentials" ;;
     *CrashLoop* | *terminated*) echo "kubectl -n $ns logs $2 --all-containers tells why a container exits" ;;
+    *"$container not ready"*) echo "its sshd does not accept connections on port $ssh_port (the readinessProbe): kubectl -n $ns logs $2 -c $container" ;;
     *) echo "kubectl -n $ns describe pod $2" ;;
   esac
 }
@@ -180,9 +161,16 @@ if [ "$FB_DRY_RUN" = 1 ]; then
 else
   deadline=$((SECONDS + wait_s))
   while :; do
-    if ! json=$(k -n "$ns" get pods -l "$selector" -o json 2>"$FB_LAUNCH_ERR"); then
-      fb_die "$FB_EXIT_RUNTIME" "kubectl get pods failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context (kubectl config current-context) and access to namespace $ns"
-    fi
+    # An API server that accepts and stalls must not outlast the bound.
+    left=$((deadline - SECONDS))
+    json=$(timeout -k 2 $((left > 5 ? left : 5)) "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json 2>"$FB_LAUNCH_ERR")
+    case $? in
+      0) ;;
+      124 | 137)
+        fb_die "$FB_EXIT_TIMEOUT" "kubectl get pods did not answer within ${wait_s}s: check the API server (kubectl cluster-info) and the context (kubectl config current-context)" ;;
+      *)
+        fb_die "$FB_EXIT_RUNTIME" "kubectl get pods failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context (kubectl config current-context) and access to namespace $ns" ;;
+    esac
     table=$(jq -r --arg c "$container" "$pods_jq" <<<"$json") ||
       fb_die "$FB_EXIT_RUNTIME" "kubectl get pods returned something that is not a pod list"
     n=0 nready=0 first_bad=""
@@ -211,19 +199,15 @@ fi
 pod0=${pods[0]}
 
 # Fabric: told, else what the pods were deployed with.
-if [ -z "$fabric" ]; then
-  fabric=${fabrics[0]:-}
-  [ -n "$fabric" ] || fabric=none
-fi
-lines=$(fb_fabric_env "$fabric") || exit $?
-FB_ENV=()
-[ -z "$lines" ] || mapfile -t FB_ENV <<<"$lines"
-FB_ENV+=("${extra_env[@]+"${extra_env[@]}"}")
+fabric=${FB_OPT_FABRIC:-${fabrics[0]:-}}
+fabric=${fabric:-none}
+fb_set_env "$fabric"
 
 if [ -z "$slots" ]; then
   slots=${gpus[0]:-0}
   fb_is_uint "$slots" && [ "$slots" -ge 1 ] || slots=1
 fi
+cluster=$FB_OPT_CLUSTER
 if [ -z "$cluster" ]; then
   cluster=$(k config current-context 2>/dev/null) || cluster=""
   [ -n "$cluster" ] || cluster=kubernetes
@@ -238,13 +222,13 @@ else
 fi
 stamp=$(fb_utc_stamp)
 job=$workdir/$stamp-$coll
-FB_HOSTS=("${hosts[@]}") FB_SLOTS=$slots FB_BIND=$bind FB_IFACE=$iface FB_SSH_WAIT=$ssh_wait
+FB_HOSTS=("${hosts[@]}") FB_SLOTS=$slots FB_BIND=$FB_OPT_BIND FB_IFACE=$FB_OPT_IFACE FB_SSH_WAIT=$ssh_wait
 FB_WORKDIR=$job FB_RESULT=$job/$stamp-$coll.json FB_LOG=$job/$stamp-$coll.log
 pod_bin=${pod_bin:-$pod_root/bin}
 FB_RANK_SH=$pod_root/launch/rank.sh FB_COLL=$pod_bin/fabric-coll
 FB_COLL_ARGS=("$@" --cluster "$cluster")
-FB_MPIRUN_EXTRA=("${mpirun_extra[@]+"${mpirun_extra[@]}"}")
-local_dir=$results/$cluster
+FB_MPIRUN_EXTRA=("${FB_OPT_MPIRUN[@]+"${FB_OPT_MPIRUN[@]}"}")
+local_dir=$FB_OPT_RESULTS/$cluster
 
 fb_info "${#pods[@]} pods ready (${pods[*]}), $slots ranks each, fabric $fabric; mpirun in $pod0"
 
@@ -281,11 +265,11 @@ fi
 fb_info "result: $result"
 [ "$rc" -ne 0 ] && fb_info "the run exited $rc; judging what was measured"
 if report=$(fb_report_bin); then
-  "$report" check "$result" "${report_args[@]+"${report_args[@]}"}"
+  "$report" check "$result" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
   exit $?
 fi
 # No fabric-report here: the image has one.
-k -n "$ns" exec "$pod0" -c "$container" -- "$pod_bin/fabric-report" check "$FB_RESULT" "${report_args[@]+"${report_args[@]}"}"
+k -n "$ns" exec "$pod0" -c "$container" -- "$pod_bin/fabric-report" check "$FB_RESULT" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
 v=$?
 [ "$v" -eq 126 ] || [ "$v" -eq 127 ] && exit "$rc"
 exit "$v"

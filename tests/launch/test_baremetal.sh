@@ -5,10 +5,11 @@
 # fabric's environment applied on every rank.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/launch/common.sh
+. "$(dirname "$0")/common.sh"
 
 L=$FB_ROOT/launch/baremetal.sh
 RES=$T_DIR/results
-SCHEMA=$FB_ROOT/docs/schema/collective.schema.json
 
 # ---- arguments (no hosts needed) -----------------------------------------------
 expect_exit "no collective is a usage error" 2 "$L" --hosts a,b
@@ -32,42 +33,16 @@ expect_grep "dry run prints mpirun with 16 ranks" 'mpirun --allow-run-as-root -n
 expect_grep "dry run maps 8 ranks per node" 'ppr:8:node --bind-to numa' "$T_OUT"
 expect_grep "dry run exports the fabric environment" 'export NCCL_IB_GID_INDEX=3' "$T_OUT"
 expect_grep "dry run turns on NCCL INFO for the transport" 'NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET' "$T_OUT"
-expect_grep "dry run starts ranks through rank.sh" 'launch/rank.sh .*fabric-coll all_reduce -b 1K -e 16G -f 2 --cluster dry -J .*/dry/[0-9TZ]+-all_reduce.json --nccl-log' "$T_OUT"
+expect_grep "dry run starts ranks through rank.sh" 'launch/rank.sh .*fabric-coll all_reduce -b 1K -e 16G -f 2 --cluster dry -J "[$]result" --nccl-log' "$T_OUT"
+expect_grep "dry run writes results/<cluster>/<stamp>-<collective>.json" 'result=.*/dry/[0-9TZ]+-all_reduce.json log=' "$T_OUT"
 expect_grep "dry run checks ssh first" 'ssh_cmd=\(ssh -p 22 ' "$T_OUT"
 if [ -e "$RES" ]; then not_ok "dry run writes nothing" "$RES exists"; else ok "dry run writes nothing"; fi
 
 # ---- real hosts ------------------------------------------------------------------
-if ! is_root; then
-  skip "sweeps across namespace hosts" "needs root (network namespaces)"
-  exit 0
-fi
-if [ ! -x "$FB_BIN/fabric-coll" ]; then
-  skip "sweeps across namespace hosts" "no $FB_BIN/fabric-coll: build it (make MODULES=\"core coll report\")"
-  exit 0
-fi
+hosts_up fbl 3 "sweeps across namespace hosts"
 TH=$FB_ROOT/scripts/testhosts.sh
-on_exit "'$TH' down fbl >/dev/null 2>&1"
-if ! "$TH" up fbl 3 >"$T_OUT" 2>"$T_ERR"; then
-  not_ok "three namespace hosts up" "$(head -c 400 "$T_ERR")"
-  exit 1
-fi
-ok "three namespace hosts up"
-dir="" rsh=""
-eval "$("$TH" info fbl)" # sets dir= (keys), rsh= (ssh wrapper), ...
-export FB_BIN
 
-# A reference profile for host-memory runs here (none ships for them): saved
-# from a loopback run, so the verdict comes from the real fabric-report.
-profile_args=()
-if [ -x "$FB_BIN/fabric-report" ]; then
-  fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce --backend mpi -b 1K -e 64K -f 2 -n 3 -w 1 \
-    -J "$T_DIR/base.json" >/dev/null 2>&1 &&
-    "$FB_BIN/fabric-report" baseline "$T_DIR/base.json" --name fbl-host --tolerance 99 \
-      -o "$T_DIR/profiles/fbl-host.json" >/dev/null 2>&1 &&
-    profile_args=(--profiles "$T_DIR/profiles" --profile fbl-host)
-  if [ ${#profile_args[@]} -gt 0 ]; then ok "reference profile from a loopback run"
-  else not_ok "reference profile from a loopback run" "fabric-coll or fabric-report baseline failed"; fi
-fi
+host_profile fbl-host
 
 # A fabric environment script, as GKE's nccl-env-profile.sh: rank.sh sources
 # it on each rank's own host.
@@ -91,13 +66,7 @@ else
   not_ok "3-host sweep wrote results/<cluster>/<stamp>-all_reduce.json" "exit $T_RC: $(tail -c 600 "$T_ERR" "$T_OUT" | tr '\n' ' ')"
   exit 1
 fi
-case $T_RC in 0 | 20 | 21 | 22 | 23) ok "3-host sweep exits with a verdict code ($T_RC)" ;;
-  *) not_ok "3-host sweep exits with a verdict code" "exit $T_RC: $(head -c 400 "$T_ERR")" ;; esac
-if [ -x "$FB_BIN/fabric-report" ]; then
-  expect_grep "3-host sweep prints fabric-report's verdict" 'PASS|DEGRADED|TCP-FALLBACK|FAIL|INCOMPLETE' "$T_OUT"
-fi
-if json_valid "$SCHEMA" "$result" 2>"$T_DIR/schema.err"; then ok "3-host result matches the collective schema"
-else not_ok "3-host result matches the collective schema" "$(tail -n 2 "$T_DIR/schema.err" | tr '\n' ' ')"; fi
+judged_run "3-host sweep" "$result"
 check "3-host result: hosts fbl1..fbl3, 3 ranks on 3 nodes" \
   jq -e '.hosts == ["fbl1","fbl2","fbl3"] and .topology.ranks == 3 and .topology.nodes == 3' "$result"
 check "3-host result: complete, rows measured, no wrong elements" \

@@ -5,6 +5,8 @@
 # per-job key (keygen) and the pod entry point's sshd (pod-sshd.sh).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/launch/common.sh
+. "$(dirname "$0")/common.sh"
 
 L=$FB_ROOT/launch/kubectl.sh
 STANDIN=$FB_ROOT/tests/launch/kubectl-standin.sh
@@ -73,37 +75,11 @@ waits "sidecar not Ready (1/2)" sidecar 'pod fabric-bench-0 not Ready after 3s \
 waits "no pods" none 'no pods match -l app.kubernetes.io/name=fabric-bench,app.kubernetes.io/component=worker in namespace fabric-bench after 3s: apply the manifests'
 
 # ---- real pods: namespace hosts ----------------------------------------------------------
-if ! is_root; then
-  skip "runs across namespace hosts" "needs root (network namespaces)"
-  exit 0
-fi
-if [ ! -x "$FB_BIN/fabric-coll" ]; then
-  skip "runs across namespace hosts" "no $FB_BIN/fabric-coll: build it (make MODULES=\"core coll report\")"
-  exit 0
-fi
+hosts_up fbl 2 "runs across namespace hosts"
 TH=$FB_ROOT/scripts/testhosts.sh
-on_exit "'$TH' down fbl >/dev/null 2>&1"
-if ! "$TH" up fbl 2 >"$T_OUT" 2>"$T_ERR"; then
-  not_ok "two namespace hosts up" "$(head -c 400 "$T_ERR")"
-  exit 1
-fi
-ok "two namespace hosts up"
-dir=""
-eval "$("$TH" info fbl)" # sets dir= (keys), rsh=, ...
-export FB_BIN FBL_COUNT=2
+export FBL_COUNT=2
 
-# A reference profile for host-memory runs here (none ships for them): saved
-# from a loopback run, so the verdict comes from the real fabric-report.
-profile_args=()
-if [ -x "$FB_BIN/fabric-report" ]; then
-  fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce --backend mpi -b 1K -e 64K -f 2 -n 3 -w 1 \
-    -J "$T_DIR/base.json" >/dev/null 2>&1 &&
-    "$FB_BIN/fabric-report" baseline "$T_DIR/base.json" --name fbl-host --tolerance 99 \
-      -o "$T_DIR/profiles/fbl-host.json" >/dev/null 2>&1 &&
-    profile_args=(--profiles "$T_DIR/profiles" --profile fbl-host)
-  if [ ${#profile_args[@]} -gt 0 ]; then ok "reference profile from a loopback run"
-  else not_ok "reference profile from a loopback run" "fabric-coll or fabric-report baseline failed"; fi
-fi
+host_profile fbl-host
 
 common=(--kubectl "$STANDIN" --pod-root "$FB_ROOT" --pod-bin "$FB_BIN" --ssh-port 2222
   --ssh-key "$dir/id_ed25519" --bind none --results "$RES" --workdir "$T_DIR/pod-work")
@@ -121,11 +97,7 @@ else
   not_ok "run copies the result to results/<context>/<stamp>-all_reduce.json" "exit $T_RC: $(tail -c 600 "$T_ERR" "$T_OUT" | tr '\n' ' ')"
   exit 1
 fi
-case $T_RC in 0 | 20 | 21 | 22 | 23) ok "run exits with a verdict code ($T_RC)" ;;
-  *) not_ok "run exits with a verdict code" "exit $T_RC: $(head -c 400 "$T_ERR")" ;; esac
-if [ -x "$FB_BIN/fabric-report" ]; then
-  expect_grep "run prints fabric-report's verdict" 'PASS|DEGRADED|TCP-FALLBACK|FAIL|INCOMPLETE' "$T_OUT"
-fi
+judged_run run "$result"
 polls=$(cat "$FBL_STATE/polls")
 if [ "$polls" -ge 3 ]; then ok "waited for Ready ($polls polls)"; else not_ok "waited for Ready" "$polls polls"; fi
 check "result across both pods' hosts" jq -e '.hosts == ["fbl1","fbl2"] and .topology.nodes == 2 and .topology.ranks == 2' "$result"
@@ -133,8 +105,6 @@ check "ranks per pod from the pod's GPU limit (1)" jq -e '.topology.ranks_per_no
 check "fabric from the pods' annotation (tcp-baseline)" jq -e '.env.FABRIC_NAME == "tcp-baseline" and .env.NCCL_NET == "Socket"' "$result"
 check "complete sweep, validated" jq -e '.complete == true and .summary.wrong_total == 0 and (.rows | length) == 7' "$result"
 check "cluster named after the kubectl context" jq -e '.cluster == "fbl-test"' "$result"
-if json_valid "$FB_ROOT/docs/schema/collective.schema.json" "$result" 2>/dev/null; then ok "result matches the collective schema"
-else not_ok "result matches the collective schema" "see $result"; fi
 expect_grep "mpirun log copied back" '# Avg bus bandwidth' "${result%.json}.log"
 expect_grep "mpirun ran inside the first pod" 'exec fabric-bench-0 -c fabric-bench -- bash .*/run.sh' "$FBL_STATE/calls"
 

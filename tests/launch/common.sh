@@ -1,0 +1,61 @@
+# Shared by the launcher tests (source it after tests/lib.sh).
+# shellcheck shell=bash
+
+# host_profile NAME: a reference profile for host-memory runs here (none ships
+# for them), saved from a loopback run so that verdicts come from the real
+# fabric-report; sets profile_args to the check options naming it (empty,
+# with a failure reported, when it cannot be made).
+host_profile() {
+  profile_args=()
+  [ -x "$FB_BIN/fabric-report" ] || return 0
+  fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce --backend mpi -b 1K -e 64K -f 2 -n 3 -w 1 \
+    -J "$T_DIR/base.json" >/dev/null 2>&1 &&
+    "$FB_BIN/fabric-report" baseline "$T_DIR/base.json" --name "$1" --tolerance 99 \
+      -o "$T_DIR/profiles/$1.json" >/dev/null 2>&1 &&
+    profile_args=(--profiles "$T_DIR/profiles" --profile "$1")
+  if [ ${#profile_args[@]} -gt 0 ]; then ok "reference profile from a loopback run"
+  else not_ok "reference profile from a loopback run" "fabric-coll or fabric-report baseline failed"; fi
+}
+
+# judged_run NAME RESULT: the launcher's run ($T_RC, $T_OUT) ended with
+# fabric-report's verdict, printed and as its exit code, and RESULT matches
+# the collective schema.
+judged_run() {
+  local name=$1 result=$2
+  case $T_RC in 0 | 20 | 21 | 22 | 23) ok "$name: exits with a verdict code ($T_RC)" ;;
+    *) not_ok "$name: exits with a verdict code" "exit $T_RC: $(head -c 400 "$T_ERR")" ;; esac
+  if [ -x "$FB_BIN/fabric-report" ]; then
+    expect_grep "$name: prints fabric-report's verdict" '^(PASS|DEGRADED|TCP-FALLBACK|FAIL|INCOMPLETE): ' "$T_OUT"
+  fi
+  if json_valid "$FB_ROOT/docs/schema/collective.schema.json" "$result" 2>"$T_DIR/schema.err"; then
+    ok "$name: result matches the collective schema"
+  else
+    not_ok "$name: result matches the collective schema" "$(tail -n 2 "$T_DIR/schema.err" | tr '\n' ' ')"
+  fi
+}
+
+# hosts_up NAME N WHAT: network-namespace hosts NAME1..NAME<N>
+# (scripts/testhosts.sh) for the cases WHAT, torn down at exit; sets dir (their
+# keys) and rsh (an ssh wrapper) from `testhosts.sh info`. Not root, or no
+# fabric-coll built: skips WHAT and ends the test there.
+hosts_up() {
+  local name=$1 n=$2 what=$3 th=$FB_ROOT/scripts/testhosts.sh
+  if ! is_root; then
+    skip "$what" "needs root (network namespaces)"
+    exit 0
+  fi
+  if [ ! -x "$FB_BIN/fabric-coll" ]; then
+    skip "$what" "no $FB_BIN/fabric-coll: build it (make MODULES=\"core coll report\")"
+    exit 0
+  fi
+  on_exit "'$th' down $name >/dev/null 2>&1"
+  if ! "$th" up "$name" "$n" >"$T_OUT" 2>"$T_ERR"; then
+    not_ok "$n namespace hosts up" "$(head -c 400 "$T_ERR")"
+    exit 1
+  fi
+  ok "$n namespace hosts up"
+  # shellcheck disable=SC2034 # used by the tests
+  dir="" rsh=""
+  eval "$("$th" info "$name")"
+  export FB_BIN
+}
