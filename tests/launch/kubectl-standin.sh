@@ -12,7 +12,10 @@
 #
 # Environment: FBL_SET (host set, "fbl"), FBL_COUNT (pods, 2), FBL_STATE (a
 # directory for the call log and counters), FBL_SCENARIO: ready (default),
-# pending, sidecar, none, badname, slow (Ready from the third poll on);
+# pending, sidecar, none, badname, slow (Ready from the third poll on), probe
+# (a pod is Ready while its host's sshd accepts TCP connections, as the
+# workers' tcpSocket readinessProbe sees it; FBL_SSH_PORT, 2222), hang (get
+# pods never answers, as an API server that accepts and stalls);
 # FBL_FABRIC (pod annotation, tcp-baseline), FBL_GPUS (GPU limit, "1").
 set -uo pipefail
 set_name=${FBL_SET:-fbl}
@@ -53,6 +56,11 @@ pod_json() { # pod_json K: one pod object
     slow)
       local polls; polls=$(cat "$state/polls" 2>/dev/null || echo 0)
       [ "$polls" -lt 3 ] && main_ready=false ;;
+    probe)
+      # shellcheck disable=SC2016 # expands in the pod's shell
+      "$root/scripts/testhosts.sh" exec "$set_name" $((k + 1)) timeout 2 \
+        bash -c 'exec 3<>"/dev/tcp/$(hostname)/$0"' "${FBL_SSH_PORT:-2222}" </dev/null >/dev/null 2>&1 ||
+        main_ready=false ;;
   esac
   jq -n --arg name "fabric-bench-$k" --arg host "$host" --arg phase "$phase" \
     --argjson sr "$sidecar_ready" --argjson mr "$main_ready" --argjson cond "$cond" \
@@ -73,6 +81,7 @@ case $1 in
     [ "${2:-}" = pods ] || die "unsupported: get $*"
     polls=$(cat "$state/polls" 2>/dev/null || echo 0)
     echo $((polls + 1)) >"$state/polls"
+    [ "$scenario" = hang ] && exec sleep 3600
     if [ "$scenario" = none ]; then
       echo '{"apiVersion":"v1","kind":"List","items":[]}'
       exit 0
