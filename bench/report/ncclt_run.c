@@ -351,6 +351,10 @@ enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const stru
     else
         planned *= runs;
     json_object_object_add(d, "summary", fb_summary_json(&s, planned, (long)r->nrows));
+    /* Features of fabric-coll runs that an imported log does not have. */
+    json_object_object_add(d, "time_budget_s", NULL);
+    json_object_object_add(d, "early_stop", NULL);
+    json_object_object_add(d, "stability", NULL);
     json_object *imp = json_object_new_object();
     json_object_object_add(imp, "format", json_object_new_string(r->format));
     json_object_object_add(imp, "file", json_object_new_string(name));

@@ -119,7 +119,7 @@ void fb_plot_script(const struct fb_result_set *set, const char *const *data_fil
         char label[256];
         snprintf(label, sizeof label, "%s (%ld rank%s, %ld node%s%s%s%s)", r->cluster, r->ranks,
                  r->ranks == 1 ? "" : "s", r->nodes, r->nodes == 1 ? "" : "s", r->net ? ", " : "",
-                 r->net ? r->net : "", r->complete ? "" : ", INCOMPLETE");
+                 r->net ? r->net : "", !r->complete ? ", INCOMPLETE" : r->early_stop ? ", stopped early" : "");
         fb_str_addf(out, "%s", i ? ", \\\n     " : "");
         quoted(out, data_files[i]);
         fb_str_addf(out, " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title ");

@@ -246,6 +246,11 @@ static enum fb_status read_envelope(json_object *doc, const char *name, struct f
     if (fault != NULL && !json_object_is_type(fault, json_type_object))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"fault\" must be an object or null", name);
     r->fault = fault;
+    json_object *stop = member(doc, "early_stop");
+    if (stop != NULL && (!json_object_is_type(stop, json_type_object) ||
+                         (member(stop, "reason") != NULL && !json_object_is_type(member(stop, "reason"), json_type_string))))
+        return fb_fail(err, FB_ERR_INPUT, "%s: \"early_stop\" must be null or an object with a string reason", name);
+    r->early_stop = stop;
     json_object *env = member(doc, "env");
     r->env = env != NULL && json_object_is_type(env, json_type_object) ? env : NULL;
     r->cluster = opt_string(doc, "cluster");

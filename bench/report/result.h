@@ -58,6 +58,7 @@ struct fb_result {
     bool complete;
     long sizes_planned, sizes_done; /* -1 when unknown */
     json_object *fault;     /* NULL when none */
+    json_object *early_stop; /* NULL unless fabric-coll stopped the sweep on purpose */
     json_object *transport; /* NULL when NCCL's log was not captured */
     const char *net;        /* transport.net */
     int gdr;                /* transport.gdr: 1, 0, or -1 unknown */

@@ -215,6 +215,18 @@ static void note_incomplete(const struct fb_result *r, struct fb_str *out)
     fb_str_addf(out, ".");
 }
 
+static void note_early_stop(const struct fb_result *r, struct fb_str *out)
+{
+    const char *reason = str_member(r->early_stop, "reason");
+    int64_t at = 0, skipped = 0;
+    fb_json_get_int64(r->early_stop, "at_bytes", &at);
+    fb_json_get_int64(r->early_stop, "sizes_skipped", &skipped);
+    char size[32];
+    size_label(at > 0 ? (unsigned long long)at : 0, size, sizeof size);
+    fb_str_addf(out, " fabric-coll stopped the sweep after %s (%s); %lld larger size%s not measured (--full measures them).",
+                size, reason ? reason : "no reason recorded", (long long)skipped, skipped == 1 ? "" : "s");
+}
+
 /* Numbers near the TCP-fallback figure on a multi-node run whose log was not
  * captured: say what they look like, without calling it proven. */
 static void note_fallback_lookalike(const struct fb_result *r, const struct fb_profiles *ps,
@@ -314,8 +326,12 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
         fb_str_addf(out, ": a multi-node run on sockets is the TCP fallback, whatever its numbers say.");
         decided = true;
     }
-    bool incomplete = !r->complete || r->nrows == 0 ||
-                      (r->sizes_planned >= 0 && r->sizes_done >= 0 && r->sizes_done < r->sizes_planned);
+    /* A sweep fabric-coll ended on purpose (TCP fallback plain at 64M)
+     * skipped sizes by decision: it is not an unfinished run. */
+    bool short_sweep = r->sizes_planned >= 0 && r->sizes_done >= 0 && r->sizes_done < r->sizes_planned;
+    bool incomplete = !r->complete || r->nrows == 0 || (short_sweep && r->early_stop == NULL);
+    if (r->early_stop != NULL)
+        note_early_stop(r, out);
     if (incomplete) {
         if (!decided)
             set_verdict(v, FB_VERDICT_INCOMPLETE);

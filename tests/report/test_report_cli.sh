@@ -23,6 +23,11 @@ fi
 edit() { jq "$3" "$1" >"$2"; }
 G16=17179869184
 
+# ---- the fixtures themselves follow the results schema ----
+for f in "$RES"/*.json; do
+  check "fixture $(basename "$f") is valid against collective.schema.json" json_valid "$SCHEMA/collective.schema.json" "$f"
+done
+
 # ---- verdicts and their exit codes ----
 expect_exit "check PASS exits 0" 0 "$R" check "$RES/gke-tcpxo-allreduce.json"
 expect_grep "PASS names the auto-picked profile" '^PASS: .*profile gke-a3-mega-tcpxo r1 \(auto: ' "$T_OUT"
@@ -31,6 +36,7 @@ expect_exit "check DEGRADED exits 20" 20 "$R" check "$RES/ib-nogdr-allreduce.jso
 expect_exit "check TCP-FALLBACK exits 21" 21 "$R" check "$RES/gke-socket-allreduce.json"
 expect_grep "fallback says why and what to look at" 'whatever its numbers say.*Look at: .*tcpxo-daemon' "$T_OUT"
 expect_exit "check INCOMPLETE exits 23" 23 "$R" check "$RES/gke-tcpxo-incomplete.json"
+expect_exit "a sweep stopped early on NET/Socket is TCP-FALLBACK, not INCOMPLETE" 21 "$R" check "$RES/gke-socket-earlystop.json"
 edit "$RES/gke-tcpxo-allreduce.json" "$T_DIR/wrong.json" '.rows[3].in_place.wrong = 2'
 expect_exit "check FAIL (wrong results) exits 22" 22 "$R" check "$T_DIR/wrong.json"
 

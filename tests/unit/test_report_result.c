@@ -201,7 +201,7 @@ static void test_directory_sets_skip_other_json(void)
     struct fb_result_set set;
     struct fb_err err = {0};
     CHECK_INT(fb_result_set_load(args, 1, &set, &err), FB_OK);
-    CHECK_INT(set.n, 9);
+    CHECK_INT(set.n, 11);
     CHECK_INT(set.skipped, 0);
     for (size_t i = 1; i < set.n; i++)
         CHECK(strcmp(set.r[i - 1].path, set.r[i].path) < 0);

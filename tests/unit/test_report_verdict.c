@@ -156,6 +156,31 @@ static void test_unfinished_run_is_incomplete(void)
     fb_verdict_free(&v);
 }
 
+static void test_early_stop_is_not_incomplete(void)
+{
+    /* Stopped at 64M on NET/Socket: the fallback, not an unfinished run. */
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(fixture_doc("gke-socket-earlystop.json"), NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "TCP-FALLBACK");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "stopped the sweep after 64M");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "8 larger sizes not measured");
+    CHECK(strstr(fb_str_get(&v.reasons), "did not finish") == NULL);
+    fb_verdict_free(&v);
+    /* Stopped on the busBW band alone (no log): far below the profile. */
+    CHECK_INT(judge_doc(fixture_doc("gke-band-earlystop.json"), NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "FAIL");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "under the 8 GB/s fallback band");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "likely the TCP fallback");
+    fb_verdict_free(&v);
+    /* Without the early_stop record the same short sweep is unfinished. */
+    json_object *doc = fixture_doc("gke-band-earlystop.json");
+    json_object_object_add(doc, "early_stop", NULL);
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "INCOMPLETE");
+    fb_verdict_free(&v);
+}
+
 static void test_profile_choice(void)
 {
     struct fb_verdict v;
@@ -279,6 +304,7 @@ int main(void)
     RUN(test_socket_on_one_node_is_not_fallback);
     RUN(test_wrong_results_fail_first);
     RUN(test_unfinished_run_is_incomplete);
+    RUN(test_early_stop_is_not_incomplete);
     RUN(test_profile_choice);
     RUN(test_profile_errors);
     RUN(test_fallback_without_profile_still_judged);
