@@ -5,10 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/host.h"
+#include "core/envelope.h"
 #include "core/jsonio.h"
-#include "core/version.h"
 
 #define MIB (1ULL << 20)
 
@@ -18,27 +16,11 @@ enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char
     memset(rec, 0, sizeof *rec);
     if (snprintf(rec->path, sizeof rec->path, "%s", path) >= (int)sizeof rec->path)
         return fb_fail(err, FB_ERR_IO, "results path too long: %s", path);
-    json_object *d = json_object_new_object();
-    json_object *t = json_object_new_object();
-    char now[32];
-    fb_utc_iso(now, sizeof now);
-    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
-    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
-    json_object_object_add(d, "kind", json_object_new_string("collective"));
-    json_object_object_add(d, "complete", json_object_new_boolean(0));
-    json_object_object_add(d, "fault", NULL);
-    json_object_object_add(t, "name", json_object_new_string(tool));
-    json_object_object_add(t, "version", json_object_new_string(FB_VERSION));
-    json_object_object_add(t, "invoked_as", json_object_new_string(invoked_as));
-    json_object_object_add(d, "tool", t);
-    json_object_object_add(d, "cluster", json_object_new_string(cluster));
-    json_object_object_add(d, "start_time", json_object_new_string(now));
-    json_object_object_add(d, "end_time", NULL);
-    json_object_object_add(d, "env", fb_env_capture());
-    json_object_object_add(d, "warnings", json_object_new_array());
+    struct fb_envelope_info info = {.kind = "collective", .tool = tool, .invoked_as = invoked_as,
+                                    .cluster = cluster, .running = 1};
+    rec->doc = fb_envelope_new(&info);
     rec->rows = json_object_new_array();
-    json_object_object_add(d, "rows", rec->rows);
-    rec->doc = d;
+    json_object_object_add(rec->doc, "rows", rec->rows);
     return FB_OK;
 }
 
@@ -70,21 +52,13 @@ void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int ru
 
 void fb_record_warn(struct fb_record *rec, const char *text)
 {
-    json_object *w = NULL;
-    if (json_object_object_get_ex(rec->doc, "warnings", &w))
-        json_object_array_add(w, json_object_new_string(text));
+    fb_envelope_warn(rec->doc, text);
 }
 
 void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *message, int rank,
                      const char *host)
 {
-    json_object *f = json_object_new_object();
-    json_object_object_add(f, "status", json_object_new_string(fb_status_name(code)));
-    json_object_object_add(f, "exit_code", json_object_new_int((int)code));
-    json_object_object_add(f, "message", json_object_new_string(message));
-    json_object_object_add(f, "rank", rank >= 0 ? json_object_new_int(rank) : NULL);
-    json_object_object_add(f, "host", host ? json_object_new_string(host) : NULL);
-    json_object_object_add(rec->doc, "fault", f);
+    fb_envelope_fault(rec->doc, code, message, rank, host);
 }
 
 struct summary_acc {
@@ -148,12 +122,7 @@ json_object *fb_summary_of_rows(json_object *rows, int sizes_planned)
 enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err)
 {
     json_object_object_add(rec->doc, "summary", fb_summary_of_rows(rec->rows, rec->sizes_planned));
-    json_object_object_add(rec->doc, "complete", json_object_new_boolean(complete));
-    if (complete) {
-        char now[32];
-        fb_utc_iso(now, sizeof now);
-        json_object_object_add(rec->doc, "end_time", json_object_new_string(now));
-    }
+    fb_envelope_finish(rec->doc, complete);
     return fb_json_write_atomic(rec->path, rec->doc, err);
 }
 

@@ -10,6 +10,7 @@
 #include "coll/table.h"
 #include "report/profiles.h"
 #include "core/clock.h"
+#include "core/envelope.h"
 #include "core/jsonio.h"
 #include "core/units.h"
 
@@ -24,20 +25,7 @@ static int fail_agreed(struct run *r, struct fb_err *err)
 
 static void pick_cluster(struct run *r)
 {
-    const char *name = r->cfg.cluster ? r->cfg.cluster : getenv("FABRIC_CLUSTER");
-    char host0[FB_HOST_MAX];
-    snprintf(host0, sizeof host0, "%s", r->world.hosts[0]);
-    if (name == NULL || *name == '\0')
-        name = host0;
-    /* The label becomes a directory name: keep it to a safe alphabet. */
-    size_t i = 0;
-    for (; name[i] && i + 1 < sizeof r->cluster; i++) {
-        char c = name[i];
-        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                   c == '-' || c == '_' || c == '.';
-        r->cluster[i] = safe ? c : '_';
-    }
-    r->cluster[i] = '\0';
+    fb_cluster_label(r->cfg.cluster, r->world.hosts[0], r->cluster, sizeof r->cluster);
 }
 
 static enum fb_status results_path(struct run *r, char *path, size_t len, struct fb_err *err)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "doctor/check.h"
-#include "doctor/envelope.h"
+#include "core/envelope.h"
 
 /* What was examined, as key/value pairs: shown on the header line and kept
  * as the document's "target" object. */

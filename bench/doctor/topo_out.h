@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "doctor/affinity.h"
-#include "doctor/envelope.h"
+#include "core/envelope.h"
 #include "doctor/topo.h"
 
 void fb_topo_print(FILE *out, const struct fb_topo *t, const struct fb_affinity *a);

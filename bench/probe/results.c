@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/envelope.h"
 #include "core/host.h"
 #include "core/jsonio.h"
 #include "core/units.h"
@@ -388,32 +389,16 @@ static json_object *summary_json(const struct probe_results *r, const struct pro
 json_object *probe_results_json(const struct probe_results *r, int complete)
 {
     const struct probe_opts *o = r->o;
-    json_object *d = json_object_new_object();
-    json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
-    json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
-    json_object_object_add(d, "kind", json_object_new_string("probe"));
-    json_object_object_add(d, "complete", json_object_new_boolean(complete));
-    json_object *fault = NULL;
-    if (r->fault_code != 0) {
-        fault = json_object_new_object();
-        json_object_object_add(fault, "status", json_object_new_string(fb_status_name(r->fault_code)));
-        json_object_object_add(fault, "exit_code", json_object_new_int(r->fault_code));
-        json_object_object_add(fault, "message", json_object_new_string(r->fault_msg));
-        json_object_object_add(fault, "rank", r->fault_rank >= 0 ? json_object_new_int(r->fault_rank) : NULL);
-        json_object_object_add(fault, "host", r->fault_rank >= 0 && r->fault_rank < r->nranks
-                                                  ? json_object_new_string(r->hosts[r->fault_rank]) : NULL);
-    }
-    json_object_object_add(d, "fault", fault);
-    json_object *tool = json_object_new_object();
-    json_object_object_add(tool, "name", json_object_new_string("fabric-rdma"));
-    json_object_object_add(tool, "version", json_object_new_string(FB_VERSION));
-    json_object_object_add(tool, "invoked_as", json_object_new_string(o->invoked_as));
-    json_object_object_add(d, "tool", tool);
-    json_object_object_add(d, "cluster", json_object_new_string(r->cluster));
+    struct fb_envelope_info info = {.kind = "probe", .tool = "fabric-rdma", .invoked_as = o->invoked_as,
+                                    .cluster = r->cluster, .running = 1};
+    json_object *d = fb_envelope_new(&info);
     json_object_object_add(d, "start_time", json_object_new_string(r->start_time));
-    char now[32];
-    fb_utc_iso(now, sizeof now);
-    json_object_object_add(d, "end_time", complete || r->fault_code ? json_object_new_string(now) : NULL);
+    if (r->fault_code != 0)
+        fb_envelope_fault(d, r->fault_code, r->fault_msg, r->fault_rank,
+                          r->fault_rank >= 0 && r->fault_rank < r->nranks ? r->hosts[r->fault_rank] : NULL);
+    /* A run that ended on a fault has ended too, complete or not. */
+    fb_envelope_finish(d, complete || r->fault_code != 0);
+    json_object_object_add(d, "complete", json_object_new_boolean(complete));
     int *first = malloc((size_t)r->nranks * sizeof *first);
     json_object *hosts = json_object_new_array();
     int nh = first ? distinct_hosts(r, first) : 0;
@@ -421,7 +406,6 @@ json_object *probe_results_json(const struct probe_results *r, int complete)
         json_object_array_add(hosts, json_object_new_string(r->hosts[first[i]]));
     free(first);
     json_object_object_add(d, "hosts", hosts);
-    json_object_object_add(d, "env", fb_env_capture());
     json_object_get(r->warnings);
     json_object_object_add(d, "warnings", r->warnings);
 

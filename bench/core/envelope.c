@@ -1,4 +1,4 @@
-#include "doctor/envelope.h"
+#include "core/envelope.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,23 +9,36 @@
 #include "core/jsonio.h"
 #include "core/version.h"
 
+void fb_cluster_label(const char *given, const char *fallback, char *out, size_t len)
+{
+    const char *name = given;
+    if (name == NULL || name[0] == '\0')
+        name = getenv("FABRIC_CLUSTER");
+    if (name == NULL || name[0] == '\0')
+        name = fallback;
+    size_t i = 0;
+    for (; name[i] && i + 1 < len; i++) {
+        char c = name[i];
+        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_' || c == '.';
+        out[i] = safe ? c : '_';
+    }
+    out[i] = '\0';
+}
+
 json_object *fb_envelope_new(const struct fb_envelope_info *info)
 {
-    char now[32], host[FB_HOST_MAX];
+    char now[32], host[FB_HOST_MAX], cluster[128];
     fb_utc_iso(now, sizeof now);
     fb_hostname(host, sizeof host);
     const char *described = info->host && info->host[0] ? info->host : host;
-    const char *cluster = info->cluster;
-    if (cluster == NULL || cluster[0] == '\0')
-        cluster = getenv("FABRIC_CLUSTER");
-    if (cluster == NULL || cluster[0] == '\0')
-        cluster = described;
+    fb_cluster_label(info->cluster, described, cluster, sizeof cluster);
 
     json_object *d = json_object_new_object();
     json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
     json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
     json_object_object_add(d, "kind", json_object_new_string(info->kind));
-    json_object_object_add(d, "complete", json_object_new_boolean(1));
+    json_object_object_add(d, "complete", json_object_new_boolean(!info->running));
     json_object_object_add(d, "fault", NULL);
     json_object *t = json_object_new_object();
     json_object_object_add(t, "name", json_object_new_string(info->tool));
@@ -34,7 +47,7 @@ json_object *fb_envelope_new(const struct fb_envelope_info *info)
     json_object_object_add(d, "tool", t);
     json_object_object_add(d, "cluster", json_object_new_string(cluster));
     json_object_object_add(d, "start_time", json_object_new_string(now));
-    json_object_object_add(d, "end_time", json_object_new_string(now));
+    json_object_object_add(d, "end_time", info->running ? NULL : json_object_new_string(now));
     json_object *hosts = json_object_new_array();
     json_object_array_add(hosts, json_object_new_string(described));
     json_object_object_add(d, "hosts", hosts);
@@ -48,6 +61,28 @@ void fb_envelope_warn(json_object *doc, const char *message)
     json_object *w = NULL;
     if (json_object_object_get_ex(doc, "warnings", &w))
         json_object_array_add(w, json_object_new_string(message));
+}
+
+void fb_envelope_fault(json_object *doc, enum fb_status code, const char *message, int rank,
+                       const char *host)
+{
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "status", json_object_new_string(fb_status_name(code)));
+    json_object_object_add(f, "exit_code", json_object_new_int((int)code));
+    json_object_object_add(f, "message", json_object_new_string(message));
+    json_object_object_add(f, "rank", rank >= 0 ? json_object_new_int(rank) : NULL);
+    json_object_object_add(f, "host", host ? json_object_new_string(host) : NULL);
+    json_object_object_add(doc, "fault", f);
+}
+
+void fb_envelope_finish(json_object *doc, int complete)
+{
+    json_object_object_add(doc, "complete", json_object_new_boolean(complete));
+    if (complete) {
+        char now[32];
+        fb_utc_iso(now, sizeof now);
+        json_object_object_add(doc, "end_time", json_object_new_string(now));
+    }
 }
 
 enum fb_status fb_envelope_write(json_object *doc, const char *path, struct fb_err *err)

@@ -1,0 +1,47 @@
+/* The envelope every results document shares (docs/results-schema.md):
+ * schema and version, kind, completeness, fault, tool, cluster, times,
+ * hosts, environment, warnings. Each program adds its body. */
+#ifndef FB_CORE_ENVELOPE_H
+#define FB_CORE_ENVELOPE_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+struct fb_envelope_info {
+    const char *kind;       /* "collective", "probe", "doctor", "topology" */
+    const char *tool;       /* "fabric-doctor" */
+    const char *invoked_as; /* argv[0] */
+    const char *cluster;    /* --cluster, or NULL: $FABRIC_CLUSTER, else host */
+    const char *host;       /* the host described, or NULL: this host */
+    /* A measurement in progress: complete false, end_time null until
+     * fb_envelope_finish. Otherwise (a snapshot such as a doctor report)
+     * complete from the start and ended when written. */
+    int running;
+};
+
+/* A new document with every envelope key set; `warnings` is an empty array
+ * the caller fills. */
+json_object *fb_envelope_new(const struct fb_envelope_info *info);
+
+/* Adds one line to the envelope's warnings array. */
+void fb_envelope_warn(json_object *doc, const char *message);
+
+/* Records why a measurement ended early: {status, exit_code, message, rank,
+ * host} (rank < 0 and host NULL when unknown). */
+void fb_envelope_fault(json_object *doc, enum fb_status code, const char *message, int rank,
+                       const char *host);
+
+/* Sets complete and, when complete, end_time. */
+void fb_envelope_finish(json_object *doc, int complete);
+
+/* Writes the document to stdout (path "-") or atomically to a file. */
+enum fb_status fb_envelope_write(json_object *doc, const char *path, struct fb_err *err);
+
+/* The cluster label: `given`, else $FABRIC_CLUSTER, else `fallback`, cut to
+ * a safe alphabet ([A-Za-z0-9._-], others become '_') since it names a
+ * results directory. */
+void fb_cluster_label(const char *given, const char *fallback, char *out, size_t len);
+
+#endif
