@@ -184,6 +184,21 @@ alloc=(--job-name="fabric-bench-$coll" --nodes="$nodes" --ntasks-per-node="$slot
 # Nodes with GPUs give a job none unless it asks: one per rank.
 [ "$part_gpus" -eq 0 ] || alloc+=(--gpus-per-node="$slots")
 
+# A job the partition can never hold (more tasks than CPUs, a time limit above
+# its maximum, an unknown account) would otherwise wait in the queue until
+# --wait: Slurm's own --test-only says so at once.
+slurm_can_place() {
+  local check
+  if [ "$mode" = srun ]; then
+    check=(srun --test-only "${alloc[@]}" "${srun_extra[@]+"${srun_extra[@]}"}" true)
+  else
+    check=(sbatch --test-only "${alloc[@]}" "${sbatch_extra[@]+"${sbatch_extra[@]}"}" --wrap true)
+  fi
+  slurm_q "${check[@]}" >/dev/null && return 0
+  fb_die "$FB_EXIT_LAUNCH" "Slurm cannot place $nodes nodes x $slots tasks in partition $partition ($(first_err_line)): ask for fewer ranks per node (the nodes' CPUs or GPUs) or nodes, a shorter --time, or another partition"
+}
+[ "$FB_DRY_RUN" = 1 ] || [ "$in_allocation" = 1 ] || slurm_can_place
+
 # Open MPI's transports for its own traffic, as the launchers' mpirun has them.
 ompi_env_script() {
   echo "export OMPI_MCA_btl=self,vader,tcp"
@@ -326,13 +341,24 @@ cancel() { timeout -k 5 "$SLURM_CMD_TIMEOUT" scancel "$job" >/dev/null 2>&1; }
 
 # Queued: at most --wait. Running: at most the time limit and a grace for
 # Slurm's own kill. A controller that stops answering counts against both.
-deadline=$((SECONDS + wait_s)) started=0 state="" reason="" exitcode=""
+deadline=$((SECONDS + wait_s)) started=0 state="" reason="" exitcode="" lost=""
 while :; do
+  lost=""
   if rec=$(slurm_q scontrol show job -o "$job"); then
     state=$(job_field "$rec" JobState) reason=$(job_field "$rec" Reason) exitcode=$(job_field "$rec" ExitCode)
   elif grep -q 'Invalid job id' "$FB_LAUNCH_ERR"; then
     state=GONE # purged from the controller's memory (MinJobAge): it ended
+  else
+    lost=$(first_err_line)
+    lost=${lost:-no answer within ${SLURM_CMD_TIMEOUT}s}
   fi
+  case $state:$reason in
+    # Reasons that only an administrator's change can clear.
+    PENDING:BadConstraints | PENDING:PartitionConfig | PENDING:PartitionNodeLimit | PENDING:PartitionTimeLimit | \
+      PENDING:InvalidAccount | PENDING:InvalidQOS | PENDING:AccountNotAllowed | PENDING:PartitionDown | PENDING:Partition_Down)
+      cancel
+      fb_die "$FB_EXIT_LAUNCH" "job $job can never start here (Reason=$reason); cancelled it: scontrol show partition $partition shows the limits it exceeds" ;;
+  esac
   case $state in
     PENDING | CONFIGURING | REQUEUED | RESIZING | SUSPENDED) ;;
     RUNNING | COMPLETING | STAGE_OUT | SIGNALING)
@@ -343,7 +369,9 @@ while :; do
     "") ;;
     *) break ;;
   esac
-  if [ "$SECONDS" -ge "$deadline" ]; then
+  if [ "$SECONDS" -ge "$deadline" ] && [ -n "$lost" ]; then
+    fb_die "$FB_EXIT_TIMEOUT" "the Slurm controller stopped answering about job $job (scontrol: $lost): check slurmctld (scontrol ping); the job may still run (squeue -j $job), its result would be $FB_RESULT"
+  elif [ "$SECONDS" -ge "$deadline" ]; then
     cancel
     if [ "$started" = 0 ]; then
       fb_die "$FB_EXIT_TIMEOUT" "job $job still ${state:-unknown to the controller} after ${wait_s}s (Reason=${reason:-?}); cancelled it: free nodes in partition $partition (squeue -p $partition), ask for fewer, or raise --wait"

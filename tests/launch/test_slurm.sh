@@ -47,6 +47,13 @@ else
   not_ok "in an allocation: a step with the allocation's nodes and tasks per node" "exit $T_RC: $(grep srun "$T_OUT" | head -c 300)"
 fi
 
+run "$L" --dry-run --shared --srun-arg=--reservation=fabric -N 2 all_reduce
+if grep -q 'srun --mpi=pmix .*--reservation=fabric' "$T_OUT" && ! grep -q -- '--exclusive' "$T_OUT"; then
+  ok "--shared drops --exclusive, --srun-arg reaches srun"
+else
+  not_ok "--shared drops --exclusive, --srun-arg reaches srun" "$(grep srun "$T_OUT" | head -c 300)"
+fi
+
 expect_exit "sbatch dry run succeeds" 0 "$L" --dry-run --sbatch -N 2 --ranks-per-node 8 --fabric sriov-rdma \
   --cluster dry --results "$RES" --profile h100 --mpirun-arg=--mca --mpirun-arg=op --mpirun-arg=^avx \
   -- all_reduce -b 1K -e 16G -f 2
@@ -105,11 +112,44 @@ else
 fi
 expect_one_line "controller down: one line" "$T_ERR"
 
+# A controller that accepts and never answers (stopped).
+ctld=$(cat "$dir/slurmctld.pid.launch")
+kill -STOP "$ctld"
+start=$SECONDS
+run "$L" all_reduce
+kill -CONT "$ctld"
+if [ "$T_RC" -eq 6 ] && grep -q 'the Slurm controller did not answer sinfo within 30s\|the Slurm controller does not answer (sinfo: .*timed out' "$T_ERR" &&
+  [ $((SECONDS - start)) -le 45 ]; then
+  ok "controller stopped: exit 6 within the bound ($((SECONDS - start))s)"
+else
+  not_ok "controller stopped: exit 6 within the bound" "exit $T_RC after $((SECONDS - start))s: $(head -c 300 "$T_ERR")"
+fi
+expect_one_line "controller stopped: one line" "$T_ERR"
+for _ in $(seq 1 50); do scontrol ping >/dev/null 2>&1 && break; sleep 0.2; done
+
 expect_exit "partition missing: exit 2" 2 "$L" -p nosuch all_reduce
 expect_grep "partition missing: names it and the partitions there are" "partition 'nosuch' does not exist on this cluster: use one of fbtest" "$T_ERR"
 expect_one_line "partition missing: one line" "$T_ERR"
 expect_exit "more nodes than the partition has: exit 2" 2 "$L" -N 3 all_reduce
 expect_grep "more nodes than the partition has: says how many" 'partition fbtest has 1 nodes, --nodes asks for 3' "$T_ERR"
+scontrol update PartitionName=fbtest State=DOWN
+expect_exit "partition down: exit 6" 6 "$L" -N 1 all_reduce
+scontrol update PartitionName=fbtest State=UP
+expect_grep "partition down: names its state and how to resume it" 'partition fbtest is down, not up .*State=UP' "$T_ERR"
+# More tasks per node than the node has CPUs: Slurm would queue it forever.
+for path in srun sbatch; do
+  flag=()
+  [ "$path" = sbatch ] && flag=(--sbatch)
+  start=$SECONDS
+  run "$L" "${flag[@]+"${flag[@]}"}" -N 1 --ranks-per-node 8 --results "$RES" all_reduce
+  if [ "$T_RC" -eq 6 ] && grep -q 'Slurm cannot place 1 nodes x 8 tasks in partition fbtest (.*Requested node configuration is not available.*): ask for fewer ranks per node' "$T_ERR" &&
+    [ $((SECONDS - start)) -le 10 ]; then
+    ok "$path: a job the partition cannot hold fails at once (exit 6, Slurm's reason)"
+  else
+    not_ok "$path: a job the partition cannot hold fails at once (exit 6, Slurm's reason)" "exit $T_RC after $((SECONDS - start))s: $(head -c 300 "$T_ERR")"
+  fi
+done
+if squeue -h | grep -q .; then not_ok "nothing left queued by refused jobs" "$(squeue)"; else ok "nothing left queued by refused jobs"; fi
 
 host_profile fbs-host
 sweep=(--backend mpi -b 1K -e 64K -f 2 -n 3 -w 1)
