@@ -113,7 +113,7 @@ slurm_q() { timeout -k 5 "$SLURM_CMD_TIMEOUT" "$@" 2>"$FB_LAUNCH_ERR"; }
 # ---- what the cluster offers (bounded), checked before anything is queued ----------
 part_gpus=0
 slurm_preflight() {
-  local tool parts rc line name avail counts gres total found="" default="" names=""
+  local tool parts rc name avail counts gres total found="" default="" names=""
   for tool in srun sbatch sinfo scontrol scancel; do
     fb_need "$tool" "install Slurm's client commands (Debian: slurm-client) or run this on a login node of the cluster"
   done
@@ -325,8 +325,14 @@ fi
 if ! { mkdir -p "$dir" && batch_script >"$script"; }; then
   fb_die "$FB_EXIT_INPUT" "cannot write $script: choose another --results (shared with the nodes)"
 fi
-job=$(slurm_q "${submit[@]}") ||
-  fb_die "$FB_EXIT_LAUNCH" "sbatch refused the job ($(first_err_line)): check the options the message names (--sbatch-arg, -p, -A, -t)"
+job=$(slurm_q "${submit[@]}")
+case $? in
+  0) ;;
+  124 | 137)
+    fb_die "$FB_EXIT_TIMEOUT" "sbatch did not answer within ${SLURM_CMD_TIMEOUT}s: check slurmctld (scontrol ping); the job may be queued all the same (squeue -n fabric-bench-$coll)" ;;
+  *)
+    fb_die "$FB_EXIT_LAUNCH" "sbatch refused the job ($(first_err_line)): check the options the message names (--sbatch-arg, -p, -A, -t)" ;;
+esac
 job=${job%%;*}
 fb_is_uint "$job" || fb_die "$FB_EXIT_RUNTIME" "sbatch gave no job id ('$job'): see $script"
 if [ "$no_wait" = 1 ]; then
