@@ -16,7 +16,12 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for t in "$tree"/tests/test_*; do
   [ -x "$t" ] || continue
   name="ASan/UBSan: $(basename "$t")"
-  if (cd "$FB_ROOT" && ASAN_OPTIONS=detect_leaks=1 \
+  # Open MPI's dlopened components leak by design and unload before the
+  # leak report, out of reach of suppressions: tests that start MPI are
+  # leak-checked by valgrind (test_valgrind.sh) instead.
+  leaks=1
+  grep -q 'MPI_Init' "$FB_ROOT/tests/unit/$(basename "$t").c" 2>/dev/null && leaks=0
+  if (cd "$FB_ROOT" && ASAN_OPTIONS=detect_leaks=$leaks \
       LSAN_OPTIONS=suppressions="$FB_ROOT/tests/sanitize/lsan.supp" timeout 600 "$t") \
       >"$T_DIR/u.log" 2>&1; then
     ok "$name"
