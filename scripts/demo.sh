@@ -27,13 +27,32 @@ mkdir -p results/demo plots
 json=results/demo/$(date -u +%Y%m%dT%H%M%SZ)-all_reduce.json
 "${mpi[@]}" -np "$np" "$bin/fabric-coll" all_reduce "${args[@]}" --cluster demo -J "$json"
 
+# The verdict needs a reference. A host-memory run has none shipped, so
+# the first demo on a machine becomes that machine's baseline profile and
+# later ones are checked against it (a regression shows as DEGRADED).
+report=$bin/fabric-report
+profile=demo-$(hostname | tr -c 'A-Za-z0-9._-' '_' | sed 's/_*$//')
+if [ "$gpus" -eq 0 ] && ! "$report" profiles | grep -q "^$profile "; then
+  "$report" baseline "$json" --name "$profile" --tolerance 25
+  echo "demo: first run here: saved as the baseline profile $profile (fabric-report profiles)"
+fi
+check=()
+[ "$gpus" -eq 0 ] && check=(--profile "$profile")
 echo
 echo "demo: verdict"
 set +e
-"$bin/fabric-report" check "$json"
+"$report" check "$json" "${check[@]}"
 verdict=$?
 set -e
-echo "(fabric-report check exit code $verdict: see docs/exit-codes.md)"
+echo "(fabric-report check exit code $verdict: 0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE)"
+runs=$(find results/demo -name '*-all_reduce.json' | wc -l)
+if [ "$runs" -gt 1 ]; then
+  echo
+  echo "demo: this run beside the earlier demo runs on this machine"
+  "$report" compare results/demo || true
+fi
 echo
-"$bin/fabric-report" plot "$json" -o plots/demo-all_reduce.png
+# The TCP-fallback reference line gives the curve its scale: what NCCL
+# gets between nodes when the fabric is not used.
+"$report" plot "$json" --profile tcp-fallback -o plots/demo-all_reduce.png
 echo "demo: results $json, plot plots/demo-all_reduce.png"
