@@ -57,6 +57,29 @@ expect_one_line() {
   if [ "$n" -eq 1 ]; then ok "$1"; else not_ok "$1" "$n lines: $(head -c 400 "$2" | tr '\n' '|')"; fi
 }
 
+# expect_error NAME CODE PATTERN PROG CMD...: CMD (which runs program PROG)
+# exits CODE, prints exactly one "PROG: " line on stderr matching PATTERN,
+# and nothing on stdout. The project's rule for every bad input.
+expect_error() {
+  local name=$1 code=$2 pattern=$3 prog=$4 lines; shift 4
+  run "$@"
+  lines=$(grep -c "^$prog: " "$T_ERR")
+  if [ "$T_RC" -ne "$code" ]; then
+    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR")"
+  elif [ "$lines" -ne 1 ]; then
+    not_ok "$name" "$lines error lines: $(head -c 600 "$T_ERR")"
+  elif ! grep -q -- "$pattern" "$T_ERR"; then
+    not_ok "$name" "message lacks '$pattern': $(cat "$T_ERR")"
+  elif [ -s "$T_OUT" ]; then
+    not_ok "$name" "stdout not empty: $(head -c 300 "$T_OUT")"
+  else
+    ok "$name"
+  fi
+}
+
+# mpi_quiet NP CMD...: mpirun without its own banners, bounded.
+mpi_quiet() { local np=$1; shift; timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" "$@"; }
+
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
 # MPI on this machine: root needs the allow flags; more ranks than cores

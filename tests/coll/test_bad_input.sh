@@ -5,25 +5,10 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-mpi_quiet() { local np=$1; shift; timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" "$@"; }
-
 # bad_case NAME CODE PATTERN NP ARGS...: fabric-coll ARGS on NP ranks.
 bad_case() {
   local name=$1 code=$2 pattern=$3 np=$4; shift 4
-  run mpi_quiet "$np" "$FB_BIN/fabric-coll" "$@"
-  local lines
-  lines=$(grep -c '^fabric-coll: ' "$T_ERR")
-  if [ "$T_RC" -ne "$code" ]; then
-    not_ok "$name" "exit $T_RC, expected $code: $(head -c 300 "$T_ERR")"
-  elif [ "$lines" -ne 1 ]; then
-    not_ok "$name" "$lines error lines: $(head -c 500 "$T_ERR")"
-  elif ! grep -q -- "$pattern" "$T_ERR"; then
-    not_ok "$name" "message lacks '$pattern': $(cat "$T_ERR")"
-  elif [ -s "$T_OUT" ]; then
-    not_ok "$name" "stdout not empty: $(head -c 300 "$T_OUT")"
-  else
-    ok "$name"
-  fi
+  expect_error "$name" "$code" "$pattern" fabric-coll mpi_quiet "$np" "$FB_BIN/fabric-coll" "$@"
 }
 
 J=(-J "$T_DIR/r.json")

@@ -6,28 +6,14 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-mpi_quiet() { local np=$1; shift; timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" "$@"; }
 
 # bad_case NAME CODE PATTERN NP ARGS...: NP 0 runs without mpirun (singleton).
 bad_case() {
   local name=$1 code=$2 pattern=$3 np=$4; shift 4
   if [ "$np" -eq 0 ]; then
-    run timeout -k 5 60 "$FB_BIN/fabric-rdma" "$@"
+    expect_error "$name" "$code" "$pattern" fabric-rdma timeout -k 5 60 "$FB_BIN/fabric-rdma" "$@"
   else
-    run mpi_quiet "$np" "$FB_BIN/fabric-rdma" "$@"
-  fi
-  local lines
-  lines=$(grep -c '^fabric-rdma: ' "$T_ERR")
-  if [ "$T_RC" -ne "$code" ]; then
-    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR")"
-  elif [ "$lines" -ne 1 ]; then
-    not_ok "$name" "$lines error lines: $(head -c 600 "$T_ERR")"
-  elif ! grep -q -- "$pattern" "$T_ERR"; then
-    not_ok "$name" "message lacks '$pattern': $(cat "$T_ERR")"
-  elif [ -s "$T_OUT" ]; then
-    not_ok "$name" "stdout not empty: $(head -c 300 "$T_OUT")"
-  else
-    ok "$name"
+    expect_error "$name" "$code" "$pattern" fabric-rdma mpi_quiet "$np" "$FB_BIN/fabric-rdma" "$@"
   fi
 }
 
