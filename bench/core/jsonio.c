@@ -104,12 +104,12 @@ enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
     return st;
 }
 
-static enum fb_status slurp(const char *path, char **out, size_t *out_len, struct fb_err *err)
+enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
+    size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf != NULL) {
         size_t n = fread(buf + len, 1, cap - len - 1, f);
@@ -145,7 +145,7 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
 {
     char *text = NULL;
     size_t len = 0;
-    enum fb_status st = slurp(path, &text, &len, err);
+    enum fb_status st = fb_read_file(path, &text, &len, err);
     if (st != FB_OK)
         return st;
     if (len == 0) {

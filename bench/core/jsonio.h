@@ -20,6 +20,11 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err);
 
+/* Reads a whole file into a NUL-terminated buffer (free it), growing as it
+ * reads: procfs and sysfs files report size 0. FB_ERR_INPUT naming the file
+ * when it cannot be opened or read. */
+enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err);
+
 /* Reads and parses a whole file; FB_ERR_INPUT on a missing, empty, truncated
  * or non-JSON file, with the parser's position in the message. */
 enum fb_status fb_json_read_file(const char *path, json_object **out,

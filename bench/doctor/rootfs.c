@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/jsonio.h"
+
 bool fb_rootfs_path(const char *root, const char *path, char *buf, size_t len)
 {
     /* "/" and "" both mean the live system; a trailing slash on the root
@@ -49,40 +51,7 @@ enum fb_status fb_rootfs_read_bytes(const char *root, const char *path, char **o
     char full[FB_ROOTFS_PATH_MAX];
     if (!fb_rootfs_path(root, path, full, sizeof full))
         return fb_fail(err, FB_ERR_INPUT, "path too long: %s%s", root, path);
-    FILE *f = fopen(full, "r");
-    if (f == NULL)
-        return fb_fail(err, FB_ERR_INPUT, "cannot read %s: %s", full, strerror(errno));
-    /* procfs and sysfs report size 0, so grow as we read rather than stat. */
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (len + 1 == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (buf == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", full);
-    if (failed) {
-        free(buf);
-        return fb_fail(err, FB_ERR_INPUT, "cannot read %s (is it a directory?)", full);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *out_len = len;
-    return FB_OK;
+    return fb_read_file(full, out, out_len, err);
 }
 
 enum fb_status fb_rootfs_read_line(const char *root, const char *path, char *buf,
