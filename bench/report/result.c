@@ -368,7 +368,9 @@ void fb_summary_compute(const struct fb_row *rows, size_t n, struct fb_summary *
             if (!p->present)
                 continue;
             if (p->wrong >= 0) {
-                s->wrong_total += p->wrong;
+                /* Saturate: a count this large already says everything. */
+                if (__builtin_add_overflow(s->wrong_total, p->wrong, &s->wrong_total))
+                    s->wrong_total = LLONG_MAX;
                 s->validated = true;
             }
             if (isnan(p->busbw_GBps))

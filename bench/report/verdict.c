@@ -70,28 +70,42 @@ static long run_nodes(const struct fb_result *r)
     return n;
 }
 
-static void append_unique(struct fb_str *list, int *count, const char *item)
+/* The first few distinct names of a list, and whether there were more:
+ * enough to point at the culprit without printing 1000 hosts. */
+#define NAMES_SHOWN 4
+
+struct names {
+    const char *shown[NAMES_SHOWN];
+    int n;
+    bool more;
+};
+
+static void names_add(struct names *l, const char *item)
 {
-    if (item == NULL)
+    if (item == NULL || item[0] == '\0')
         return;
-    const char *s = fb_str_get(list);
-    size_t n = strlen(item);
-    for (const char *p = s; (p = strstr(p, item)) != NULL; p += n)
-        if ((p == s || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->shown[i], item) == 0)
             return;
-    if (*count < 4)
-        fb_str_addf(list, "%s%s", *count ? ", " : "", item);
-    else if (*count == 4)
-        fb_str_addf(list, ", ...");
-    (*count)++;
+    if (l->n < NAMES_SHOWN)
+        l->shown[l->n++] = item;
+    else
+        l->more = true;
+}
+
+static void names_print(const struct names *l, struct fb_str *out)
+{
+    for (int i = 0; i < l->n; i++)
+        fb_str_addf(out, "%s%s", i ? ", " : "", l->shown[i]);
+    if (l->more)
+        fb_str_addf(out, ", ...");
 }
 
 /* "on 4 of 4 ranks (hosts gpu-a, gpu-b; interfaces eth0)" */
 static void describe_socket_ranks(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
     json_object *pr = member(r->transport, "per_rank");
-    struct fb_str hosts = {0}, ifaces = {0};
-    int nh = 0, ni = 0;
+    struct names hosts = {0}, ifaces = {0};
     size_t total = pr ? json_object_array_length(pr) : 0;
     v->socket_ranks = 0;
     for (size_t i = 0; i < total; i++) {
@@ -100,23 +114,30 @@ static void describe_socket_ranks(const struct fb_result *r, struct fb_verdict *
         if (net == NULL || strcmp(net, "Socket") != 0)
             continue;
         v->socket_ranks++;
-        append_unique(&hosts, &nh, str_member(e, "host"));
+        names_add(&hosts, str_member(e, "host"));
         json_object *arr = member(e, "interfaces");
         for (size_t k = 0; arr != NULL && json_object_is_type(arr, json_type_array) &&
                            k < json_object_array_length(arr); k++) {
             json_object *s = json_object_array_get_idx(arr, k);
             if (json_object_is_type(s, json_type_string))
-                append_unique(&ifaces, &ni, json_object_get_string(s));
+                names_add(&ifaces, json_object_get_string(s));
         }
     }
-    if (v->socket_ranks > 0) {
-        fb_str_addf(out, " on %ld of %zu logged ranks", v->socket_ranks, total);
-        if (nh > 0 || ni > 0)
-            fb_str_addf(out, " (%s%s%s%s%s)", nh ? "hosts " : "", fb_str_get(&hosts), nh && ni ? "; " : "",
-                        ni ? "interfaces " : "", fb_str_get(&ifaces));
+    if (v->socket_ranks == 0)
+        return;
+    fb_str_addf(out, " on %ld of %zu logged ranks", v->socket_ranks, total);
+    if (hosts.n == 0 && ifaces.n == 0)
+        return;
+    fb_str_addf(out, " (");
+    if (hosts.n > 0) {
+        fb_str_addf(out, "hosts ");
+        names_print(&hosts, out);
     }
-    fb_str_free(&hosts);
-    fb_str_free(&ifaces);
+    if (ifaces.n > 0) {
+        fb_str_addf(out, "%sinterfaces ", hosts.n ? "; " : "");
+        names_print(&ifaces, out);
+    }
+    fb_str_addf(out, ")");
 }
 
 static void describe_transport(const struct fb_result *r, long nodes, struct fb_str *out)

@@ -40,6 +40,7 @@ static bool run_one(int (*fn)(const uint8_t *, size_t), const char *path)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        alarm(30); /* an input that once hung must not hang the suite */
         fn((const uint8_t *)(data.s ? data.s : ""), data.len);
         _exit(0);
     }
