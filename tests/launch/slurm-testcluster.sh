@@ -30,11 +30,14 @@ free_port() {
   return 1
 }
 
-# wait_for SECONDS WHAT LOG CMD...: until CMD succeeds, at most SECONDS.
+# wait_for SECONDS WHAT LOG PID CMD...: until CMD succeeds, at most SECONDS,
+# and only while the daemon PID lives.
 wait_for() {
-  local s=$1 what=$2 log=$3; shift 3
+  local s=$1 what=$2 log=$3 pid=$4; shift 4
   for _ in $(seq 1 $((s * 5))); do
     "$@" >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null ||
+      die "$what exited (log: $log: $(tail -n 3 "$log" 2>/dev/null | tr '\n' ' '))"
     sleep 0.2
   done
   die "$what did not come up within ${s}s (log: $log: $(tail -n 3 "$log" 2>/dev/null | tr '\n' ' '))"
@@ -91,6 +94,9 @@ cmd_up() {
   chmod 755 "$dir/munge"
   head -c 1024 /dev/urandom >"$dir/key/munge.key"
   chmod 400 "$dir/key/munge.key"
+  # A daemon that does not come up takes the others down with it.
+  starting=$dir
+  trap '[ -z "$starting" ] || cmd_down "$starting" >/dev/null 2>&1' EXIT
   port=$(free_port) || die "no free TCP port pair found"
   write_conf "$dir" "$cpus" "$port"
   export SLURM_CONF=$dir/slurm.conf
@@ -99,14 +105,15 @@ cmd_up() {
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" \
     --seed-file="$dir/munge/munged.seed" >>"$dir/log/munged.out" 2>&1 &
   echo $! >"$dir/munged.pid"
-  wait_for "$START_WAIT" munged "$dir/log/munged.out" test -S "$dir/munge/munge.socket"
+  wait_for "$START_WAIT" munged "$dir/log/munged.out" $! test -S "$dir/munge/munge.socket"
   slurmctld -D >>"$dir/log/slurmctld.out" 2>&1 &
   echo $! >"$dir/slurmctld.pid.launch"
-  wait_for "$START_WAIT" slurmctld "$dir/log/slurmctld.out" scontrol ping
+  wait_for "$START_WAIT" slurmctld "$dir/log/slurmctld.out" $! scontrol ping
   slurmd -D >>"$dir/log/slurmd.out" 2>&1 &
   echo $! >"$dir/slurmd.pid.launch"
   # The node is usable once it registered and is idle.
-  wait_for "$START_WAIT" "slurmd (node idle)" "$dir/log/slurmd.out" node_idle
+  wait_for "$START_WAIT" "slurmd (node idle)" "$dir/log/slurmd.out" $! node_idle
+  starting=""
   echo "dir=$dir"
   echo "SLURM_CONF=$dir/slurm.conf"
 }
