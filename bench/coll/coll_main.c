@@ -2,6 +2,7 @@
  * Also installed as all_reduce_perf, all_gather_perf, ... (nccl-tests
  * drop-in). The stages are in run_setup.c, run_sweep.c and run_report.c. */
 #include <stdio.h>
+#include <string.h>
 
 #include "coll/run.h"
 #include "core/version.h"
@@ -30,9 +31,23 @@ static void finish(struct run *r)
     fb_world_free(&r->world);
 }
 
-static void start_watchdog(struct run *r)
+/* Decided before MPI_Init (the threading level depends on it), so read
+ * straight from argv; the option table parses it again later. */
+static int watchdog_wanted(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--no-watchdog") == 0)
+            return 0;
+    return 1;
+}
+
+static void start_watchdog(struct run *r, int wanted)
 {
     struct fb_err err = {0};
+    if (!wanted) {
+        snprintf(r->wd_note, sizeof r->wd_note, "--no-watchdog: waits are not bounded (-T has no effect)");
+        return;
+    }
     if (fb_watchdog_start(&r->wd, &r->world, run_record_fault, r, &err) != FB_OK) {
         snprintf(r->wd_note, sizeof r->wd_note, "%s", err.msg);
         fb_signals_unblock();
@@ -42,9 +57,11 @@ static void start_watchdog(struct run *r)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    fb_signals_block();
+    int watchdog = watchdog_wanted(argc, argv);
+    if (watchdog)
+        fb_signals_block();
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(&argc, &argv, watchdog ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     static struct run r;
     pthread_mutex_init(&r.rec_lock, NULL);
     coll_config_defaults(&r.cfg);
@@ -54,7 +71,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "fabric-coll: %s\n", err.msg);
         MPI_Abort(MPI_COMM_WORLD, (int)err.code);
     }
-    start_watchdog(&r);
+    start_watchdog(&r, watchdog);
     code = run_prepare(&r, argc, argv);
     if (code < 0) {
         if (r.world.rank == 0 && r.cfg.help)
