@@ -420,13 +420,13 @@ static void add_lines(const struct fb_profile *p, const char *collective, struct
     char at[32];
     fb_format_size(e->at_bytes, at, sizeof at);
     if (!isnan(e->busbw) && *n < max) {
-        snprintf(lines[*n].label, sizeof lines[*n].label, "%s: typical %.0f GB/s at %s", p->name, e->busbw, at);
+        snprintf(lines[*n].label, sizeof lines[*n].label, "%s: typical %.3g GB/s at %s", p->name, e->busbw, at);
         lines[*n].gbps = e->busbw;
         lines[*n].floor = false;
         (*n)++;
     }
     if (!isnan(e->floor) && *n < max) {
-        snprintf(lines[*n].label, sizeof lines[*n].label, "%s: floor %.0f GB/s", p->name, e->floor);
+        snprintf(lines[*n].label, sizeof lines[*n].label, "%s: floor %.3g GB/s", p->name, e->floor);
         lines[*n].gbps = e->floor;
         lines[*n].floor = true;
         (*n)++;
