@@ -112,7 +112,7 @@ bench: all
 	scripts/bench.sh
 
 lint:
-	shellcheck -x scripts/*.sh launch/*.sh tests/run tests/*.sh tests/*/*.sh
+	tests/run test_shellcheck
 
 clean:
 	rm -rf $(BUILD) build-asan
