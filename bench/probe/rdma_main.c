@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/envelope.h"
 #include "core/clock.h"
 #include "core/jsonio.h"
 #include "core/version.h"
@@ -144,7 +145,7 @@ static enum fb_status open_devices(struct app *a, struct fb_err *err)
 static enum fb_status results_path(struct app *a, char *path, size_t len, char *cluster,
                                    size_t clen, struct fb_err *err)
 {
-    probe_cluster_label(a->o.cluster, a->w.hosts[0], cluster, clen);
+    fb_cluster_label(a->o.cluster, a->w.hosts[0], cluster, clen);
     if (a->o.json_path != NULL) {
         if (snprintf(path, len, "%s", a->o.json_path) >= (int)len)
             return fb_fail(err, FB_ERR_USAGE, "-J path too long");

@@ -11,21 +11,6 @@
 #include "core/units.h"
 #include "core/version.h"
 
-void probe_cluster_label(const char *given, const char *host0, char *out, size_t len)
-{
-    const char *name = given && *given ? given : getenv("FABRIC_CLUSTER");
-    if (name == NULL || *name == '\0')
-        name = host0;
-    size_t i = 0;
-    for (; name[i] && i + 1 < len; i++) {
-        char c = name[i];
-        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                   c == '-' || c == '_' || c == '.';
-        out[i] = safe ? c : '_';
-    }
-    out[i] = '\0';
-}
-
 void probe_results_init(struct probe_results *r, const struct probe_opts *o,
                         const struct fb_world *w, const struct probe_schedule *s,
                         const struct probe_endpoint *ep, const char *path, const char *cluster)

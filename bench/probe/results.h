@@ -63,9 +63,6 @@ json_object *probe_results_json(const struct probe_results *r, int complete);
 enum fb_status probe_results_save(struct probe_results *r, int complete, struct fb_err *err);
 void probe_results_free(struct probe_results *r);
 
-/* The label results go under: --cluster, $FABRIC_CLUSTER, else rank 0's
- * host, reduced to characters safe in a directory name. */
-void probe_cluster_label(const char *given, const char *host0, char *out, size_t len);
 
 int probe_analyze(const struct probe_results *r, struct probe_analysis *a);
 void probe_analysis_free(struct probe_analysis *a);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/envelope.h"
 #include "core/jsonio.h"
 #include "probe/results.h"
 
@@ -213,13 +214,13 @@ static void test_fault_is_recorded(void)
 static void test_cluster_label_is_path_safe(void)
 {
     char out[64];
-    probe_cluster_label("gke a3/mega", "h0", out, sizeof out);
+    fb_cluster_label("gke a3/mega", "h0", out, sizeof out);
     CHECK_STR(out, "gke_a3_mega");
     unsetenv("FABRIC_CLUSTER");
-    probe_cluster_label(NULL, "node-a", out, sizeof out);
+    fb_cluster_label(NULL, "node-a", out, sizeof out);
     CHECK_STR(out, "node-a");
     setenv("FABRIC_CLUSTER", "oci-h100", 1);
-    probe_cluster_label(NULL, "node-a", out, sizeof out);
+    fb_cluster_label(NULL, "node-a", out, sizeof out);
     CHECK_STR(out, "oci-h100");
     unsetenv("FABRIC_CLUSTER");
 }
