@@ -63,7 +63,6 @@ json_object *probe_results_json(const struct probe_results *r, int complete);
 enum fb_status probe_results_save(struct probe_results *r, int complete, struct fb_err *err);
 void probe_results_free(struct probe_results *r);
 
-
 int probe_analyze(const struct probe_results *r, struct probe_analysis *a);
 void probe_analysis_free(struct probe_analysis *a);
 
