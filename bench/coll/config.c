@@ -23,7 +23,7 @@ const struct fb_opt coll_options[] = {
     {'z', "blocking", FB_OPT_INT, OFF(blocking), "0-3", "wait after each operation: 1 with a barrier, 2 without, 3 after each iteration", 0, 3, 0},
     {'a', "average", FB_OPT_INT, OFF(average), "0-3", "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)", 0, 3, 0},
     {'N', "run_cycles", FB_OPT_INT, OFF(run_cycles), "N", "repeat the whole sweep N times (default 1)", 1, 1000000, 0},
-    {'T', "timeout", FB_OPT_INT, OFF(timeout), "SECONDS", "bound on any single wait, 0 = automatic", 0, 86400 * 7, 0},
+    {'T', "timeout", FB_OPT_INT, OFF(timeout), "SECONDS", "bound on each step (a size and placement: warm-up, timed loop, check), 0 = from the measured bandwidth", 0, 86400 * 7, 0},
     {'G', "cudagraph", FB_OPT_INT, OFF(graph), "N", "CUDA graph replays per timed loop (nccl backend)", 0, 1000000, 0},
     {'t', "nthreads", FB_OPT_INT, OFF(nthreads), "1", "threads per process: must be 1 (one rank per GPU)", 1, 1, 0},
     {'g', "ngpus", FB_OPT_INT, OFF(ngpus), "1", "GPUs per thread: must be 1 (one rank per GPU)", 1, 1, 0},
