@@ -77,6 +77,23 @@ expect_error() {
   fi
 }
 
+# expect_stderr_line NAME CODE REGEX CMD...: CMD exits CODE and its stderr
+# is exactly one line, matching the extended REGEX.
+expect_stderr_line() {
+  local name=$1 code=$2 regex=$3 lines; shift 3
+  run "$@"
+  lines=$(grep -c . "$T_ERR")
+  if [ "$T_RC" -ne "$code" ]; then
+    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR")"
+  elif [ "$lines" -ne 1 ]; then
+    not_ok "$name" "$lines stderr lines: $(head -c 600 "$T_ERR")"
+  elif ! grep -Eq -- "$regex" "$T_ERR"; then
+    not_ok "$name" "stderr lacks '$regex': $(cat "$T_ERR")"
+  else
+    ok "$name"
+  fi
+}
+
 # mpi_quiet NP CMD...: mpirun without its own banners, bounded.
 mpi_quiet() { local np=$1; shift; timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" "$@"; }
 

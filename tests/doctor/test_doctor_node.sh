@@ -45,18 +45,7 @@ broken() {
 # one_error NAME CODE REGEX ARGS...: exit CODE, one stderr line matching REGEX.
 one_error() {
   local name=$1 code=$2 regex=$3; shift 3
-  run doctor "$@"
-  local lines
-  lines=$(grep -c . "$T_ERR")
-  if [ "$T_RC" -ne "$code" ]; then
-    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR")"
-  elif [ "$lines" -ne 1 ]; then
-    not_ok "$name" "$lines stderr lines: $(head -c 600 "$T_ERR")"
-  elif ! grep -Eq -- "$regex" "$T_ERR"; then
-    not_ok "$name" "stderr lacks '$regex': $(cat "$T_ERR")"
-  else
-    ok "$name"
-  fi
+  expect_stderr_line "$name" "$code" "$regex" doctor "$@"
 }
 
 # ---- healthy trees ----
