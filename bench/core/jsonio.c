@@ -141,6 +141,20 @@ enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struc
     return FB_OK;
 }
 
+enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len, json_object **doc,
+                                  enum json_tokener_error *jerr, size_t *end, struct fb_err *err)
+{
+    json_tokener *tok = json_tokener_new();
+    if (tok == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory parsing %s", name);
+    /* json-c takes an int length: past 2 GiB the document reads as cut short. */
+    *doc = json_tokener_parse_ex(tok, text, (int)(len > INT_MAX ? INT_MAX : len));
+    *jerr = json_tokener_get_error(tok);
+    *end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    return FB_OK;
+}
+
 enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_err *err)
 {
     char *text = NULL;
@@ -156,14 +170,13 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
         free(text);
         return fb_fail(err, FB_ERR_INPUT, "%s contains NUL bytes; it is not a JSON text file", path);
     }
-    json_tokener *tok = json_tokener_new();
-    if (tok == NULL) {
+    json_object *obj = NULL;
+    enum json_tokener_error jerr;
+    size_t offset = 0;
+    if (fb_json_parse_text(path, text, len, &obj, &jerr, &offset, err) != FB_OK) {
         free(text);
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory parsing %s", path);
+        return err->code;
     }
-    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t offset = json_tokener_get_parse_end(tok);
     if (obj != NULL && jerr == json_tokener_success) {
         /* Trailing non-space text means two documents or garbage. */
         for (size_t i = offset; i < len; i++) {
@@ -176,7 +189,6 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
             }
         }
     }
-    json_tokener_free(tok);
     free(text);
     if (obj == NULL || jerr != json_tokener_success) {
         if (obj != NULL)

@@ -460,12 +460,11 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
                                        const struct fb_import_opts *o, struct fb_import_out *out,
                                        struct fb_err *err)
 {
-    json_tokener *tok = json_tokener_new();
-    if (tok == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name);
-    json_object *doc = json_tokener_parse_ex(tok, text, (int)(len > 0x7fffffff ? 0x7fffffff : len));
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    json_tokener_free(tok);
+    json_object *doc = NULL;
+    enum json_tokener_error jerr;
+    size_t end = 0;
+    if (fb_json_parse_text(name, text, len, &doc, &jerr, &end, err) != FB_OK)
+        return err->code;
     json_object *info = NULL, *res = NULL;
     if (doc == NULL || jerr != json_tokener_success || !json_object_is_type(doc, json_type_object) ||
         !json_object_object_get_ex(doc, "test_info", &info) || !json_object_object_get_ex(doc, "results", &res) ||
