@@ -160,12 +160,10 @@ static enum fb_status mpi_run(struct fb_backend *be, const struct fb_call *c, st
     struct mpi_state *s = be->state;
     MPI_Datatype dt;
     MPI_Op op = MPI_SUM;
-    enum fb_status st = mpi_supports(c->coll, c->dtype, c->op, err);
-    if (st != FB_OK)
-        return st;
-    fb_mpi_dtype(c->dtype, &dt);
-    if (c->coll->reduces)
-        fb_mpi_op(c->op, &op);
+    /* The mapping is the check: its message comes only on the rare path
+     * (the run's type and operator were checked before the sweep). */
+    if (!fb_mpi_dtype(c->dtype, &dt) || (c->coll->reduces && !fb_mpi_op(c->op, &op)))
+        return mpi_supports(c->coll, c->dtype, c->op, err);
     if (c->counts.param > INT_MAX)
         return fb_fail(err, FB_ERR_USAGE,
                        "the mpi backend takes at most %d elements per call (MPI int counts); "

@@ -213,12 +213,10 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, s
     struct nccl_state *s = be->state;
     ncclDataType_t dt = ncclFloat32;
     ncclRedOp_t op = ncclSum;
-    enum fb_status st = nccl_supports(c->coll, c->dtype, c->op, err);
-    if (st != FB_OK)
-        return st;
-    ncclt(c->dtype, &dt);
-    if (c->coll->reduces)
-        ncclo(c->op, &op);
+    /* The mapping is the check: its message comes only on the rare path
+     * (the run's type and operator were checked before the sweep). */
+    if (!ncclt(c->dtype, &dt) || (c->coll->reduces && !ncclo(c->op, &op)))
+        return nccl_supports(c->coll, c->dtype, c->op, err);
     return nccl_check(issue(s, c, dt, op), s->comm, c->coll->name, err);
 }
 
