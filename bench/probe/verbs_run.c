@@ -181,7 +181,7 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_run 
         s[i].messages = 0;
         s[i].t_first = s[i].t_last = s[i].last_progress = start;
     }
-    double stop_at = target ? INFINITY : start + seconds;
+    double stop_at = INFINITY;
     for (unsigned long spin = 0;; spin++) {
         int all_done = 1;
         double now = fb_now();
@@ -191,6 +191,10 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_run 
                 return err->code;
             if (!x->flushing && post_more(x, r, err) != FB_OK)
                 return err->code;
+            /* The measured window runs from the first post: time it from
+             * there, so a duration run measures at least its duration. */
+            if (!target && stop_at == INFINITY && x->started)
+                stop_at = x->t_first + seconds;
             if (reap(x, r, err) != FB_OK)
                 return err->code;
             if (sender_done(x))
