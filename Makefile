@@ -5,8 +5,14 @@
 #   bench/<module>/*.c         objects of build/lib<module>.a
 #   bench/<module>/<x>_main.c  the main of build/bin/fabric-<x>
 #   bench/<module>/*_nccl.c    compiled only when CUDA and NCCL are found
+#   bench/<module>/*_cuda.c    compiled only when the CUDA runtime is found
+#   bench/<module>/module.mk   `<module>_USES := ...`: the layers below it
 #   tests/unit/test_*.c        unit test programs, build/tests/test_*
-# Every program links every module library; the linker keeps what it uses.
+#
+# Layers are enforced, not advised: a module's sources see only the headers
+# of the modules it USES (each gets an include tree of its own under
+# build/inc), and its programs and tests link only those libraries, so a
+# wrong arrow fails to compile or to link. See docs/architecture.md.
 
 CUDA_HOME ?= /usr/local/cuda
 NCCL_HOME ?= $(CUDA_HOME)
@@ -15,7 +21,7 @@ SAN       ?=
 CC        := mpicc
 
 CFLAGS   ?= -O2 -g
-CPPFLAGS += -Ibench -D_GNU_SOURCE -MMD -MP
+CPPFLAGS += -D_GNU_SOURCE -MMD -MP
 XCFLAGS  := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers
 LDLIBS   := -ljson-c -lhwloc -libverbs -ldl -lpthread -lm
@@ -30,32 +36,50 @@ endif
 # or not; without them the build goes on without that backend.
 CUDA_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 NCCL_LIB := $(firstword $(wildcard $(NCCL_HOME)/lib64 $(NCCL_HOME)/lib))
-HAVE_NCCL := $(if $(and $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),\
-               $(wildcard $(NCCL_HOME)/include/nccl.h),$(CUDA_LIB),$(NCCL_LIB)),1,0)
+HAVE_CUDA := $(if $(and $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),$(CUDA_LIB)),1,0)
+HAVE_NCCL := $(if $(and $(filter 1,$(HAVE_CUDA)),$(wildcard $(NCCL_HOME)/include/nccl.h),$(NCCL_LIB)),1,0)
+ifeq ($(HAVE_CUDA),1)
+  CPPFLAGS += -DHAVE_CUDA=1 -isystem $(CUDA_HOME)/include
+  LDLIBS   += -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart
+endif
 ifeq ($(HAVE_NCCL),1)
-  CPPFLAGS += -DHAVE_NCCL=1 -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
-  LDLIBS   += -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -lnccl \
-              -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart
+  CPPFLAGS += -DHAVE_NCCL=1 $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
+  LDLIBS   := $(filter-out -lcudart,$(LDLIBS)) -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -lnccl -lcudart
 endif
 
-# `make MODULES="core report" BUILD=build-report` builds a subset in its own
-# tree: handy while one module is being worked on and another does not build.
-MODULES ?= $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
+# Each module names the layers it uses, nearest first, in its module.mk.
+include $(wildcard bench/*/module.mk)
+ALL_MODULES := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
+uses = $($(1)_USES)
+closure = $(sort $(1) $(foreach m,$(1),$(call uses,$(m))))
+
+# `make MODULES=report` builds one tool with its layers alone, in its own tree
+# if BUILD is given too.
+MODULES ?= $(ALL_MODULES)
+override MODULES := $(call closure,$(MODULES))
 ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
   ALL_SRCS := $(filter-out %_nccl.c,$(ALL_SRCS))
 endif
+ifneq ($(HAVE_CUDA),1)
+  ALL_SRCS := $(filter-out %_cuda.c,$(ALL_SRCS))
+endif
 MAIN_SRCS := $(filter %_main.c,$(ALL_SRCS))
 LIB_SRCS  := $(filter-out %_main.c,$(ALL_SRCS))
 OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+# The module a source belongs to: bench/<m>/x.c, tests/unit/test_<m>[_x].c
+module_of = $(if $(filter bench/%,$(1)),$(word 2,$(subst /, ,$(1))),$(firstword $(subst _, ,$(patsubst test_%,%,$(basename $(notdir $(1)))))))
+# Libraries of a module, its own first, in link order.
+link_libs = $(foreach m,$(1) $(call uses,$(1)),$(BUILD)/lib$(m).a)
 
 LIBS := $(foreach m,$(MODULES),$(BUILD)/lib$(m).a)
 BINS := $(foreach s,$(MAIN_SRCS),$(BUILD)/bin/fabric-$(patsubst %_main.c,%,$(notdir $(s))))
 # Unit tests are named after their module: tests/unit/test_<module>[_x].c
 TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/unit/test_$(m).c tests/unit/test_$(m)_*.c))
 TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-# nccl-tests names: links to fabric-coll, which reads its argv[0].
-PERF_NAMES := all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv
+# nccl-tests names, links to fabric-coll (which reads its argv[0]), one per
+# row of the collective table.
+PERF_NAMES := $(shell sed -n 's/.*"\([a-z0-9_]*\)_perf".*/\1/p' bench/nccl/collective.c)
 PERF_LINKS := $(if $(filter %/coll_main.c,$(MAIN_SRCS)),$(foreach n,$(PERF_NAMES),$(BUILD)/bin/$(n)_perf))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
@@ -82,25 +106,40 @@ $(BUILD)/lib$(1).a: $(call OBJ,$(filter bench/$(1)/%,$(LIB_SRCS)))
 endef
 $(foreach m,$(MODULES),$(eval $(call module_lib,$(m))))
 
+# build/inc/<m>/ holds one link per module <m> may include: itself and its
+# USES. "report/x.h" from bench/coll is then simply not found.
+define module_inc
+$(BUILD)/inc/$(1)/.ok: $(wildcard bench/*/module.mk)
+	@rm -rf $$(@D) && mkdir -p $$(@D)
+	@for d in $(1) $(call uses,$(1)); do ln -s $(CURDIR)/bench/$$$$d $$(@D)/$$$$d; done
+	@touch $$@
+endef
+$(foreach m,$(MODULES),$(eval $(call module_inc,$(m))))
+
+# Object files know their module by their path.
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) -I$(BUILD)/inc/$(call module_of,$<) $(CPPFLAGS) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+$(foreach s,$(ALL_SRCS) $(TEST_SRCS),$(eval $(call OBJ,$(s)): $(BUILD)/inc/$(call module_of,$(s))/.ok))
 
-LINK = $(CC) $(LDFLAGS) -o $@ $< -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS)
+LINK = $(CC) $(LDFLAGS) -o $@ $< $(call link_libs,$(1)) $(LDLIBS)
 
 define bin_rule
-$(BUILD)/bin/fabric-$(1): $(call OBJ,$(2)) $(LIBS)
+$(BUILD)/bin/fabric-$(1): $(call OBJ,$(2)) $(call link_libs,$(3))
 	@mkdir -p $$(@D)
-	$$(LINK)
+	$$(call LINK,$(3))
 endef
-$(foreach s,$(MAIN_SRCS),$(eval $(call bin_rule,$(patsubst %_main.c,%,$(notdir $(s))),$(s))))
+$(foreach s,$(MAIN_SRCS),$(eval $(call bin_rule,$(patsubst %_main.c,%,$(notdir $(s))),$(s),$(call module_of,$(s)))))
 
 $(PERF_LINKS): $(BUILD)/bin/fabric-coll
 	ln -sf fabric-coll $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
-	@mkdir -p $(@D)
-	$(LINK)
+define test_rule
+$(BUILD)/tests/$(1): $(BUILD)/obj/tests/unit/$(1).o $(call link_libs,$(2))
+	@mkdir -p $$(@D)
+	$$(call LINK,$(2))
+endef
+$(foreach s,$(TEST_SRCS),$(eval $(call test_rule,$(basename $(notdir $(s))),$(call module_of,$(s)))))
 
 demo: all
 	scripts/demo.sh

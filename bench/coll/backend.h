@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coll/collective.h"
+#include "nccl/collective.h"
 #include "core/status.h"
 #include "core/world.h"
 

@@ -88,15 +88,17 @@ static enum fb_status pick_collective(struct coll_config *cfg, const struct fb_o
                            res->positional[0], prog);
         return FB_OK;
     }
+    char names[FB_COLL_NAMES_MAX];
+    fb_collective_names(names, sizeof names, ", ");
     if (res->npositional == 0)
         return fb_fail(err, FB_ERR_USAGE, "no collective given; use: fabric-coll COLLECTIVE [options] with one of %s",
-                       fb_collective_choices());
+                       names);
     if (res->npositional > 1)
         return fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s' after the collective", res->positional[1]);
     cfg->coll = fb_collective_find(res->positional[0]);
     if (cfg->coll == NULL)
         return fb_fail(err, FB_ERR_USAGE, "unknown collective '%s'; choose one of %s", res->positional[0],
-                       fb_collective_choices());
+                       names);
     return FB_OK;
 }
 
@@ -182,12 +184,14 @@ int coll_config_notes(const struct coll_config *cfg, FILE *out)
 
 void coll_config_usage(FILE *out, const char *prog)
 {
+    char names[FB_COLL_NAMES_MAX];
+    fb_collective_names(names, sizeof names, ", ");
     fprintf(out,
             "usage: %s COLLECTIVE [options]   (or as all_reduce_perf, all_gather_perf, ... [options])\n"
             "Measures a collective over a size sweep on every rank of an MPI job, prints the\n"
             "nccl-tests table and writes a results JSON file.\n"
             "collectives: %s\n\noptions:\n",
-            base_name(prog), fb_collective_choices());
+            base_name(prog), names);
     fb_opts_help(out, coll_options);
     fprintf(out, "\nexit codes: 0 ok, 2 usage, 3 wrong results, 4 memory, 5 backend unavailable,\n"
                  "6 launch mismatch, 7 results not writable, 8 timeout, 9 runtime (docs/exit-codes.md)\n");

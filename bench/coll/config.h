@@ -8,8 +8,8 @@
 #include <stdio.h>
 
 #include "coll/backend.h"
-#include "coll/collective.h"
-#include "coll/dtype.h"
+#include "nccl/collective.h"
+#include "nccl/dtype.h"
 #include "core/options.h"
 #include "core/status.h"
 

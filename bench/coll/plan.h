@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coll/collective.h"
+#include "nccl/collective.h"
 #include "core/status.h"
 
 /* Beyond this many sizes a linear sweep is a mistake, not a plan. */

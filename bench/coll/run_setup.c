@@ -8,7 +8,7 @@
 
 #include "coll/run.h"
 #include "coll/table.h"
-#include "report/profiles.h"
+#include "nccl/profiles.h"
 #include "core/clock.h"
 #include "core/envelope.h"
 #include "core/jsonio.h"

@@ -7,7 +7,7 @@
 
 #include "core/gather.h"
 #include "core/jsonio.h"
-#include "report/nccl_log.h"
+#include "nccl/nccl_log.h"
 
 /* A pathological log must not make rank 0 gather gigabytes. */
 #define LOG_CAP_BYTES (4u << 20)

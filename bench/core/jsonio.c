@@ -207,11 +207,17 @@ json_object *fb_json_number(double v)
     return isfinite(v) ? json_object_new_double(v) : NULL;
 }
 
-bool fb_json_get_double(json_object *obj, const char *key, double *out)
+json_object *fb_json_member(json_object *obj, const char *key)
 {
     json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v))
-        return false;
+    if (!json_object_is_type(obj, json_type_object) || !json_object_object_get_ex(obj, key, &v))
+        return NULL;
+    return v;
+}
+
+bool fb_json_get_double(json_object *obj, const char *key, double *out)
+{
+    json_object *v = fb_json_member(obj, key);
     if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
         return false;
     *out = json_object_get_double(v);
@@ -220,8 +226,8 @@ bool fb_json_get_double(json_object *obj, const char *key, double *out)
 
 bool fb_json_get_int64(json_object *obj, const char *key, int64_t *out)
 {
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
+    json_object *v = fb_json_member(obj, key);
+    if (!json_object_is_type(v, json_type_int))
         return false;
     *out = json_object_get_int64(v);
     return true;
@@ -229,8 +235,8 @@ bool fb_json_get_int64(json_object *obj, const char *key, int64_t *out)
 
 bool fb_json_get_bool(json_object *obj, const char *key, bool *out)
 {
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_boolean))
+    json_object *v = fb_json_member(obj, key);
+    if (!json_object_is_type(v, json_type_boolean))
         return false;
     *out = json_object_get_boolean(v);
     return true;
@@ -238,8 +244,8 @@ bool fb_json_get_bool(json_object *obj, const char *key, bool *out)
 
 const char *fb_json_get_string(json_object *obj, const char *key)
 {
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+    json_object *v = fb_json_member(obj, key);
+    if (!json_object_is_type(v, json_type_string))
         return NULL;
     return json_object_get_string(v);
 }

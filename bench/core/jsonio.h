@@ -41,8 +41,12 @@ enum fb_status fb_json_read_file(const char *path, json_object **out,
  * not make the file unreadable. */
 json_object *fb_json_number(double v);
 
+/* The value at `key`, or NULL when obj is NULL, not an object, or lacks it
+ * (JSON null is NULL too: json-c stores it so). */
+json_object *fb_json_member(json_object *obj, const char *key);
+
 /* Typed look-ups that return false when the key is absent or of the wrong
- * type, leaving *out untouched. */
+ * type (or obj is not an object), leaving *out untouched. */
 bool fb_json_get_double(json_object *obj, const char *key, double *out);
 bool fb_json_get_int64(json_object *obj, const char *key, int64_t *out);
 bool fb_json_get_bool(json_object *obj, const char *key, bool *out);

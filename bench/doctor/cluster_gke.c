@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonio.h"
 #include "doctor/cluster.h"
 
 #define NIC_INFO "networking.gke.io/nic-info"
@@ -156,22 +157,13 @@ static json_object *parse_array(const char *text, const char **why)
     return v;
 }
 
-static const char *member(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v) ||
-        !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
-
 /* eth1..eth8 each mapped once, nothing past eth8. Fills slots[0..8]. */
 static enum node_result check_names(json_object *info, struct nic_slot *slots, char *why,
                                     size_t len)
 {
     for (size_t i = 0; i < json_object_array_length(info); i++) {
         json_object *e = json_object_array_get_idx(info, i);
-        const char *name = member(e, "birthName");
+        const char *name = fb_json_get_string(e, "birthName");
         if (name == NULL) {
             snprintf(why, len, "%s entry %zu has no birthName", NIC_INFO, i);
             return NODE_FAIL;
@@ -188,7 +180,7 @@ static enum node_result check_names(json_object *info, struct nic_slot *slots, c
             return NODE_FAIL;
         }
         slots[k].seen = true;
-        slots[k].ip = member(e, "birthIP");
+        slots[k].ip = fb_json_get_string(e, "birthIP");
     }
     size_t mapped = 0, used = 0;
     char missing[64] = "";
@@ -218,9 +210,9 @@ static enum node_result check_join(json_object *north, const struct nic_slot *sl
         const char *network = NULL;
         for (size_t i = 0; i < json_object_array_length(north) && network == NULL; i++) {
             json_object *e = json_object_array_get_idx(north, i);
-            const char *ip = member(e, "ipAddress");
+            const char *ip = fb_json_get_string(e, "ipAddress");
             if (ip && strcmp(ip, slots[k].ip) == 0)
-                network = member(e, "network");
+                network = fb_json_get_string(e, "network");
         }
         if (network == NULL) {
             snprintf(why, len, "eth%d (%s) is not in %s", k, slots[k].ip, NORTH_IFS);

@@ -13,7 +13,7 @@
 #include "doctor/cluster.h"
 #include "doctor/kube.h"
 #include "doctor/node.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 #include "doctor/topo.h"
 
 #define MAX_NAMED 32

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 /* sysfs attributes are best effort: a missing one leaves the field empty
  * and the check that needs it says so. */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "doctor/inventory.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 static const struct fb_node_check_def checks[] = {
     {"peermem", FB_FABRIC_RDMA, fb_node_check_peermem,

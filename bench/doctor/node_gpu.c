@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "doctor/node.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 /* /proc/modules lines start with the module name. */
 static bool module_loaded(const char *modules, const char *name)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "doctor/node.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 #define CAP_IPC_LOCK_BIT 14
 #define GIB (1ULL << 30)

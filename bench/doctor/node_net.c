@@ -7,7 +7,7 @@
 #include "doctor/devspec.h"
 #include "doctor/inventory.h"
 #include "doctor/node.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 /* RoCE needs a netdev MTU of at least 4200 to run 4096-byte RDMA frames
  * (4096 payload plus RoCE, UDP, IP and Ethernet headers). */

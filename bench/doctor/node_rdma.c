@@ -6,7 +6,7 @@
 #include "doctor/devspec.h"
 #include "doctor/inventory.h"
 #include "doctor/node.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 /* "mlx5_0, mlx5_1, ..." into a bounded buffer. */
 static void list_names(const struct fb_inv_rdma *devs, size_t n, char *buf, size_t len)

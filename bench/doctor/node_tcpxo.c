@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "doctor/node.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 #define TCPXO_DEFAULT_LIB_DIR "/usr/local/nvidia/lib64"
 #define TCPXO_APERTURE_DIR "/dev/aperture_devices"

@@ -7,7 +7,7 @@
 
 #include "core/status.h"
 #include "report/result.h"
-#include "report/text.h"
+#include "core/text.h"
 
 enum fb_compare_format { FB_CMP_TEXT, FB_CMP_MARKDOWN, FB_CMP_CSV, FB_CMP_JSON };
 

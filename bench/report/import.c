@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/text.h"
+#include "core/text.h"
 
 static const char *const format_names[] = {
     [FB_IMPORT_AUTO] = "auto",

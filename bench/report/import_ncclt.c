@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "report/import.h"
-#include "report/nccl_log.h"
+#include "nccl/nccl_log.h"
 #include "report/ncclt_run.h"
-#include "report/text.h"
+#include "core/text.h"
 
 #define TOK_MAX 64
 

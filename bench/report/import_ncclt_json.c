@@ -24,15 +24,7 @@
 #include "core/jsonio.h"
 #include "report/import.h"
 #include "report/ncclt_run.h"
-#include "report/text.h"
-
-static json_object *member(json_object *obj, const char *key)
-{
-    json_object *v = NULL;
-    if (obj == NULL || !json_object_is_type(obj, json_type_object) || !json_object_object_get_ex(obj, key, &v))
-        return NULL;
-    return v;
-}
+#include "core/text.h"
 
 /* A number that may come as a number, a numeric string or "nan". */
 static bool loose_number(json_object *v, double *out)
@@ -63,14 +55,14 @@ static unsigned long long loose_bytes(json_object *v)
 static long loose_long(json_object *obj, const char *key, long dflt)
 {
     double d = 0;
-    if (!loose_number(member(obj, key), &d) || d < -1e12 || d > 1e12)
+    if (!loose_number(fb_json_member(obj, key), &d) || d < -1e12 || d > 1e12)
         return dflt;
     return (long)d;
 }
 
 static const char *string_member(json_object *obj, const char *key)
 {
-    json_object *v = member(obj, key);
+    json_object *v = fb_json_member(obj, key);
     return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
@@ -87,11 +79,11 @@ static void read_config(struct ncclt_run *r, json_object *c)
     r->have_config = true;
     r->nthreads = loose_long(c, "nthreads", 1);
     r->ngpus = loose_long(c, "ngpus", 1);
-    r->minbytes = loose_bytes(member(c, "minimum_bytes"));
-    r->maxbytes = loose_bytes(member(c, "maximum_bytes"));
-    r->step_is_factor = member(c, "step_factor") != NULL;
+    r->minbytes = loose_bytes(fb_json_member(c, "minimum_bytes"));
+    r->maxbytes = loose_bytes(fb_json_member(c, "maximum_bytes"));
+    r->step_is_factor = fb_json_member(c, "step_factor") != NULL;
     double step = 0;
-    loose_number(member(c, r->step_is_factor ? "step_factor" : "step_bytes"), &step);
+    loose_number(fb_json_member(c, r->step_is_factor ? "step_factor" : "step_bytes"), &step);
     r->step = step > 0 && step < 1e18 ? (unsigned long long)step : 0;
     r->warmup = loose_long(c, "warmup_iters", 0);
     r->iters = loose_long(c, "iterations", 0);
@@ -178,12 +170,12 @@ static bool read_place(json_object *o, struct fb_place *p)
     if (!json_object_is_type(o, json_type_object))
         return false;
     p->present = true;
-    json_object *t = member(o, "time") ? member(o, "time") : member(o, "cpu_time");
+    json_object *t = fb_json_member(o, "time") ? fb_json_member(o, "time") : fb_json_member(o, "cpu_time");
     loose_number(t, &p->time_us);
-    loose_number(member(o, "alg_bw"), &p->algbw_GBps);
-    loose_number(member(o, "bus_bw"), &p->busbw_GBps);
+    loose_number(fb_json_member(o, "alg_bw"), &p->algbw_GBps);
+    loose_number(fb_json_member(o, "bus_bw"), &p->busbw_GBps);
     double w = 0;
-    if (loose_number(member(o, "nwrong"), &w) && w >= 0)
+    if (loose_number(fb_json_member(o, "nwrong"), &w) && w >= 0)
         p->wrong = w > 9e18 ? (long long)9e18 : (long long)w;
     return !(p->time_us < 0 || p->algbw_GBps < 0 || p->busbw_GBps < 0);
 }
@@ -197,11 +189,11 @@ static enum fb_status read_results(struct ncclt_run *r, json_object *results, co
         json_object *e = json_object_array_get_idx(results, i);
         struct fb_row row = {0};
         double d = 0;
-        if (!json_object_is_type(e, json_type_object) || !loose_number(member(e, "size"), &d) || d < 0 || d > 1e19)
+        if (!json_object_is_type(e, json_type_object) || !loose_number(fb_json_member(e, "size"), &d) || d < 0 || d > 1e19)
             return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has no size", name, i);
         row.bytes = (unsigned long long)d;
-        row.count = loose_number(member(e, "count"), &d) && d >= 0 && d < 1e19 ? (unsigned long long)d : 0;
-        if (!read_place(member(e, "out_of_place"), &row.oop) || !read_place(member(e, "in_place"), &row.ip))
+        row.count = loose_number(fb_json_member(e, "count"), &d) && d >= 0 && d < 1e19 ? (unsigned long long)d : 0;
+        if (!read_place(fb_json_member(e, "out_of_place"), &row.oop) || !read_place(fb_json_member(e, "in_place"), &row.ip))
             return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has a placement that is not an object of numbers >= 0", name, i);
         if (!row.oop.present && !row.ip.present)
             return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has neither out_of_place nor in_place", name, i);
@@ -226,26 +218,26 @@ static enum fb_status convert(struct ncclt_run *r, json_object *doc, const char 
                               struct fb_err *err)
 {
     copy_string(r->started, sizeof r->started, string_member(doc, "start_time"));
-    read_args(r, member(doc, "args"));
-    read_env(r, member(doc, "env"));
+    read_args(r, fb_json_member(doc, "args"));
+    read_env(r, fb_json_member(doc, "env"));
     long code = loose_long(doc, "nccl_version", 0);
     ncclt_version_from_code(code, r->nccl_version, sizeof r->nccl_version);
-    json_object *config = member(doc, "config");
+    json_object *config = fb_json_member(doc, "config");
     read_config(r, config);
-    enum fb_status st = read_devices(r, member(config, "devices"), err);
+    enum fb_status st = read_devices(r, fb_json_member(config, "devices"), err);
     if (st == FB_OK)
-        st = read_results(r, member(doc, "results"), name, err);
+        st = read_results(r, fb_json_member(doc, "results"), name, err);
     if (st != FB_OK)
         return st;
-    json_object *avg = member(doc, "average_bus_bandwidth");
+    json_object *avg = fb_json_member(doc, "average_bus_bandwidth");
     if (avg != NULL) {
         r->finished = true;
-        if (!loose_number(member(avg, "bandwidth"), &r->avg_footer))
+        if (!loose_number(fb_json_member(avg, "bandwidth"), &r->avg_footer))
             r->avg_footer = NAN;
     }
-    json_object *oob = member(doc, "out_of_bounds");
+    json_object *oob = fb_json_member(doc, "out_of_bounds");
     r->oob = oob ? loose_long(oob, "count", -1) : -1;
-    json_object *errors = member(doc, "errors");
+    json_object *errors = fb_json_member(doc, "errors");
     if (errors != NULL && json_object_is_type(errors, json_type_array) && json_object_array_length(errors) > 0) {
         json_object *e0 = json_object_array_get_idx(errors, 0);
         if (json_object_is_type(e0, json_type_string) && json_object_get_string(e0)[0] != '\0')
@@ -274,7 +266,7 @@ enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t l
             return fb_fail(err, FB_ERR_INPUT, "%s: nccl-tests JSON ends early (the run was killed before it finished?); import its text output instead", name);
         return fb_fail(err, FB_ERR_INPUT, "%s: not valid JSON (%s)", name, json_tokener_error_desc(jerr));
     }
-    if (!json_object_is_type(doc, json_type_object) || member(doc, "results") == NULL) {
+    if (!json_object_is_type(doc, json_type_object) || fb_json_member(doc, "results") == NULL) {
         json_object_put(doc);
         return fb_fail(err, FB_ERR_INPUT, "%s: not nccl-tests JSON (no \"results\" list)", name);
     }

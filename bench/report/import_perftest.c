@@ -29,7 +29,7 @@
 #include "core/jsonio.h"
 #include "core/version.h"
 #include "report/import.h"
-#include "report/text.h"
+#include "core/text.h"
 
 #define MIB_PER_S_IN_GBPS (1048576.0 * 8 / 1e9)
 

@@ -9,7 +9,8 @@
 
 #include "core/jsonio.h"
 #include "core/version.h"
-#include "report/text.h"
+#include "core/text.h"
+#include "nccl/collective.h"
 
 void ncclt_run_init(struct ncclt_run *r, const char *format)
 {
@@ -267,8 +268,11 @@ enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const stru
         snprintf(r->collective, sizeof r->collective, "%s", o->collective);
     if (r->collective[0] == '\0' && !ncclt_collective_in(name, r->collective, sizeof r->collective))
         return fb_fail(err, FB_ERR_INPUT, "%s does not say which collective it ran (no \"# Collective test starting\" line, no name in the file name); add --collective NAME", name);
-    if (!fb_collective_known(r->collective))
-        return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv", r->collective);
+    if (!fb_collective_known(r->collective)) {
+        char names[FB_COLL_NAMES_MAX];
+        fb_collective_names(names, sizeof names, ", ");
+        return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of %s", r->collective, names);
+    }
 
     json_object *d = json_object_new_object();
     json_object *hosts = json_object_new_array();

@@ -9,7 +9,7 @@
 
 #include "core/status.h"
 #include "report/result.h"
-#include "report/text.h"
+#include "core/text.h"
 
 struct fb_plot_line {
     char label[160];

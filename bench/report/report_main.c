@@ -17,11 +17,12 @@
 #include "core/version.h"
 #include "report/compare.h"
 #include "report/import.h"
-#include "report/nccl_log.h"
+#include "nccl/nccl_log.h"
+#include "nccl/collective.h"
 #include "report/plot.h"
-#include "report/profiles.h"
+#include "report/profile_match.h"
 #include "report/result.h"
-#include "report/text.h"
+#include "core/text.h"
 #include "report/verdict.h"
 
 #define PROFILE_DIRS_MAX 8
@@ -124,6 +125,13 @@ static enum fb_status load_with_logs(const char *path, const struct log_args *lo
     else
         json_object_put(t);
     return fb_result_from_json(doc, path, r, err);
+}
+
+static enum fb_status fail_collective_option(const char *given, struct fb_err *err)
+{
+    char names[FB_COLL_NAMES_MAX];
+    fb_collective_names(names, sizeof names, " or ");
+    return fb_fail(err, FB_ERR_USAGE, "--collective %s: use %s", given, names);
 }
 
 /* ---- check ---- */
@@ -348,7 +356,7 @@ static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
     if (optind == argc)
         st = fb_fail(err, FB_ERR_USAGE, "import needs at least one FILE; see fabric-report import --help");
     else if (o.collective != NULL && !fb_collective_known(o.collective))
-        st = fb_fail(err, FB_ERR_USAGE, "--collective %s: use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv", o.collective);
+        st = fail_collective_option(o.collective, err);
     else if (logs.n > 0)
         st = fb_transport_from_args(logs.a, logs.n, &transport, err);
     if (st != FB_OK)

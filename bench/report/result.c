@@ -10,27 +10,8 @@
 #include <sys/stat.h>
 
 #include "core/jsonio.h"
-#include "report/text.h"
-
-static const char *const collectives[] = {
-    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv",
-};
-
-bool fb_collective_known(const char *name)
-{
-    for (size_t i = 0; i < sizeof collectives / sizeof *collectives; i++)
-        if (strcmp(name, collectives[i]) == 0)
-            return true;
-    return false;
-}
-
-static json_object *member(json_object *obj, const char *key)
-{
-    json_object *v = NULL;
-    if (obj == NULL || !json_object_object_get_ex(obj, key, &v))
-        return NULL;
-    return v;
-}
+#include "core/text.h"
+#include "nccl/collective.h"
 
 static bool is_number(json_object *v)
 {
@@ -41,7 +22,7 @@ static bool is_number(json_object *v)
 static enum fb_status opt_number(json_object *obj, const char *key, double *out, const char *name,
                                  const char *where, struct fb_err *err)
 {
-    json_object *v = member(obj, key);
+    json_object *v = fb_json_member(obj, key);
     *out = NAN;
     if (v == NULL)
         return FB_OK;
@@ -59,7 +40,7 @@ static enum fb_status read_place(json_object *row, const char *key, struct fb_pl
 {
     char where[64];
     snprintf(where, sizeof where, "rows[%zu].%s", i, key);
-    json_object *o = member(row, key);
+    json_object *o = fb_json_member(row, key);
     memset(p, 0, sizeof *p);
     p->time_us = p->algbw_GBps = p->busbw_GBps = NAN;
     p->wrong = -1;
@@ -75,7 +56,7 @@ static enum fb_status read_place(json_object *row, const char *key, struct fb_pl
         st = opt_number(o, "busbw_GBps", &p->busbw_GBps, name, where, err);
     if (st != FB_OK)
         return st;
-    json_object *w = member(o, "wrong");
+    json_object *w = fb_json_member(o, "wrong");
     if (w != NULL) {
         if (!json_object_is_type(w, json_type_int) || json_object_get_int64(w) < 0)
             return fb_fail(err, FB_ERR_INPUT, "%s: %s.wrong must be a count >= 0 or null", name, where);
@@ -102,12 +83,12 @@ static enum fb_status read_rows(json_object *rows, const char *name, struct fb_r
         if (!fb_json_get_int64(row, "bytes", &v) || v < 0)
             return fb_fail(err, FB_ERR_INPUT, "%s: rows[%zu].bytes must be an integer >= 0", name, i);
         out->bytes = (unsigned long long)v;
-        if (member(row, "count") != NULL) {
+        if (fb_json_member(row, "count") != NULL) {
             if (!fb_json_get_int64(row, "count", &v) || v < 0)
                 return fb_fail(err, FB_ERR_INPUT, "%s: rows[%zu].count must be an integer >= 0", name, i);
             out->count = (unsigned long long)v;
         }
-        if (member(row, "run") != NULL) {
+        if (fb_json_member(row, "run") != NULL) {
             if (!fb_json_get_int64(row, "run", &v) || v < 0 || v > INT_MAX)
                 return fb_fail(err, FB_ERR_INPUT, "%s: rows[%zu].run must be an integer >= 0", name, i);
             out->run = (long)v;
@@ -127,7 +108,7 @@ static enum fb_status read_rows(json_object *rows, const char *name, struct fb_r
 static enum fb_status opt_count(json_object *obj, const char *key, long *out, const char *name,
                                 const char *where, struct fb_err *err)
 {
-    json_object *v = member(obj, key);
+    json_object *v = fb_json_member(obj, key);
     if (v == NULL)
         return FB_OK;
     if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
@@ -139,35 +120,35 @@ static enum fb_status opt_count(json_object *obj, const char *key, long *out, co
 
 static const char *opt_string(json_object *obj, const char *key)
 {
-    json_object *v = member(obj, key);
+    json_object *v = fb_json_member(obj, key);
     return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
 static enum fb_status read_transport(json_object *doc, const char *name, struct fb_result *r,
                                      struct fb_err *err)
 {
-    json_object *t = member(doc, "transport");
+    json_object *t = fb_json_member(doc, "transport");
     r->gdr = -1;
     if (t == NULL)
         return FB_OK;
     if (!json_object_is_type(t, json_type_object))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"transport\" must be an object or null", name);
     r->transport = t;
-    json_object *net = member(t, "net");
+    json_object *net = fb_json_member(t, "net");
     if (net != NULL && !json_object_is_type(net, json_type_string))
         return fb_fail(err, FB_ERR_INPUT, "%s: transport.net must be a string or null", name);
     r->net = net ? json_object_get_string(net) : NULL;
-    json_object *gdr = member(t, "gdr");
+    json_object *gdr = fb_json_member(t, "gdr");
     if (gdr != NULL && !json_object_is_type(gdr, json_type_boolean))
         return fb_fail(err, FB_ERR_INPUT, "%s: transport.gdr must be true, false or null", name);
     if (gdr != NULL)
         r->gdr = json_object_get_boolean(gdr) ? 1 : 0;
-    json_object *pr = member(t, "per_rank");
+    json_object *pr = fb_json_member(t, "per_rank");
     if (pr != NULL && !json_object_is_type(pr, json_type_array))
         return fb_fail(err, FB_ERR_INPUT, "%s: transport.per_rank must be an array", name);
     for (size_t i = 0; pr != NULL && i < json_object_array_length(pr); i++) {
         json_object *e = json_object_array_get_idx(pr, i);
-        json_object *en = member(e, "net");
+        json_object *en = fb_json_member(e, "net");
         if (!json_object_is_type(e, json_type_object) ||
             (en != NULL && !json_object_is_type(en, json_type_string)))
             return fb_fail(err, FB_ERR_INPUT, "%s: transport.per_rank[%zu] must be an object with a string or null net", name, i);
@@ -178,7 +159,7 @@ static enum fb_status read_transport(json_object *doc, const char *name, struct 
 static enum fb_status read_placement_facts(json_object *doc, const char *name, struct fb_result *r,
                                            struct fb_err *err)
 {
-    json_object *topo = member(doc, "topology");
+    json_object *topo = fb_json_member(doc, "topology");
     if (topo != NULL && !json_object_is_type(topo, json_type_object))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"topology\" must be an object", name);
     enum fb_status st = opt_count(topo, "ranks", &r->ranks, name, "topology.", err);
@@ -188,12 +169,12 @@ static enum fb_status read_placement_facts(json_object *doc, const char *name, s
         st = opt_count(topo, "ranks_per_node", &r->ranks_per_node, name, "topology.", err);
     if (st != FB_OK)
         return st;
-    json_object *hosts = member(doc, "hosts");
+    json_object *hosts = fb_json_member(doc, "hosts");
     if (hosts != NULL && !json_object_is_type(hosts, json_type_array))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"hosts\" must be an array of host names", name);
     if (r->nodes == 0 && hosts != NULL)
         r->nodes = (long)json_object_array_length(hosts);
-    json_object *devs = member(doc, "devices");
+    json_object *devs = fb_json_member(doc, "devices");
     if (devs != NULL && !json_object_is_type(devs, json_type_array))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"devices\" must be an array", name);
     if (devs != NULL && json_object_array_length(devs) > 0) {
@@ -212,7 +193,14 @@ static enum fb_status read_placement_facts(json_object *doc, const char *name, s
 /* nccl-tests -J output: {"version", "config", "results": [...]} */
 static bool looks_like_ncclt_json(json_object *doc)
 {
-    return member(doc, "results") != NULL && member(doc, "config") != NULL && member(doc, "schema") == NULL;
+    return fb_json_member(doc, "results") != NULL && fb_json_member(doc, "config") != NULL && fb_json_member(doc, "schema") == NULL;
+}
+
+static enum fb_status fail_collective(const char *name, struct fb_err *err)
+{
+    char names[FB_COLL_NAMES_MAX];
+    fb_collective_names(names, sizeof names, ", ");
+    return fb_fail(err, FB_ERR_INPUT, "%s: \"collective\" is missing or not one of %s", name, names);
 }
 
 static enum fb_status read_envelope(json_object *doc, const char *name, struct fb_result *r,
@@ -241,17 +229,17 @@ static enum fb_status read_envelope(json_object *doc, const char *name, struct f
         return fb_fail(err, FB_ERR_INPUT, "%s: \"complete\" is missing or not true/false", name);
     r->collective = opt_string(doc, "collective");
     if (r->collective == NULL || !fb_collective_known(r->collective))
-        return fb_fail(err, FB_ERR_INPUT, "%s: \"collective\" is missing or not one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv", name);
-    json_object *fault = member(doc, "fault");
+        return fail_collective(name, err);
+    json_object *fault = fb_json_member(doc, "fault");
     if (fault != NULL && !json_object_is_type(fault, json_type_object))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"fault\" must be an object or null", name);
     r->fault = fault;
-    json_object *stop = member(doc, "early_stop");
+    json_object *stop = fb_json_member(doc, "early_stop");
     if (stop != NULL && (!json_object_is_type(stop, json_type_object) ||
-                         (member(stop, "reason") != NULL && !json_object_is_type(member(stop, "reason"), json_type_string))))
+                         (fb_json_member(stop, "reason") != NULL && !json_object_is_type(fb_json_member(stop, "reason"), json_type_string))))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"early_stop\" must be null or an object with a string reason", name);
     r->early_stop = stop;
-    json_object *env = member(doc, "env");
+    json_object *env = fb_json_member(doc, "env");
     r->env = env != NULL && json_object_is_type(env, json_type_object) ? env : NULL;
     r->cluster = opt_string(doc, "cluster");
     r->backend = opt_string(doc, "backend");
@@ -279,8 +267,8 @@ enum fb_status fb_result_from_json(json_object *doc, const char *name, struct fb
     if (st == FB_OK)
         st = read_transport(doc, name, r, err);
     if (st == FB_OK)
-        st = read_rows(member(doc, "rows"), name, r, err);
-    json_object *summary = member(doc, "summary");
+        st = read_rows(fb_json_member(doc, "rows"), name, r, err);
+    json_object *summary = fb_json_member(doc, "summary");
     if (st == FB_OK && summary != NULL && !json_object_is_type(summary, json_type_object))
         st = fb_fail(err, FB_ERR_INPUT, "%s: \"summary\" must be an object", name);
     if (st == FB_OK)
@@ -486,7 +474,7 @@ static enum fb_status add_from_dir_file(struct fb_result_set *set, const char *p
     enum fb_status st = fb_json_read_file(path, &doc, err);
     if (st != FB_OK)
         return st;
-    json_object *schema = member(doc, "schema"), *kind = member(doc, "kind");
+    json_object *schema = fb_json_member(doc, "schema"), *kind = fb_json_member(doc, "kind");
     if (!json_object_is_type(doc, json_type_object) || schema == NULL ||
         strcmp(json_object_get_string(schema), "fabric-bench.result") != 0 || kind == NULL ||
         strcmp(json_object_get_string(kind), "collective") != 0) {

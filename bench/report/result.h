@@ -106,7 +106,4 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
                                   struct fb_err *err);
 void fb_result_set_free(struct fb_result_set *set);
 
-/* True for the collectives of docs/results-schema.md. */
-bool fb_collective_known(const char *name);
-
 #endif

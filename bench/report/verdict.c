@@ -37,17 +37,9 @@ static const char *causes_for(const char *fabric)
     return fallback_causes[n - 1].causes;
 }
 
-static json_object *member(json_object *obj, const char *key)
-{
-    json_object *v = NULL;
-    if (obj == NULL || !json_object_object_get_ex(obj, key, &v))
-        return NULL;
-    return v;
-}
-
 static const char *str_member(json_object *obj, const char *key)
 {
-    json_object *v = member(obj, key);
+    json_object *v = fb_json_member(obj, key);
     return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
@@ -56,7 +48,7 @@ static long run_nodes(const struct fb_result *r)
 {
     if (r->nodes > 0)
         return r->nodes;
-    json_object *pr = member(r->transport, "per_rank");
+    json_object *pr = fb_json_member(r->transport, "per_rank");
     long n = 0;
     for (size_t i = 0; pr != NULL && i < json_object_array_length(pr); i++) {
         const char *h = str_member(json_object_array_get_idx(pr, i), "host");
@@ -104,7 +96,7 @@ static void names_print(const struct names *l, struct fb_str *out)
 /* "on 4 of 4 ranks (hosts gpu-a, gpu-b; interfaces eth0)" */
 static void describe_socket_ranks(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
-    json_object *pr = member(r->transport, "per_rank");
+    json_object *pr = fb_json_member(r->transport, "per_rank");
     struct names hosts = {0}, ifaces = {0};
     size_t total = pr ? json_object_array_length(pr) : 0;
     v->socket_ranks = 0;
@@ -115,7 +107,7 @@ static void describe_socket_ranks(const struct fb_result *r, struct fb_verdict *
             continue;
         v->socket_ranks++;
         names_add(&hosts, str_member(e, "host"));
-        json_object *arr = member(e, "interfaces");
+        json_object *arr = fb_json_member(e, "interfaces");
         for (size_t k = 0; arr != NULL && json_object_is_type(arr, json_type_array) &&
                            k < json_object_array_length(arr); k++) {
             json_object *s = json_object_array_get_idx(arr, k);

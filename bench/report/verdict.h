@@ -14,9 +14,9 @@
 #include <json-c/json.h>
 
 #include "core/status.h"
-#include "report/profiles.h"
+#include "report/profile_match.h"
 #include "report/result.h"
-#include "report/text.h"
+#include "core/text.h"
 
 struct fb_verdict {
     enum fb_status code; /* the exit code: FB_OK or an FB_VERDICT_* */

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "coll/collective.h"
+#include "nccl/collective.h"
 #include "coll/config.h"
-#include "coll/dtype.h"
+#include "nccl/dtype.h"
 #include "coll/pacing.h"
 #include "coll/plan.h"
 #include "coll/record.h"

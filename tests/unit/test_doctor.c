@@ -7,7 +7,7 @@
 #include "doctor/checklist.h"
 #include "doctor/devspec.h"
 #include "doctor/inventory.h"
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 #include "doctor/strbuf.h"
 
 #include "check.h"

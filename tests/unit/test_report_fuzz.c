@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "report/text.h"
+#include "core/text.h"
 
 #include "../report/fuzz/targets.c"
 

@@ -7,7 +7,7 @@
 #include "check.h"
 #include "report_fixture.h"
 #include "report/import.h"
-#include "report/text.h"
+#include "core/text.h"
 
 #define NCCLT "tests/fixtures/report/ncclt/"
 #define PERF "tests/fixtures/report/perftest/"

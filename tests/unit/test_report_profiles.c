@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "report_fixture.h"
-#include "report/profiles.h"
+#include "report/profile_match.h"
 #include "report/verdict.h"
 
 static void test_shipped_profiles_load_and_cite_sources(void)

@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "report_fixture.h"
-#include "report/profiles.h"
+#include "report/profile_match.h"
 #include "report/verdict.h"
 
 #define G16 (16ULL << 30)

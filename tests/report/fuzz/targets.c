@@ -15,9 +15,9 @@
 #include "core/jsonio.h"
 #include "report/compare.h"
 #include "report/import.h"
-#include "report/nccl_log.h"
+#include "nccl/nccl_log.h"
 #include "report/plot.h"
-#include "report/profiles.h"
+#include "report/profile_match.h"
 #include "report/result.h"
 #include "report/verdict.h"
 

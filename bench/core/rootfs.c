@@ -1,4 +1,4 @@
-#include "doctor/rootfs.h"
+#include "core/rootfs.h"
 
 #include <dirent.h>
 #include <errno.h>

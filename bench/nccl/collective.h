@@ -2,12 +2,13 @@
  * conventions, bus-bandwidth factor, in-place layout, input data and
  * expected result. Adding a collective is adding a row (and one call in each
  * backend). */
-#ifndef FB_COLL_COLLECTIVE_H
-#define FB_COLL_COLLECTIVE_H
+#ifndef FB_NCCL_COLLECTIVE_H
+#define FB_NCCL_COLLECTIVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-#include "coll/dtype.h"
+#include "nccl/dtype.h"
 
 enum fb_coll_id {
     FB_ALL_REDUCE, FB_ALL_GATHER, FB_REDUCE_SCATTER, FB_BROADCAST,
@@ -47,7 +48,14 @@ struct fb_collective {
 const struct fb_collective *fb_collective(enum fb_coll_id id);
 /* By name ("all_reduce", "allreduce", "all_reduce_perf"); NULL if unknown. */
 const struct fb_collective *fb_collective_find(const char *name);
-const char *fb_collective_choices(void);
+/* By its exact table name only, as results files and profiles spell it. */
+const struct fb_collective *fb_collective_named(const char *name);
+bool fb_collective_known(const char *name);
+
+/* Every name in table order, "a, b, c" with `last_sep` (", " or " or ")
+ * before the last: the one list messages, --help and --list print. */
+#define FB_COLL_NAMES_MAX 256
+void fb_collective_names(char *buf, size_t len, const char *last_sep);
 
 /* Bandwidths of one measurement, GB = 1e9 as nccl-tests. */
 double fb_algbw_GBps(size_t bytes, double seconds);

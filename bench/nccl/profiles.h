@@ -2,8 +2,8 @@
  * data files (the *.json files of results/reference/, schema docs/schema/profile.schema.json)
  * that cite their sources. Users add their own from a known-good run
  * (`fabric-report baseline`). */
-#ifndef FB_REPORT_PROFILES_H
-#define FB_REPORT_PROFILES_H
+#ifndef FB_NCCL_PROFILES_H
+#define FB_NCCL_PROFILES_H
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -11,7 +11,6 @@
 #include <stddef.h>
 
 #include "core/status.h"
-#include "report/result.h"
 
 #define FB_PROFILE_NAME_MAX 64
 #define FB_PROFILE_EXPECT_MAX 8
@@ -80,27 +79,6 @@ const struct fb_profile *fb_profile_find(const struct fb_profiles *ps, const cha
 void fb_profiles_names(const struct fb_profiles *ps, char *buf, size_t len);
 
 const struct fb_expect *fb_profile_expect(const struct fb_profile *p, const char *collective);
-
-/* The network the run's environment asks NCCL for (NCCL_FASTRAK_* means
- * FasTrak, FI_PROVIDER=efa means OFI, NCCL_IB_HCA means IB, NCCL_NET names
- * one), or NULL. This is what a fallen-back run was meant to use. */
-const char *fb_intended_net(const struct fb_result *r);
-
-/* Picks the target profile that applies to the run: every criterion it
- * names must hold, and the one naming most criteria wins (ties: first by
- * name). `why` says what matched. Returns NULL when none applies. */
-const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const struct fb_result *r,
-                                         char *why, size_t whylen);
-
-/* True when the profile's criteria hold for the run; `why` names the first
- * that does not. */
-bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen);
-
-/* A profile document made from known-good runs (one per collective) of one
- * cluster: floor = busBW at the largest size x (1 - tolerance). */
-enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size_t n,
-                                       const char *name, double tolerance, json_object **out,
-                                       struct fb_err *err);
 
 /* Profile names are file names too: letters, digits, '.', '_', '-'. */
 bool fb_profile_name_ok(const char *name);

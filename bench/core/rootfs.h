@@ -4,8 +4,8 @@
  * point them at a fake tree and a support engineer at a copy taken from a
  * broken node (`--root DIR`); the live system is root "" or "/". Paths passed
  * in are absolute within the root ("/proc/modules"). */
-#ifndef FB_DOCTOR_ROOTFS_H
-#define FB_DOCTOR_ROOTFS_H
+#ifndef FB_CORE_ROOTFS_H
+#define FB_CORE_ROOTFS_H
 
 #include <stdbool.h>
 #include <stddef.h>

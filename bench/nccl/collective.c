@@ -1,5 +1,6 @@
-#include "coll/collective.h"
+#include "nccl/collective.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* NCCL rounds per-rank blocks of block collectives down to 16 bytes. */
@@ -180,9 +181,25 @@ const struct fb_collective *fb_collective_find(const char *name)
     return NULL;
 }
 
-const char *fb_collective_choices(void)
+const struct fb_collective *fb_collective_named(const char *name)
 {
-    return "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv";
+    for (int i = 0; i < FB_NCOLLS; i++)
+        if (strcmp(name, table[i].name) == 0)
+            return &table[i];
+    return NULL;
+}
+
+bool fb_collective_known(const char *name) { return fb_collective_named(name) != NULL; }
+
+void fb_collective_names(char *buf, size_t len, const char *last_sep)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < FB_NCOLLS && used < len; i++) {
+        const char *sep = i == 0 ? "" : i == FB_NCOLLS - 1 ? last_sep : ", ";
+        int n = snprintf(buf + used, len - used, "%s%s", sep, table[i].name);
+        used += n > 0 ? (size_t)n : 0;
+    }
 }
 
 double fb_algbw_GBps(size_t bytes, double seconds)

@@ -1,4 +1,4 @@
-#include "coll/dtype.h"
+#include "nccl/dtype.h"
 
 #include <math.h>
 #include <string.h>

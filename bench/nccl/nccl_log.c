@@ -1,4 +1,4 @@
-#include "report/nccl_log.h"
+#include "nccl/nccl_log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,8 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/jsonio.h"
 #include "core/host.h"
-#include "report/text.h"
+#include "core/text.h"
 
 #define NAME_MAX_LEN 48
 #define IFACE_MAX_LEN 64
@@ -684,12 +685,6 @@ static const char *joined(json_object *arr, struct fb_str *out)
     return n ? fb_str_get(out) : "-";
 }
 
-static const char *string_of(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* "yes", "no" or "-" for a boolean-or-null member. */
 static const char *yes_no(json_object *o, const char *key)
 {
@@ -701,7 +696,7 @@ static const char *yes_no(json_object *o, const char *key)
 
 void fb_transport_text(json_object *t, struct fb_str *out)
 {
-    const char *net = string_of(t, "net");
+    const char *net = fb_json_get_string(t, "net");
     json_object *pr = NULL;
     json_object_object_get_ex(t, "per_rank", &pr);
     size_t n = pr && json_object_is_type(pr, json_type_array) ? json_object_array_length(pr) : 0;
@@ -720,7 +715,7 @@ void fb_transport_text(json_object *t, struct fb_str *out)
         json_object_object_get_ex(e, "rank", &rank);
         json_object_object_get_ex(e, "interfaces", &ifaces);
         json_object_object_get_ex(e, "intra", &intra);
-        const char *host = string_of(e, "host"), *rnet = string_of(e, "net");
+        const char *host = fb_json_get_string(e, "host"), *rnet = fb_json_get_string(e, "net");
         struct fb_str a = {0}, b = {0};
         fb_str_addf(out, "%-5s %-20s %-8s %-4s %-40s %s\n", rank ? json_object_get_string(rank) : "?",
                     host ? host : "?", rnet ? rnet : "-", yes_no(e, "gdr"), joined(ifaces, &a), joined(intra, &b));

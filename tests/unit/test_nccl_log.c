@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "report/nccl_log.h"
+#include "nccl/nccl_log.h"
 
 #define LOGS "tests/fixtures/report/nccl-logs/"
 

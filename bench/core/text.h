@@ -1,7 +1,7 @@
 /* Small text helpers shared by the report's parsers and writers: a growable
  * string, whole-file reads, line walking and whitespace tokens. */
-#ifndef FB_REPORT_TEXT_H
-#define FB_REPORT_TEXT_H
+#ifndef FB_CORE_TEXT_H
+#define FB_CORE_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

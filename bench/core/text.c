@@ -1,4 +1,4 @@
-#include "report/text.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <math.h>

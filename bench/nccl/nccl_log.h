@@ -19,14 +19,14 @@
  *   "Using network IB"                      the network NCCL initialised
  * Network names are canonical: IB, Socket, FasTrak (GKE TCPXO), OFI (AWS
  * Libfabric / EFA); other plugins keep the name they print. */
-#ifndef FB_REPORT_NCCL_LOG_H
-#define FB_REPORT_NCCL_LOG_H
+#ifndef FB_NCCL_NCCL_LOG_H
+#define FB_NCCL_NCCL_LOG_H
 
 #include <json-c/json.h>
 #include <stddef.h>
 
 #include "core/status.h"
-#include "report/text.h"
+#include "core/text.h"
 
 /* Reads the given log files (each NCCL process's NCCL_DEBUG_FILE output; a
  * file may also hold several processes' lines) and returns a new "transport"

@@ -1,8 +1,8 @@
 /* Element types and reduction operators, with nccl-tests' names, and the
  * deterministic data whose reductions are exact in every type regardless of
  * the order ranks are combined in. */
-#ifndef FB_COLL_DTYPE_H
-#define FB_COLL_DTYPE_H
+#ifndef FB_NCCL_DTYPE_H
+#define FB_NCCL_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>

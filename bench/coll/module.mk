@@ -1,0 +1,1 @@
+coll_USES := nccl core

@@ -1,0 +1,1 @@
+doctor_USES := core

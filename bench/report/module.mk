@@ -1,0 +1,1 @@
+report_USES := nccl core

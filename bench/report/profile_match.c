@@ -1,0 +1,237 @@
+/* Which reference profile applies to a collective result, and a new
+ * profile made from known-good results: the part of profiles that needs the
+ * results reader. */
+#include "report/profile_match.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/jsonio.h"
+#include "core/text.h"
+#include "nccl/nccl_log.h"
+
+const char *fb_intended_net(const struct fb_result *r)
+{
+    if (r->env == NULL)
+        return NULL;
+    const char *fabric = NULL;
+    json_object_object_foreach(r->env, key, val) {
+        const char *v = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : "";
+        if (strcmp(key, "NCCL_NET") == 0 && v[0] != '\0')
+            return fb_net_canonical(v);
+        if (fb_starts_with(key, "NCCL_FASTRAK_") || fb_starts_with(key, "NCCL_TCPXO_"))
+            fabric = "FasTrak";
+        else if ((strcmp(key, "FI_PROVIDER") == 0 && strcasecmp(v, "efa") == 0) || fb_starts_with(key, "FI_EFA_"))
+            fabric = fabric ? fabric : "OFI";
+        else if (strcmp(key, "NCCL_IB_HCA") == 0 || strcmp(key, "NCCL_IB_GID_INDEX") == 0)
+            fabric = fabric ? fabric : "IB";
+    }
+    return fabric;
+}
+
+/* The network a run is judged by: what NCCL used, or when it fell back to
+ * sockets (or was not logged), the one its environment asked for. */
+static const char *match_net(const struct fb_result *r)
+{
+    if (r->net != NULL && strcmp(r->net, "Socket") != 0)
+        return r->net;
+    return fb_intended_net(r);
+}
+
+static bool uses_intra(const struct fb_result *r, const char *intra)
+{
+    json_object *pr = fb_json_member(r->transport, "per_rank");
+    for (size_t i = 0; pr != NULL && i < json_object_array_length(pr); i++) {
+        json_object *arr = fb_json_member(json_object_array_get_idx(pr, i), "intra");
+        for (size_t k = 0; arr != NULL && json_object_is_type(arr, json_type_array) &&
+                           k < json_object_array_length(arr); k++) {
+            json_object *s = json_object_array_get_idx(arr, k);
+            if (json_object_is_type(s, json_type_string) && strcmp(json_object_get_string(s), intra) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen)
+{
+    const struct fb_match *m = &p->match;
+    if (fb_profile_expect(p, r->collective) == NULL)
+        return snprintf(why, whylen, "no figures for %s", r->collective), false;
+    if (m->gpu[0] != '\0') {
+        bool gpu = r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL;
+        if (!gpu || strcasestr(r->device_name, m->gpu) == NULL)
+            return snprintf(why, whylen, "GPU is not %s", m->gpu), false;
+    }
+    if (m->backend[0] != '\0' && (r->backend == NULL || strcmp(r->backend, m->backend) != 0))
+        return snprintf(why, whylen, "backend is not %s", m->backend), false;
+    if (m->nodes_min > 0 && r->nodes < m->nodes_min)
+        return snprintf(why, whylen, "fewer than %ld nodes", m->nodes_min), false;
+    if (m->nodes_max > 0 && (r->nodes == 0 || r->nodes > m->nodes_max))
+        return snprintf(why, whylen, "more than %ld nodes", m->nodes_max), false;
+    if (m->ranks > 0 && r->ranks != m->ranks)
+        return snprintf(why, whylen, "not %ld ranks", m->ranks), false;
+    if (m->ranks_per_node > 0 && r->ranks_per_node != m->ranks_per_node)
+        return snprintf(why, whylen, "not %ld ranks per node", m->ranks_per_node), false;
+    const char *net = match_net(r);
+    if (m->net[0] != '\0' && (net == NULL || strcmp(net, m->net) != 0))
+        return snprintf(why, whylen, "network is not %s", m->net), false;
+    if (m->intra[0] != '\0' && !uses_intra(r, m->intra))
+        return snprintf(why, whylen, "no rank used %s", m->intra), false;
+    return true;
+}
+
+static int criteria(const struct fb_match *m)
+{
+    return (m->gpu[0] != 0) + (m->backend[0] != 0) + (m->nodes_min > 0) + (m->nodes_max > 0) +
+           (m->ranks > 0) + (m->ranks_per_node > 0) + (m->net[0] != 0) + (m->intra[0] != 0);
+}
+
+const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const struct fb_result *r,
+                                         char *why, size_t whylen)
+{
+    const struct fb_profile *best = NULL;
+    int best_score = -1;
+    char scratch[128];
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        if (!p->target || !fb_profile_applies(p, r, scratch, sizeof scratch))
+            continue;
+        int score = criteria(&p->match);
+        if (score > best_score || (score == best_score && strcmp(p->name, best->name) < 0)) {
+            best = p;
+            best_score = score;
+        }
+    }
+    if (best != NULL) {
+        const char *net = match_net(r);
+        snprintf(why, whylen, "auto: GPU %s, %ld node%s, %ld rank%s, net %s%s",
+                 r->device_name ? r->device_name : (r->device_kind ? r->device_kind : "unknown"),
+                 r->nodes, r->nodes == 1 ? "" : "s", r->ranks, r->ranks == 1 ? "" : "s",
+                 net ? net : "none", r->net && strcmp(r->net, "Socket") == 0 && net ? " (intended; NCCL used Socket)" : "");
+    }
+    return best;
+}
+
+static const char *model_token(const char *name, char *buf, size_t len)
+{
+    /* "NVIDIA H100 80GB HBM3" -> "H100": the token that names the model. */
+    static const char *const models[] = {"GB200", "B200", "H200", "H100", "H800", "A100", "A800", "L40S", "L40", "L4", "V100", "MI300X", "MI250X"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+        if (strcasestr(name, models[i]) != NULL) {
+            snprintf(buf, len, "%s", models[i]);
+            return buf;
+        }
+    snprintf(buf, len, "%s", name);
+    return buf;
+}
+
+static enum fb_status baseline_refusal(const struct fb_result *r, struct fb_err *err)
+{
+    struct fb_summary s;
+    fb_summary_compute(r->rows, r->nrows, &s);
+    if (!r->complete || r->nrows == 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s did not finish (complete: false); a baseline needs a complete known-good run", r->path);
+    if (s.wrong_total > 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s has %lld wrong elements; a baseline needs a run whose results are correct", r->path, s.wrong_total);
+    if (r->nodes > 1 && r->net != NULL && strcmp(r->net, "Socket") == 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s ran on the TCP fallback (NET/Socket between nodes); a baseline needs a run on the real fabric", r->path);
+    if (isnan(s.busbw_at_largest))
+        return fb_fail(err, FB_ERR_INPUT, "%s has no busBW at its largest size; nothing to make a baseline from", r->path);
+    return FB_OK;
+}
+
+/* Criteria that describe the run, each cut to what a profile may hold so
+ * that the profile written always reads back. */
+static json_object *baseline_match(const struct fb_result *r)
+{
+    json_object *m = json_object_new_object();
+    if (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL) {
+        char model[sizeof ((struct fb_match *)0)->gpu];
+        json_object_object_add(m, "gpu", json_object_new_string(model_token(r->device_name, model, sizeof model)));
+    }
+    if (r->backend != NULL && (strcmp(r->backend, "mpi") == 0 || strcmp(r->backend, "nccl") == 0))
+        json_object_object_add(m, "backend", json_object_new_string(r->backend));
+    if (r->nodes > 0) {
+        json_object_object_add(m, "nodes_min", json_object_new_int64(r->nodes));
+        json_object_object_add(m, "nodes_max", json_object_new_int64(r->nodes));
+    }
+    if (r->ranks > 0)
+        json_object_object_add(m, "ranks", json_object_new_int64(r->ranks));
+    if (r->ranks_per_node > 0)
+        json_object_object_add(m, "ranks_per_node", json_object_new_int64(r->ranks_per_node));
+    if (r->net != NULL && strlen(r->net) < sizeof ((struct fb_match *)0)->net)
+        json_object_object_add(m, "net", json_object_new_string(r->net));
+    return m;
+}
+
+static json_object *baseline_expect(const struct fb_result *r, double tolerance)
+{
+    struct fb_summary s;
+    fb_summary_compute(r->rows, r->nrows, &s);
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "at_bytes", json_object_new_int64((int64_t)s.largest_bytes));
+    json_object_object_add(e, "busbw_GBps", fb_json_number(s.busbw_at_largest));
+    json_object_object_add(e, "floor_GBps", fb_json_number(s.busbw_at_largest * (1 - tolerance)));
+    if (!isnan(s.avg_busbw_ge_1MiB)) {
+        json_object_object_add(e, "avg_busbw_GBps", fb_json_number(s.avg_busbw_ge_1MiB));
+        json_object_object_add(e, "avg_range", json_object_new_string(">=1M"));
+    }
+    return e;
+}
+
+enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size_t n,
+                                       const char *name, double tolerance, json_object **out,
+                                       struct fb_err *err)
+{
+    if (!fb_profile_name_ok(name))
+        return fb_fail(err, FB_ERR_USAGE, "--name %s: use letters, digits, '.', '_' and '-' only", name);
+    if (!(tolerance >= 0 && tolerance < 1))
+        return fb_fail(err, FB_ERR_USAGE, "--tolerance must be in [0, 100) percent");
+    for (size_t i = 0; i < n; i++) {
+        enum fb_status st = baseline_refusal(runs[i], err);
+        if (st != FB_OK)
+            return st;
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(runs[k]->collective, runs[i]->collective) == 0)
+                return fb_fail(err, FB_ERR_USAGE, "%s and %s are both %s; give one run per collective", runs[k]->path, runs[i]->path, runs[i]->collective);
+            if (runs[k]->nodes != runs[i]->nodes || runs[k]->ranks != runs[i]->ranks)
+                return fb_fail(err, FB_ERR_USAGE, "%s and %s ran on different rank or node counts; one profile describes one shape of cluster", runs[k]->path, runs[i]->path);
+        }
+    }
+    const struct fb_result *r0 = runs[0];
+    json_object *doc = json_object_new_object();
+    json_object_object_add(doc, "schema", json_object_new_string("fabric-bench.profile"));
+    json_object_object_add(doc, "schema_version", json_object_new_int(1));
+    json_object_object_add(doc, "name", json_object_new_string(name));
+    json_object_object_add(doc, "revision", json_object_new_int(1));
+    json_object_object_add(doc, "role", json_object_new_string("target"));
+    char desc[256];
+    snprintf(desc, sizeof desc, "baseline of %s: %ld rank%s on %ld node%s, %s backend%s%s", r0->cluster,
+             r0->ranks, r0->ranks == 1 ? "" : "s", r0->nodes, r0->nodes == 1 ? "" : "s",
+             r0->backend ? r0->backend : "unknown", r0->net ? ", net " : "", r0->net ? r0->net : "");
+    json_object_object_add(doc, "description", json_object_new_string(desc));
+    if (r0->net != NULL && strlen(r0->net) < sizeof ((struct fb_profile *)0)->fabric)
+        json_object_object_add(doc, "fabric", json_object_new_string(r0->net));
+    json_object_object_add(doc, "match", baseline_match(r0));
+    json_object *colls = json_object_new_object();
+    json_object *sources = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object_object_add(colls, runs[i]->collective, baseline_expect(runs[i], tolerance));
+        json_object *src = json_object_new_object();
+        char what[128], ref[PATH_MAX + 256];
+        snprintf(what, sizeof what, "%s measured on a known-good run; floor %.0f%% below it", runs[i]->collective, tolerance * 100);
+        snprintf(ref, sizeof ref, "%s (cluster %s, started %s)", runs[i]->path, runs[i]->cluster,
+                 runs[i]->start_time ? runs[i]->start_time : "unknown");
+        json_object_object_add(src, "what", json_object_new_string(what));
+        json_object_object_add(src, "ref", json_object_new_string(ref));
+        json_object_array_add(sources, src);
+    }
+    json_object_object_add(doc, "collectives", colls);
+    json_object_object_add(doc, "sources", sources);
+    *out = doc;
+    return FB_OK;
+}

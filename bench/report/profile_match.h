@@ -1,0 +1,36 @@
+/* Matching results to reference profiles, and profiles made from results.
+ * Loading profiles lives in nccl/profiles.h (fabric-coll needs it too); this
+ * half needs the results reader and so belongs to the report. */
+#ifndef FB_REPORT_PROFILE_MATCH_H
+#define FB_REPORT_PROFILE_MATCH_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+#include "nccl/profiles.h"
+#include "report/result.h"
+
+/* The network the run's environment asks NCCL for (NCCL_FASTRAK_* means
+ * FasTrak, FI_PROVIDER=efa means OFI, NCCL_IB_HCA means IB, NCCL_NET names
+ * one), or NULL. This is what a fallen-back run was meant to use. */
+const char *fb_intended_net(const struct fb_result *r);
+
+/* Picks the target profile that applies to the run: every criterion it
+ * names must hold, and the one naming most criteria wins (ties: first by
+ * name). `why` says what matched. Returns NULL when none applies. */
+const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const struct fb_result *r,
+                                         char *why, size_t whylen);
+
+/* True when the profile's criteria hold for the run; `why` names the first
+ * that does not. */
+bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen);
+
+/* A profile document made from known-good runs (one per collective) of one
+ * cluster: floor = busBW at the largest size x (1 - tolerance). */
+enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size_t n,
+                                       const char *name, double tolerance, json_object **out,
+                                       struct fb_err *err);
+
+#endif
