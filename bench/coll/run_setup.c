@@ -30,17 +30,8 @@ static void pick_cluster(struct run *r)
 
 static enum fb_status results_path(struct run *r, char *path, size_t len, struct fb_err *err)
 {
-    if (r->cfg.json_path != NULL) {
-        if (snprintf(path, len, "%s", r->cfg.json_path) >= (int)len)
-            return fb_fail(err, FB_ERR_USAGE, "-J path too long");
-        return FB_OK;
-    }
-    char stamp[32];
-    fb_utc_stamp(stamp, sizeof stamp);
-    if (snprintf(path, len, "%s/%s/%s-%s.json", r->cfg.results_dir, r->cluster, stamp,
-                 r->cfg.coll->name) >= (int)len)
-        return fb_fail(err, FB_ERR_USAGE, "results path too long; use a shorter --results-dir");
-    return FB_OK;
+    struct fb_results_name n = {r->cfg.json_path, r->cfg.results_dir, r->cluster, r->cfg.coll->name};
+    return fb_results_path(&n, path, len, err);
 }
 
 static enum fb_status check_run_shape(struct run *r, struct fb_err *err)

@@ -16,6 +16,11 @@ void fb_cluster_label(const char *given, const char *fallback, char *out, size_t
         name = getenv("FABRIC_CLUSTER");
     if (name == NULL || name[0] == '\0')
         name = fallback;
+    fb_label_safe(name, out, len);
+}
+
+void fb_label_safe(const char *name, char *out, size_t len)
+{
     size_t i = 0;
     for (; name[i] && i + 1 < len; i++) {
         char c = name[i];
@@ -24,6 +29,21 @@ void fb_cluster_label(const char *given, const char *fallback, char *out, size_t
         out[i] = safe ? c : '_';
     }
     out[i] = '\0';
+}
+
+enum fb_status fb_results_path(const struct fb_results_name *n, char *path, size_t len,
+                               struct fb_err *err)
+{
+    if (n->json_path != NULL) {
+        if (snprintf(path, len, "%s", n->json_path) >= (int)len)
+            return fb_fail(err, FB_ERR_USAGE, "-J path too long");
+        return FB_OK;
+    }
+    char stamp[32];
+    fb_utc_stamp(stamp, sizeof stamp);
+    if (snprintf(path, len, "%s/%s/%s-%s.json", n->dir, n->cluster, stamp, n->what) >= (int)len)
+        return fb_fail(err, FB_ERR_USAGE, "results path too long; use a shorter --results-dir");
+    return FB_OK;
 }
 
 json_object *fb_envelope_new(const struct fb_envelope_info *info)

@@ -44,4 +44,18 @@ enum fb_status fb_envelope_write(json_object *doc, const char *path, struct fb_e
  * results directory. */
 void fb_cluster_label(const char *given, const char *fallback, char *out, size_t len);
 
+/* `name` cut to that alphabet, without the environment. */
+void fb_label_safe(const char *name, char *out, size_t len);
+
+/* Where a measurement's results go: -J PATH when given, else
+ * DIR/CLUSTER/STAMP-WHAT.json (WHAT: "all_reduce", "probe-verbs"). */
+struct fb_results_name {
+    const char *json_path; /* -J, or NULL */
+    const char *dir;       /* --results-dir */
+    const char *cluster;   /* a label from fb_cluster_label */
+    const char *what;
+};
+enum fb_status fb_results_path(const struct fb_results_name *n, char *path, size_t len,
+                               struct fb_err *err);
+
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/jsonio.h"
+#include "core/text.h"
 
 bool fb_rootfs_path(const char *root, const char *path, char *buf, size_t len)
 {
@@ -86,12 +87,6 @@ enum fb_status fb_rootfs_read_long(const char *root, const char *path, long *out
     return FB_OK;
 }
 
-static int compare_names(const void *a, const void *b)
-{
-    /* Version order keeps mlx5_2 before mlx5_10, as people number them. */
-    return strverscmp(*(char *const *)a, *(char *const *)b);
-}
-
 void fb_rootfs_free_list(char **names, size_t count)
 {
     for (size_t i = 0; i < count; i++)
@@ -138,7 +133,7 @@ enum fb_status fb_rootfs_list(const char *root, const char *path, char ***out,
         return st;
     }
     if (n > 1)
-        qsort(names, n, sizeof *names, compare_names);
+        qsort(names, n, sizeof *names, fb_name_order);
     *out = names;
     *count = n;
     return FB_OK;

@@ -164,3 +164,39 @@ void fb_copy(char *dst, size_t size, const char *src, size_t n)
     memcpy(dst, src, n);
     dst[n] = '\0';
 }
+
+void fb_strbuf_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    if (len == 0 || *used >= len - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= len - *used) {
+        *used = len - 1;
+        if (len > 4)
+            memcpy(buf + len - 4, "...", 4);
+        return;
+    }
+    *used += (size_t)n;
+}
+
+void fb_join_names(const char *const *names, size_t n, const char *empty, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        fb_strbuf_append(buf, len, &used, "%s%s", i ? ", " : "", names[i]);
+    if (n == 0)
+        snprintf(buf, len, "%s", empty);
+}
+
+int fb_name_order(const void *a, const void *b)
+{
+    return strverscmp(*(const char *const *)a, *(const char *const *)b);
+}

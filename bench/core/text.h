@@ -1,5 +1,6 @@
-/* Small text helpers shared by the report's parsers and writers: a growable
- * string, whole-file reads, line walking and whitespace tokens. */
+/* Text helpers for every module: a growable string, bounded one-line
+ * building, joined name lists, version-ordered names, whole-file reads, line
+ * walking and whitespace tokens. */
 #ifndef FB_CORE_TEXT_H
 #define FB_CORE_TEXT_H
 
@@ -20,6 +21,18 @@ void fb_str_addf(struct fb_str *b, const char *fmt, ...) __attribute__((format(p
 void fb_str_addn(struct fb_str *b, const char *text, size_t n);
 const char *fb_str_get(const struct fb_str *b); /* "" when empty */
 void fb_str_free(struct fb_str *b);
+
+/* Appends at *used to a fixed buffer, truncating with "..." when it is
+ * full, so a long list stays one line and is never mistaken for complete. */
+void fb_strbuf_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* "a, b, c" into buf (truncated with "..."), `empty` when n is 0. */
+void fb_join_names(const char *const *names, size_t n, const char *empty, char *buf, size_t len);
+
+/* Device names in the order a person counts them: mlx5_2 before mlx5_10,
+ * eth2 before eth10 (strverscmp). For qsort over char * / const char *. */
+int fb_name_order(const void *a, const void *b);
 
 /* Reads a whole file; FB_ERR_INPUT naming the file when it is missing,
  * unreadable, a directory or holds NUL bytes (not text). */

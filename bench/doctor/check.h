@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "core/status.h"
-#include "doctor/strbuf.h"
+#include "core/text.h"
 
 enum fb_verdict {
     FB_CHECK_SKIP = 0, /* lowest: a skipped check adds nothing */

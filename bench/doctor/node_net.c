@@ -13,16 +13,6 @@
  * (4096 payload plus RoCE, UDP, IP and Ethernet headers). */
 #define ROCE_MIN_MTU 4200
 
-static void join_names(char **names, size_t n, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        fb_strbuf_append(buf, len, &used, "%s%s", i ? ", " : "", names[i]);
-    if (n == 0)
-        snprintf(buf, len, "none");
-}
-
 static void check_included(const struct fb_node_ctx *ctx, const struct fb_devspec *spec,
                            char **ifs, size_t nifs, const char *all, struct fb_check *c)
 {
@@ -113,7 +103,7 @@ void fb_node_check_socket_ifname(const struct fb_node_ctx *ctx, struct fb_check 
         return;
     }
     char all[512];
-    join_names(ifs, nifs, all, sizeof all);
+    fb_join_names((const char *const *)ifs, nifs, "none", all, sizeof all);
     const char *value = ctx->env.socket_ifname;
     if (value == NULL || value[0] == '\0') {
         fb_check_set(c, FB_CHECK_OK, "NCCL_SOCKET_IFNAME unset: NCCL tries ib* first, then any "

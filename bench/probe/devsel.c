@@ -4,20 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void probe_join_names(const char *const *names, int n, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
-    if (n == 0)
-        snprintf(buf, len, "none");
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+#include "core/text.h"
 
 static int is_present(const char *const *present, int n, const char *name)
 {
@@ -58,8 +45,8 @@ enum fb_status probe_pick_device(const char *const *present, int npresent, const
     if (sorted == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     memcpy(sorted, present, (size_t)npresent * sizeof *sorted);
-    qsort(sorted, (size_t)npresent, sizeof *sorted, cmp_name);
-    probe_join_names(sorted, npresent, have, sizeof have);
+    qsort(sorted, (size_t)npresent, sizeof *sorted, fb_name_order);
+    fb_join_names(sorted, (size_t)npresent, "none", have, sizeof have);
 
     enum fb_status st = FB_OK;
     if (requested == NULL || *requested == '\0') {

@@ -18,7 +18,5 @@ enum fb_status probe_pick_device(const char *const *present, int npresent, const
                                  const char *flag, const char *host, char *out, size_t len,
                                  struct fb_err *err);
 
-/* "mlx5_0, mlx5_1" (or "none") for messages. */
-void probe_join_names(const char *const *names, int n, char *buf, size_t len);
 
 #endif

@@ -146,17 +146,10 @@ static enum fb_status results_path(struct app *a, char *path, size_t len, char *
                                    size_t clen, struct fb_err *err)
 {
     fb_cluster_label(a->o.cluster, a->w.hosts[0], cluster, clen);
-    if (a->o.json_path != NULL) {
-        if (snprintf(path, len, "%s", a->o.json_path) >= (int)len)
-            return fb_fail(err, FB_ERR_USAGE, "-J path too long");
-        return FB_OK;
-    }
-    char stamp[32];
-    fb_utc_stamp(stamp, sizeof stamp);
-    if (snprintf(path, len, "%s/%s/%s-probe-%s.json", a->o.results_dir, cluster, stamp,
-                 a->o.transport_name) >= (int)len)
-        return fb_fail(err, FB_ERR_USAGE, "results path too long; use a shorter --results-dir");
-    return FB_OK;
+    char what[64];
+    snprintf(what, sizeof what, "probe-%s", a->o.transport_name);
+    struct fb_results_name n = {a->o.json_path, a->o.results_dir, cluster, what};
+    return fb_results_path(&n, path, len, err);
 }
 
 /* ---- lockstep steps ------------------------------------------------------ */

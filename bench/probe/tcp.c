@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/text.h"
 #include "probe/devsel.h"
 #include "probe/sysfs.h"
 
@@ -144,7 +145,7 @@ enum fb_status probe_tcp_pick_iface(const struct probe_tcp_cfg *cfg, int local_r
                 desc[i] = described[i];
             }
             char have[1024];
-            probe_join_names(desc, n, have, sizeof have);
+            fb_join_names(desc, (size_t)n, "none", have, sizeof have);
             char why[FB_ERR_MSG_MAX];
             snprintf(why, sizeof why, "%.500s; interfaces with an IPv4 address: %.480s", err->msg, have);
             snprintf(err->msg, sizeof err->msg, "%s", why);

@@ -26,6 +26,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/envelope.h"
+#include "core/clock.h"
 #include "core/jsonio.h"
 #include "core/version.h"
 #include "report/import.h"
@@ -95,24 +97,12 @@ static json_object *nullable_long(long v)
     return v >= 0 ? json_object_new_int64(v) : NULL;
 }
 
-static void utc_from(long long t, char *buf, size_t len)
-{
-    time_t tt = t >= 0 ? (time_t)t : 0;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* The probe schema's cluster label: letters, digits, '.', '_', '-'. */
+/* The probe schema's cluster label: --cluster, else the file's name. */
 static void cluster_label(const char *given, const char *name, char *out, size_t len)
 {
     const char *base = strrchr(name, '/');
-    const char *src = given ? given : (base ? base + 1 : name);
-    size_t i = 0;
-    for (; src[i] && i + 1 < len; i++)
-        out[i] = (isalnum((unsigned char)src[i]) || strchr("._-", src[i])) ? src[i] : '_';
-    out[i] = '\0';
-    if (i == 0)
+    fb_label_safe(given ? given : (base ? base + 1 : name), out, len);
+    if (out[0] == '\0')
         snprintf(out, len, "imported");
 }
 
@@ -242,7 +232,7 @@ static enum fb_status build_doc(struct perf_run *r, const char *name, const char
     char cluster[128], when[32];
     drop_implausible(r);
     cluster_label(o->cluster, name, cluster, sizeof cluster);
-    utc_from(o->mtime, when, sizeof when);
+    fb_utc_iso_at(o->mtime, when, sizeof when);
     json_object *d = json_object_new_object();
     json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
     json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));

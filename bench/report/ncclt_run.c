@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/jsonio.h"
 #include "core/version.h"
 #include "core/text.h"
@@ -125,14 +126,6 @@ void ncclt_version_from_code(long code, char *out, size_t len)
         snprintf(out, len, "%ld.%ld.%ld", code / 1000, code / 100 % 10, code % 100);
     else
         out[0] = '\0';
-}
-
-static void utc_from(long long t, char *buf, size_t len)
-{
-    time_t tt = t >= 0 ? (time_t)t : 0;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 /* Without device lines the rank count still shows in busBW / algBW:
@@ -293,7 +286,7 @@ enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const stru
     if (json_object_array_length(hosts) == 0)
         json_object_array_add(hosts, json_object_new_string(cluster));
     char when[32];
-    utc_from(o->mtime, when, sizeof when);
+    fb_utc_iso_at(o->mtime, when, sizeof when);
     ncclt_warn(r, "start_time is the imported file's modification time%s%s%s", r->started[0] ? " (the input says " : "",
                r->started, r->started[0] ? ", local time)" : "");
     if (!r->finished)

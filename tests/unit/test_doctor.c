@@ -8,7 +8,7 @@
 #include "doctor/devspec.h"
 #include "doctor/inventory.h"
 #include "core/rootfs.h"
-#include "doctor/strbuf.h"
+#include "core/text.h"
 
 #include "check.h"
 #include "test_doctor_tree.h"
