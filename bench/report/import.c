@@ -5,84 +5,92 @@
 
 #include "core/text.h"
 
-static const char *const format_names[] = {
-    [FB_IMPORT_AUTO] = "auto",
-    [FB_IMPORT_NCCLT_TEXT] = "nccl-tests-text",
-    [FB_IMPORT_NCCLT_JSON] = "nccl-tests-json",
-    [FB_IMPORT_PERFTEST_TEXT] = "perftest-text",
-    [FB_IMPORT_PERFTEST_JSON] = "perftest-json",
+/* The importers. Their detectors exclude each other (nccl-tests text, whose
+ * signs are the loosest, claims nothing perftest or JSON), so the order is
+ * only the one --format's message lists. Adding a format is a row here plus
+ * its file. */
+struct importer {
+    enum fb_import_format format;
+    const char *name; /* --format */
+    bool (*detect)(const char *text, size_t len);
+    enum fb_status (*read)(const char *name, const char *text, size_t len,
+                           const struct fb_import_opts *o, struct fb_import_out *out,
+                           struct fb_err *err);
 };
+
+static const struct importer importers[] = {
+    {FB_IMPORT_NCCLT_TEXT, "nccl-tests-text", fb_detect_ncclt_text, fb_import_ncclt_text},
+    {FB_IMPORT_NCCLT_JSON, "nccl-tests-json", fb_detect_ncclt_json, fb_import_ncclt_json},
+    {FB_IMPORT_PERFTEST_TEXT, "perftest-text", fb_detect_perftest_text, fb_import_perftest_text},
+    {FB_IMPORT_PERFTEST_JSON, "perftest-json", fb_detect_perftest_json, fb_import_perftest_json},
+};
+#define NIMPORTERS (sizeof importers / sizeof *importers)
+
+static const struct importer *importer_of(enum fb_import_format f)
+{
+    for (size_t i = 0; i < NIMPORTERS; i++)
+        if (importers[i].format == f)
+            return &importers[i];
+    return NULL;
+}
 
 const char *fb_import_format_name(enum fb_import_format f)
 {
-    return format_names[f];
+    const struct importer *imp = importer_of(f);
+    return imp ? imp->name : "auto";
 }
 
 enum fb_status fb_import_format_parse(const char *name, enum fb_import_format *f, struct fb_err *err)
 {
-    for (size_t i = 0; i < sizeof format_names / sizeof *format_names; i++)
-        if (strcmp(name, format_names[i]) == 0) {
-            *f = (enum fb_import_format)i;
+    if (strcmp(name, "auto") == 0) {
+        *f = FB_IMPORT_AUTO;
+        return FB_OK;
+    }
+    char names[256] = "auto";
+    size_t used = strlen(names);
+    for (size_t i = 0; i < NIMPORTERS; i++) {
+        if (strcmp(name, importers[i].name) == 0) {
+            *f = importers[i].format;
             return FB_OK;
         }
-    return fb_fail(err, FB_ERR_USAGE, "--format %s: use auto, nccl-tests-text, nccl-tests-json, perftest-text or perftest-json", name);
+    }
+    for (size_t i = 0; i < NIMPORTERS; i++)
+        fb_strbuf_append(names, sizeof names, &used, "%s%s", i + 1 == NIMPORTERS ? " or " : ", ",
+                         importers[i].name);
+    return fb_fail(err, FB_ERR_USAGE, "--format %s: use %s", name, names);
 }
 
-static bool contains(const char *text, size_t len, const char *needle)
+bool fb_import_looks_json(const char *text, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
+        i++;
+    return i < len && text[i] == '{';
+}
+
+bool fb_import_contains(const char *text, size_t len, const char *needle)
 {
     return memmem(text, len, needle, strlen(needle)) != NULL;
 }
 
-/* "  1048576  262144  float  sum  -1  93.64 ...": a table line cut out of
- * its header still reads as nccl-tests (two integers, a type, a reduction). */
-static bool has_table_line(const char *text, size_t len)
+/* Why JSON that no importer claims is refused. */
+static enum fb_status refuse_json(const char *name, const char *text, size_t len, struct fb_err *err)
 {
-    static const char *const types[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                        "half", "float", "double", "bfloat16"};
-    size_t pos = 0, n = 0;
-    const char *line = NULL;
-    for (int lines = 0; lines < 200 && fb_next_line(text, len, &pos, &line, &n); lines++) {
-        char buf[512];
-        fb_copy(buf, sizeof buf, line, n);
-        char *tok[16];
-        unsigned long long a, b;
-        if (fb_tokens(buf, tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
-            continue;
-        for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-            if (strcmp(tok[2], types[i]) == 0)
-                return true;
-    }
-    return false;
+    if (fb_import_contains(text, len, "\"fabric-bench.result\""))
+        return fb_fail(err, FB_ERR_INPUT, "%s is already a fabric-bench result; nothing to import", name);
+    return fb_fail(err, FB_ERR_INPUT, "%s is JSON but neither nccl-tests -J nor perftest --out_json output", name);
 }
 
 enum fb_status fb_import_detect(const char *name, const char *text, size_t len,
                                 enum fb_import_format *f, struct fb_err *err)
 {
-    size_t i = 0;
-    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
-        i++;
-    if (i < len && text[i] == '{') {
-        if (contains(text, len, "\"test_info\""))
-            *f = FB_IMPORT_PERFTEST_JSON;
-        else if (contains(text, len, "\"results\"") || contains(text, len, "\"nccl_version\"") ||
-                 (contains(text, len, "\"args\"") && contains(text, len, "\"config\"")))
-            *f = FB_IMPORT_NCCLT_JSON;
-        else if (contains(text, len, "\"fabric-bench.result\""))
-            return fb_fail(err, FB_ERR_INPUT, "%s is already a fabric-bench result; nothing to import", name);
-        else
-            return fb_fail(err, FB_ERR_INPUT, "%s is JSON but neither nccl-tests -J nor perftest --out_json output", name);
-        return FB_OK;
-    }
-    if (contains(text, len, "#bytes") && contains(text, len, "#iterations")) {
-        *f = FB_IMPORT_PERFTEST_TEXT;
-        return FB_OK;
-    }
-    if (contains(text, len, "# nThread") || contains(text, len, "Avg bus bandwidth") ||
-        contains(text, len, "Collective test starting") || contains(text, len, "busbw") ||
-        has_table_line(text, len)) {
-        *f = FB_IMPORT_NCCLT_TEXT;
-        return FB_OK;
-    }
+    for (size_t i = 0; i < NIMPORTERS; i++)
+        if (importers[i].detect(text, len)) {
+            *f = importers[i].format;
+            return FB_OK;
+        }
+    if (fb_import_looks_json(text, len))
+        return refuse_json(name, text, len, err);
     return fb_fail(err, FB_ERR_INPUT, "%s is not an nccl-tests or perftest output this importer knows; name the format with --format", name);
 }
 
@@ -95,13 +103,10 @@ enum fb_status fb_import_text(const char *name, const char *text, size_t len, en
         if (st != FB_OK)
             return st;
     }
-    switch (f) {
-    case FB_IMPORT_NCCLT_TEXT: return fb_import_ncclt_text(name, text, len, o, out, err);
-    case FB_IMPORT_NCCLT_JSON: return fb_import_ncclt_json(name, text, len, o, out, err);
-    case FB_IMPORT_PERFTEST_TEXT: return fb_import_perftest_text(name, text, len, o, out, err);
-    case FB_IMPORT_PERFTEST_JSON: return fb_import_perftest_json(name, text, len, o, out, err);
-    default: return fb_fail(err, FB_ERR_INTERNAL, "unknown import format");
-    }
+    const struct importer *imp = importer_of(f);
+    if (imp == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "unknown import format");
+    return imp->read(name, text, len, o, out, err);
 }
 
 enum fb_status fb_import_out_add(struct fb_import_out *out, json_object *doc, struct fb_err *err)

@@ -7,6 +7,7 @@
 #define FB_REPORT_IMPORT_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -49,7 +50,14 @@ enum fb_status fb_import_text(const char *name, const char *text, size_t len, en
 
 void fb_import_out_free(struct fb_import_out *out);
 
-/* Per format (import_ncclt.c, import_ncclt_json.c, import_perftest.c). */
+/* Per format (import_ncclt.c, import_ncclt_json.c, import_perftest.c): a
+ * detector that claims content of its format, and the reader. The table
+ * in import.c lists them. */
+bool fb_detect_ncclt_text(const char *text, size_t len);
+bool fb_detect_ncclt_json(const char *text, size_t len);
+bool fb_detect_perftest_text(const char *text, size_t len);
+bool fb_detect_perftest_json(const char *text, size_t len);
+
 enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t len,
                                     const struct fb_import_opts *o, struct fb_import_out *out,
                                     struct fb_err *err);
@@ -62,6 +70,10 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
 enum fb_status fb_import_perftest_json(const char *name, const char *text, size_t len,
                                        const struct fb_import_opts *o, struct fb_import_out *out,
                                        struct fb_err *err);
+
+/* Detection helpers: the text's first non-blank is '{'; a substring. */
+bool fb_import_looks_json(const char *text, size_t len);
+bool fb_import_contains(const char *text, size_t len, const char *needle);
 
 /* Appends a document to `out` (takes it). */
 enum fb_status fb_import_out_add(struct fb_import_out *out, json_object *doc, struct fb_err *err);

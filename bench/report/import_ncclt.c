@@ -406,3 +406,34 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
     fb_nccl_log_free(p.log);
     return st;
 }
+
+/* "  1048576  262144  float  sum  -1  93.64 ...": a table line cut out of
+ * its header still reads as nccl-tests (two integers, a type, a reduction). */
+static bool has_table_line(const char *text, size_t len)
+{
+    static const char *const types[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                        "half", "float", "double", "bfloat16"};
+    size_t pos = 0, n = 0;
+    const char *line = NULL;
+    for (int lines = 0; lines < 200 && fb_next_line(text, len, &pos, &line, &n); lines++) {
+        char buf[512];
+        fb_copy(buf, sizeof buf, line, n);
+        char *tok[16];
+        unsigned long long a, b;
+        if (fb_tokens(buf, tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
+            continue;
+        for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+            if (strcmp(tok[2], types[i]) == 0)
+                return true;
+    }
+    return false;
+}
+
+bool fb_detect_ncclt_text(const char *text, size_t len)
+{
+    if (fb_import_looks_json(text, len) || fb_detect_perftest_text(text, len))
+        return false;
+    return fb_import_contains(text, len, "# nThread") || fb_import_contains(text, len, "Avg bus bandwidth") ||
+           fb_import_contains(text, len, "Collective test starting") || fb_import_contains(text, len, "busbw") ||
+           has_table_line(text, len);
+}

@@ -277,3 +277,10 @@ enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t l
     json_object_put(doc);
     return st;
 }
+
+bool fb_detect_ncclt_json(const char *text, size_t len)
+{
+    return fb_import_looks_json(text, len) && !fb_import_contains(text, len, "\"test_info\"") &&
+           (fb_import_contains(text, len, "\"results\"") || fb_import_contains(text, len, "\"nccl_version\"") ||
+            (fb_import_contains(text, len, "\"args\"") && fb_import_contains(text, len, "\"config\"")));
+}

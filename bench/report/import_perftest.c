@@ -514,3 +514,14 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
     free(r.rows);
     return st;
 }
+
+bool fb_detect_perftest_json(const char *text, size_t len)
+{
+    return fb_import_looks_json(text, len) && fb_import_contains(text, len, "\"test_info\"");
+}
+
+bool fb_detect_perftest_text(const char *text, size_t len)
+{
+    return !fb_import_looks_json(text, len) && fb_import_contains(text, len, "#bytes") &&
+           fb_import_contains(text, len, "#iterations");
+}
