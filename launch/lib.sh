@@ -85,13 +85,32 @@ fb_sanitize_cluster() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_'; }
 
 fb_utc_stamp() { date -u +%Y%m%dT%H%M%SZ; }
 
+# fb_collectives: the collectives fabric-coll offers, one per line. Its table
+# is the only list; with no fabric-coll on this machine (a workstation that
+# only drives pods) it prints nothing and fabric-coll in the pods judges.
+fb_collectives() {
+  local coll
+  coll=$(fb_coll_bin 2>/dev/null) || return 0
+  "$coll" --list 2>/dev/null || true
+}
+
 # fb_collective ARG: the collective name from COLLECTIVE or NAME_perf.
 fb_collective() {
-  local c=${1%_perf}
-  case $c in
-    all_reduce | all_gather | reduce_scatter | broadcast | reduce | alltoall | sendrecv) echo "$c" ;;
-    *) return 1 ;;
-  esac
+  local c=${1%_perf} known
+  known=$(fb_collectives)
+  if [ -z "$known" ]; then
+    [[ $c =~ ^[a-z][a-z0-9_]*$ ]] && echo "$c"
+    return
+  fi
+  grep -qxF -- "$c" <<<"$known" && echo "$c"
+}
+
+# "a, b or c" of fabric-coll's collectives, for messages.
+fb_collective_choices() {
+  local known
+  known=$(fb_collectives)
+  [ -n "$known" ] || { echo "a collective name such as all_reduce"; return; }
+  printf '%s\n' "$known" | paste -sd, - | sed 's/,/, /g; s/, \([^,]*\)$/ or \1/'
 }
 
 # ---- options every launcher takes ------------------------------------------------
@@ -148,7 +167,7 @@ fb_check_common() {
   local example=$1 kv; shift
   [ $# -ge 1 ] || fb_die "$FB_EXIT_USAGE" "no collective given: e.g. $example all_reduce -b 1K -e 16G -f 2"
   FB_COLLECTIVE=$(fb_collective "$1") ||
-    fb_die "$FB_EXIT_USAGE" "unknown collective '$1': use all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall or sendrecv"
+    fb_die "$FB_EXIT_USAGE" "unknown collective '$1': use $(fb_collective_choices)"
   case $FB_OPT_BIND in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got '$FB_OPT_BIND'" ;; esac
   for kv in "${FB_OPT_ENV[@]+"${FB_OPT_ENV[@]}"}"; do
     [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got '$kv'"

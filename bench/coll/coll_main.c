@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coll/run.h"
+#include "nccl/collective.h"
 #include "core/version.h"
 
 static void set_timing(struct run *r)
@@ -54,9 +55,28 @@ static void start_watchdog(struct run *r, int wanted)
     }
 }
 
+/* `fabric-coll --list`: the collectives, one per line, for scripts that offer
+ * them (the launchers). Answered without MPI so it works on any machine. */
+static int list_wanted(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--list") == 0)
+            return 1;
+    return 0;
+}
+
+static int print_collectives(void)
+{
+    for (int i = 0; i < FB_NCOLLS; i++)
+        printf("%s\n", fb_collective((enum fb_coll_id)i)->name);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (list_wanted(argc, argv))
+        return print_collectives();
     int watchdog = watchdog_wanted(argc, argv);
     if (watchdog)
         fb_signals_block();

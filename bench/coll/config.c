@@ -48,6 +48,7 @@ const struct fb_opt coll_options[] = {
     {0, "cap-memory", FB_OPT_FLAG, OFF(cap_memory), NULL, "lower -e to what fits in memory (with a warning) instead of refusing", 0, 0, 0},
     {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},
     {0, "version", FB_OPT_FLAG, OFF(version), NULL, "print the version", 0, 0, 0},
+    {0, "list", FB_OPT_FLAG, OFF(list), NULL, "print the collectives, one per line", 0, 0, 0},
     FB_OPT_END,
 };
 

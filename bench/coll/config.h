@@ -23,7 +23,7 @@ struct coll_config {
     const char *json_path;
     /* fabric-bench options */
     const char *backend_name, *cluster, *results_dir;
-    int nccl_log, cap_memory, help, version, full, no_watchdog;
+    int nccl_log, cap_memory, help, version, list, full, no_watchdog;
     double time_budget, fallback_band, cv_threshold;
 
     /* Derived by coll_config_finish. */

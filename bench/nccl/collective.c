@@ -1,5 +1,7 @@
 #include "nccl/collective.h"
 
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +41,13 @@ static struct fb_counts counts_alltoall(size_t bytes, size_t eltsize, int nranks
 static double factor_allreduce(int n) { return 2.0 * (n - 1) / n; }
 static double factor_block(int n) { return (double)(n - 1) / n; }
 static double factor_one(int n) { (void)n; return 1.0; }
+
+/* The inverses, for logs that print bandwidths but not the rank count; 0
+ * where the factor says nothing (1 for every n) or n would pass the
+ * plausible (factor this close to its limit is rounding noise). */
+static long ranks_allreduce(double f) { return f > 0 && f < 1.99 ? lround(2 / (2 - f)) : 0; }
+static long ranks_block(double f) { return f > 0 && f < 0.999 ? lround(1 / (1 - f)) : 0; }
+static long ranks_unknown(double f) { (void)f; return 0; }
 
 static void inplace_same(const struct fb_counts *c, int rank, enum fb_inplace_style s,
                          size_t *send_off, size_t *recv_off)
@@ -132,21 +141,31 @@ static int expect_sendrecv(const struct fb_counts *c, enum fb_dtype t, enum fb_r
     return 1;
 }
 
+/* One row per collective. The *_perf program names (Makefile), the
+ * launchers' choices (fabric-coll --list), the results schema's enum and
+ * every message listing collectives are derived from these names. */
 static const struct fb_collective table[FB_NCOLLS] = {
-    {FB_ALL_REDUCE, "all_reduce", "all_reduce_perf", 1, 0, counts_same, factor_allreduce,
-     inplace_same, input_reduce, expect_allreduce},
-    {FB_ALL_GATHER, "all_gather", "all_gather_perf", 0, 0, counts_gather, factor_block,
-     inplace_gather, input_move, expect_allgather},
-    {FB_REDUCE_SCATTER, "reduce_scatter", "reduce_scatter_perf", 1, 0, counts_scatter,
-     factor_block, inplace_scatter, input_reduce, expect_reducescatter},
-    {FB_BROADCAST, "broadcast", "broadcast_perf", 0, 1, counts_same, factor_one, inplace_same,
-     input_move, expect_broadcast},
-    {FB_REDUCE, "reduce", "reduce_perf", 1, 1, counts_same, factor_one, inplace_same,
-     input_reduce, expect_reduce},
-    {FB_ALLTOALL, "alltoall", "alltoall_perf", 0, 0, counts_alltoall, factor_block,
-     inplace_same, input_move, expect_alltoall},
-    {FB_SENDRECV, "sendrecv", "sendrecv_perf", 0, 0, counts_same, factor_one, inplace_same,
-     input_move, expect_sendrecv},
+    [FB_ALL_REDUCE] = {FB_ALL_REDUCE, "all_reduce", "all_reduce_perf", .reduces = 1, .rooted = 0, .counts = counts_same,
+        .bus_factor = factor_allreduce, .ranks_for_factor = ranks_allreduce, .inplace_offsets = inplace_same,
+        .input = input_reduce, .expected = expect_allreduce},
+    [FB_ALL_GATHER] = {FB_ALL_GATHER, "all_gather", "all_gather_perf", .reduces = 0, .rooted = 0, .counts = counts_gather,
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_gather,
+        .input = input_move, .expected = expect_allgather},
+    [FB_REDUCE_SCATTER] = {FB_REDUCE_SCATTER, "reduce_scatter", "reduce_scatter_perf", .reduces = 1, .rooted = 0, .counts = counts_scatter,
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter,
+        .input = input_reduce, .expected = expect_reducescatter},
+    [FB_BROADCAST] = {FB_BROADCAST, "broadcast", "broadcast_perf", .reduces = 0, .rooted = 1, .counts = counts_same,
+        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
+        .input = input_move, .expected = expect_broadcast},
+    [FB_REDUCE] = {FB_REDUCE, "reduce", "reduce_perf", .reduces = 1, .rooted = 1, .counts = counts_same,
+        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
+        .input = input_reduce, .expected = expect_reduce},
+    [FB_ALLTOALL] = {FB_ALLTOALL, "alltoall", "alltoall_perf", .reduces = 0, .rooted = 0, .counts = counts_alltoall,
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_same,
+        .input = input_move, .expected = expect_alltoall},
+    [FB_SENDRECV] = {FB_SENDRECV, "sendrecv", "sendrecv_perf", .reduces = 0, .rooted = 0, .counts = counts_same,
+        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
+        .input = input_move, .expected = expect_sendrecv},
 };
 
 const struct fb_collective *fb_collective(enum fb_coll_id id) { return &table[id]; }
@@ -179,6 +198,33 @@ const struct fb_collective *fb_collective_find(const char *name)
         if (same_name(name, table[i].name))
             return &table[i];
     return NULL;
+}
+
+/* `s` without '_' and '-', lower case, into buf. */
+static void squeeze(const char *s, char *buf, size_t len)
+{
+    size_t j = 0;
+    for (; *s && j + 1 < len; s++)
+        if (*s != '_' && *s != '-')
+            buf[j++] = (char)tolower((unsigned char)*s);
+    buf[j] = '\0';
+}
+
+const struct fb_collective *fb_collective_in_text(const char *s)
+{
+    char text[512], name[64];
+    squeeze(s, text, sizeof text);
+    const struct fb_collective *best = NULL;
+    size_t best_len = 0;
+    /* Longest match wins: "reduce" is inside three other names. */
+    for (int i = 0; i < FB_NCOLLS; i++) {
+        squeeze(table[i].name, name, sizeof name);
+        if (strlen(name) > best_len && strstr(text, name) != NULL) {
+            best = &table[i];
+            best_len = strlen(name);
+        }
+    }
+    return best;
 }
 
 const struct fb_collective *fb_collective_named(const char *name)

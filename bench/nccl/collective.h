@@ -35,6 +35,8 @@ struct fb_collective {
     int rooted;            /* takes a root rank */
     struct fb_counts (*counts)(size_t bytes, size_t eltsize, int nranks);
     double (*bus_factor)(int nranks);
+    /* The rank count a busBW/algBW ratio implies; 0 when it implies none. */
+    long (*ranks_for_factor)(double factor);
     void (*inplace_offsets)(const struct fb_counts *c, int rank, enum fb_inplace_style style,
                             size_t *send_off, size_t *recv_off);
     /* Value of send element i on `rank`. */
@@ -48,6 +50,10 @@ struct fb_collective {
 const struct fb_collective *fb_collective(enum fb_coll_id id);
 /* By name ("all_reduce", "allreduce", "all_reduce_perf"); NULL if unknown. */
 const struct fb_collective *fb_collective_find(const char *name);
+/* The collective a file name or title speaks of ("AllReduce_8n.log",
+ * "all-to-all"): separators and case ignored, longest name first. */
+const struct fb_collective *fb_collective_in_text(const char *s);
+
 /* By its exact table name only, as results files and profiles spell it. */
 const struct fb_collective *fb_collective_named(const char *name);
 bool fb_collective_known(const char *name);

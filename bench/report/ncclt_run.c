@@ -98,24 +98,11 @@ void ncclt_bound_counts(struct ncclt_run *r)
 
 bool ncclt_collective_in(const char *s, char *out, size_t len)
 {
-    /* Longest names first: "reduce" is inside three others. */
-    static const struct {
-        const char *spelling, *name;
-    } names[] = {
-        {"reduce_scatter", "reduce_scatter"}, {"reducescatter", "reduce_scatter"},
-        {"all_reduce", "all_reduce"}, {"allreduce", "all_reduce"},
-        {"all_gather", "all_gather"}, {"allgather", "all_gather"},
-        {"alltoall", "alltoall"}, {"all_to_all", "alltoall"},
-        {"broadcast", "broadcast"}, {"sendrecv", "sendrecv"}, {"reduce", "reduce"},
-    };
     const char *base = strrchr(s, '/');
-    base = base ? base + 1 : s;
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strstr(base, names[i].spelling) != NULL) {
-            snprintf(out, len, "%s", names[i].name);
-            return true;
-        }
-    return false;
+    const struct fb_collective *c = fb_collective_in_text(base ? base + 1 : s);
+    if (c != NULL)
+        snprintf(out, len, "%s", c->name);
+    return c != NULL;
 }
 
 void ncclt_version_from_code(long code, char *out, size_t len)
@@ -128,23 +115,18 @@ void ncclt_version_from_code(long code, char *out, size_t len)
         out[0] = '\0';
 }
 
-/* Without device lines the rank count still shows in busBW / algBW:
- * 2(n-1)/n for all_reduce, (n-1)/n for the gathers, scatters and alltoall. */
+/* Without device lines the rank count still shows in busBW / algBW: the
+ * collective's bus factor, inverted. */
 static long ranks_from_factor(const struct ncclt_run *r)
 {
-    for (size_t i = 0; i < r->nrows; i++) {
+    const struct fb_collective *c = fb_collective_named(r->collective);
+    for (size_t i = 0; c != NULL && i < r->nrows; i++) {
         const struct fb_place *p = r->rows[i].oop.present ? &r->rows[i].oop : &r->rows[i].ip;
         if (!(p->algbw_GBps > 0) || !(p->busbw_GBps > 0))
             continue;
-        double f = p->busbw_GBps / p->algbw_GBps;
-        double n = 0;
-        if (strcmp(r->collective, "all_reduce") == 0 && f < 1.99)
-            n = 2 / (2 - f);
-        else if ((strcmp(r->collective, "all_gather") == 0 || strcmp(r->collective, "reduce_scatter") == 0 ||
-                  strcmp(r->collective, "alltoall") == 0) && f < 0.999)
-            n = 1 / (1 - f);
-        if (n >= 1 && n < 1e6)
-            return lround(n);
+        long n = c->ranks_for_factor(p->busbw_GBps / p->algbw_GBps);
+        if (n >= 1 && n < 1000000)
+            return n;
     }
     return 0;
 }
