@@ -1,14 +1,14 @@
 /* fabric-coll: a collective over a size sweep on every rank of an MPI job.
  * Also installed as all_reduce_perf, all_gather_perf, ... (nccl-tests
- * drop-in). The stages are in run_setup.c, run_sweep.c and run_report.c. */
+ * drop-in). The stages are in sweep_setup.c, sweep_measure.c and sweep_report.c. */
 #include <stdio.h>
 #include <string.h>
 
-#include "coll/run.h"
+#include "coll/sweep.h"
 #include "nccl/collective.h"
 #include "core/version.h"
 
-static void set_timing(struct run *r)
+static void set_timing(struct sweep *r)
 {
     r->timing = (struct fb_timing){
         .wd = r->wd,
@@ -22,7 +22,7 @@ static void set_timing(struct run *r)
     r->be.graph_launches = (int)r->cfg.graph;
 }
 
-static void finish(struct run *r)
+static void finish(struct sweep *r)
 {
     if (r->be.state != NULL)
         r->be.ops->fini(&r->be, 0);
@@ -42,14 +42,14 @@ static int watchdog_wanted(int argc, char **argv)
     return 1;
 }
 
-static void start_watchdog(struct run *r, int wanted)
+static void start_watchdog(struct sweep *r, int wanted)
 {
     struct fb_err err = {0};
     if (!wanted) {
         snprintf(r->wd_note, sizeof r->wd_note, "--no-watchdog: waits are not bounded (-T has no effect)");
         return;
     }
-    if (fb_watchdog_start(&r->wd, &r->world, run_record_fault, r, &err) != FB_OK) {
+    if (fb_watchdog_start(&r->wd, &r->world, sweep_record_fault, r, &err) != FB_OK) {
         snprintf(r->wd_note, sizeof r->wd_note, "%s", err.msg);
         fb_signals_unblock();
     }
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
         fb_signals_block();
     int provided = 0;
     MPI_Init_thread(&argc, &argv, watchdog ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
-    static struct run r;
+    static struct sweep r;
     pthread_mutex_init(&r.rec_lock, NULL);
     coll_config_defaults(&r.cfg);
     struct fb_err err = {0};
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, (int)err.code);
     }
     start_watchdog(&r, watchdog);
-    code = run_prepare(&r, argc, argv);
+    code = sweep_prepare(&r, argc, argv);
     if (code < 0) {
         if (r.world.rank == 0 && r.cfg.help)
             coll_config_usage(stdout, argv[0]);
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
         code = 0;
     } else if (code == 0) {
         set_timing(&r);
-        code = run_sweep(&r);
+        code = sweep_execute(&r);
     }
     fb_watchdog_stop(r.wd);
     finish(&r);

@@ -141,18 +141,42 @@ enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struc
     return FB_OK;
 }
 
-enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len, json_object **doc,
-                                  enum json_tokener_error *jerr, size_t *end, struct fb_err *err)
+static size_t first_non_space(const char *text, size_t from, size_t len)
 {
+    while (from < len && (text[from] == ' ' || text[from] == '\n' || text[from] == '\r' || text[from] == '\t'))
+        from++;
+    return from;
+}
+
+enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len, json_object **doc,
+                                  struct fb_json_syntax *why, struct fb_err *err)
+{
+    *doc = NULL;
+    memset(why, 0, sizeof *why);
     json_tokener *tok = json_tokener_new();
     if (tok == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory parsing %s", name);
     /* json-c takes an int length: past 2 GiB the document reads as cut short. */
-    *doc = json_tokener_parse_ex(tok, text, (int)(len > INT_MAX ? INT_MAX : len));
-    *jerr = json_tokener_get_error(tok);
-    *end = json_tokener_get_parse_end(tok);
+    json_object *obj = json_tokener_parse_ex(tok, text, (int)(len > INT_MAX ? INT_MAX : len));
+    why->error = json_tokener_get_error(tok);
+    why->offset = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
-    return FB_OK;
+    if (obj != NULL && why->error == json_tokener_success) {
+        /* Trailing non-space text means two documents or garbage. */
+        size_t junk = first_non_space(text, why->offset, len);
+        if (junk == len) {
+            *doc = obj;
+            return FB_OK;
+        }
+        why->error = json_tokener_error_parse_unexpected;
+        why->offset = junk;
+    }
+    json_object_put(obj);
+    why->truncated = why->error == json_tokener_continue;
+    if (why->truncated)
+        return fb_fail(err, FB_ERR_INPUT, "%s is truncated (JSON ends early at byte %zu); rerun or restore the file", name, len);
+    return fb_fail(err, FB_ERR_INPUT, "%s is not valid JSON (%s at byte %zu)", name,
+                   json_tokener_error_desc(why->error), why->offset);
 }
 
 enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_err *err)
@@ -162,44 +186,16 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
     enum fb_status st = fb_read_file(path, &text, &len, err);
     if (st != FB_OK)
         return st;
-    if (len == 0) {
-        free(text);
-        return fb_fail(err, FB_ERR_INPUT, "%s is empty; expected a fabric-bench results JSON file", path);
-    }
-    if (strlen(text) != len) {
-        free(text);
-        return fb_fail(err, FB_ERR_INPUT, "%s contains NUL bytes; it is not a JSON text file", path);
-    }
-    json_object *obj = NULL;
-    enum json_tokener_error jerr;
-    size_t offset = 0;
-    if (fb_json_parse_text(path, text, len, &obj, &jerr, &offset, err) != FB_OK) {
-        free(text);
-        return err->code;
-    }
-    if (obj != NULL && jerr == json_tokener_success) {
-        /* Trailing non-space text means two documents or garbage. */
-        for (size_t i = offset; i < len; i++) {
-            if (text[i] != ' ' && text[i] != '\n' && text[i] != '\r' && text[i] != '\t') {
-                json_object_put(obj);
-                obj = NULL;
-                jerr = json_tokener_error_parse_unexpected;
-                offset = i;
-                break;
-            }
-        }
+    if (len == 0)
+        st = fb_fail(err, FB_ERR_INPUT, "%s is empty; expected a fabric-bench results JSON file", path);
+    else if (strlen(text) != len)
+        st = fb_fail(err, FB_ERR_INPUT, "%s contains NUL bytes; it is not a JSON text file", path);
+    else {
+        struct fb_json_syntax why;
+        st = fb_json_parse_text(path, text, len, out, &why, err);
     }
     free(text);
-    if (obj == NULL || jerr != json_tokener_success) {
-        if (obj != NULL)
-            json_object_put(obj);
-        if (jerr == json_tokener_continue)
-            return fb_fail(err, FB_ERR_INPUT, "%s is truncated (JSON ends early at byte %zu); rerun or restore the file", path, len);
-        return fb_fail(err, FB_ERR_INPUT, "%s is not valid JSON (%s at byte %zu)", path,
-                       json_tokener_error_desc(jerr), offset);
-    }
-    *out = obj;
-    return FB_OK;
+    return st;
 }
 
 json_object *fb_json_number(double v)

@@ -25,12 +25,20 @@ enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
  * when it cannot be opened or read. */
 enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err);
 
-/* Parses `len` bytes of text as one JSON document. FB_OK whatever the text
- * holds: *doc is NULL unless it parsed, *jerr says why not (continue =
- * the text ends early) and *end how far the parser got. Only a failure to
- * allocate the parser is an error (FB_ERR_INTERNAL, naming `name`). */
+/* Why a text is not one JSON document: json-c's error, how far it got, and
+ * whether the text merely ends early (a run killed while writing). */
+struct fb_json_syntax {
+    enum json_tokener_error error;
+    size_t offset;
+    bool truncated;
+};
+
+/* Parses `len` bytes of text as exactly one JSON document (trailing blanks
+ * allowed, anything else refused). FB_ERR_INPUT naming `name`, the error and
+ * the byte when it is not; *why says so too, for callers with a message of
+ * their own. FB_ERR_INTERNAL only when the parser cannot be allocated. */
 enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len, json_object **doc,
-                                  enum json_tokener_error *jerr, size_t *end, struct fb_err *err);
+                                  struct fb_json_syntax *why, struct fb_err *err);
 
 /* Reads and parses a whole file; FB_ERR_INPUT on a missing, empty, truncated
  * or non-JSON file, with the parser's position in the message. */

@@ -18,7 +18,7 @@ static void flatten(char *s)
             *s = ' ';
 }
 
-void fb_check_set(struct fb_check *c, enum fb_verdict v, const char *fmt, ...)
+void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
 {
     /* The first setter decides the skip/ok baseline; afterwards only a worse
      * verdict may overwrite what was said. */
@@ -73,7 +73,7 @@ void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     memcpy(c->culprits[c->nculprits++], name, sizeof name);
 }
 
-const char *fb_verdict_name(enum fb_verdict v)
+const char *fb_verdict_name(enum fb_check_outcome v)
 {
     switch (v) {
     case FB_CHECK_OK: return "ok";
@@ -84,7 +84,7 @@ const char *fb_verdict_name(enum fb_verdict v)
     return "skip";
 }
 
-const char *fb_verdict_label(enum fb_verdict v)
+const char *fb_verdict_label(enum fb_check_outcome v)
 {
     switch (v) {
     case FB_CHECK_OK: return "OK";

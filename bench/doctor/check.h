@@ -15,7 +15,9 @@
 #include "core/status.h"
 #include "core/text.h"
 
-enum fb_verdict {
+/* A node or cluster check's outcome, worst last (a report's verdict on a
+ * measurement is report/verdict.h's struct fb_verdict). */
+enum fb_check_outcome {
     FB_CHECK_SKIP = 0, /* lowest: a skipped check adds nothing */
     FB_CHECK_OK,
     FB_CHECK_WARN,
@@ -29,7 +31,7 @@ enum fb_verdict {
 
 struct fb_check {
     char name[FB_CHECK_NAME_MAX];
-    enum fb_verdict verdict;
+    enum fb_check_outcome verdict;
     char evidence[FB_CHECK_TEXT_MAX];
     char fix[FB_CHECK_TEXT_MAX]; /* empty when there is nothing to do */
     size_t nculprits;
@@ -41,7 +43,7 @@ void fb_check_init(struct fb_check *c, const char *name);
 /* Sets the verdict and evidence; a later call with a worse verdict replaces
  * them, a milder one is ignored, so a check can test its conditions in any
  * order and report the worst. */
-void fb_check_set(struct fb_check *c, enum fb_verdict v, const char *fmt, ...)
+void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void fb_check_fix(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -55,8 +57,8 @@ void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 bool fb_check_has_culprit(const struct fb_check *c, const char *name);
 
-const char *fb_verdict_name(enum fb_verdict v);  /* "ok", "warn", "fail", "skip" */
-const char *fb_verdict_label(enum fb_verdict v); /* "OK", "WARN", "FAIL", "SKIP" */
+const char *fb_verdict_name(enum fb_check_outcome v);  /* "ok", "warn", "fail", "skip" */
+const char *fb_verdict_label(enum fb_check_outcome v); /* "OK", "WARN", "FAIL", "SKIP" */
 
 struct fb_check_counts {
     size_t ok, warn, fail, skip;

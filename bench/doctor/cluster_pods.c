@@ -132,14 +132,14 @@ static size_t offered(json_object *node, char *buf, size_t len)
 }
 
 struct pod_verdict {
-    enum fb_verdict v;
+    enum fb_check_outcome v;
     char why[384];
 };
 
-static void pod_set(struct pod_verdict *pv, enum fb_verdict v, const char *fmt, ...)
+static void pod_set(struct pod_verdict *pv, enum fb_check_outcome v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void pod_set(struct pod_verdict *pv, enum fb_verdict v, const char *fmt, ...)
+static void pod_set(struct pod_verdict *pv, enum fb_check_outcome v, const char *fmt, ...)
 {
     if (v <= pv->v)
         return;

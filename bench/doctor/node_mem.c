@@ -104,7 +104,7 @@ void fb_node_check_memlock(const struct fb_node_ctx *ctx, struct fb_check *c)
                      "RLIMIT_MEMLOCK %s, but CAP_IPC_LOCK lets RDMA pin past it", size);
         return;
     }
-    enum fb_verdict v = limit < MEMLOCK_FAIL_BELOW ? FB_CHECK_FAIL : FB_CHECK_WARN;
+    enum fb_check_outcome v = limit < MEMLOCK_FAIL_BELOW ? FB_CHECK_FAIL : FB_CHECK_WARN;
     fb_check_set(c, v, "RLIMIT_MEMLOCK %s without CAP_IPC_LOCK (%s/limits): RDMA memory "
                        "registration (ibv_reg_mr) fails beyond it", size, ctx->proc);
     fb_check_fix(c, "%s", memlock_fix);
@@ -136,7 +136,7 @@ void fb_node_check_ipc_lock(const struct fb_node_ctx *ctx, struct fb_check *c)
     char size[32] = "unknown";
     if (limit_known)
         fb_node_format_bytes(limit, size, sizeof size);
-    enum fb_verdict v = limit_known && limit >= MEMLOCK_FAIL_BELOW ? FB_CHECK_WARN
+    enum fb_check_outcome v = limit_known && limit >= MEMLOCK_FAIL_BELOW ? FB_CHECK_WARN
                                                                      : FB_CHECK_FAIL;
     fb_check_set(c, v, "CAP_IPC_LOCK not held (CapEff %s) and RLIMIT_MEMLOCK is %s", capeff,
                  size);

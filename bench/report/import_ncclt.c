@@ -19,7 +19,7 @@
 
 #include "report/import.h"
 #include "nccl/nccl_log.h"
-#include "report/ncclt_run.h"
+#include "report/import_ncclt_record.h"
 #include "core/text.h"
 
 #define TOK_MAX 64
@@ -38,7 +38,7 @@ struct parser {
     const struct fb_import_opts *opts;
     struct fb_import_out *out;
     struct fb_nccl_log *log;
-    struct ncclt_run run;
+    struct ncclt_record run;
     bool open;       /* a run is being read */
     bool saw_header; /* "# nThread" of the open run */
     struct layout lay;
@@ -47,7 +47,7 @@ struct parser {
 
 static void run_begin(struct parser *p)
 {
-    ncclt_run_init(&p->run, "nccl-tests-text");
+    ncclt_record_init(&p->run, "nccl-tests-text");
     p->open = true;
     p->saw_header = false;
     memset(&p->lay, 0, sizeof p->lay);
@@ -59,12 +59,12 @@ static enum fb_status run_end(struct parser *p, struct fb_err *err)
         return FB_OK;
     p->open = false;
     if (!p->saw_header && p->run.nrows == 0) {
-        ncclt_run_free(&p->run);
+        ncclt_record_free(&p->run);
         return FB_OK;
     }
     json_object *doc = NULL;
     enum fb_status st = ncclt_build_doc(&p->run, p->name, p->opts, &doc, err);
-    ncclt_run_free(&p->run);
+    ncclt_record_free(&p->run);
     if (st == FB_OK) {
         st = fb_import_out_add(p->out, doc, err);
         p->runs_emitted++;
@@ -86,7 +86,7 @@ static long long_after(const char *s, const char *key, long dflt)
 
 static void on_config(struct parser *p, const char *line)
 {
-    struct ncclt_run *r = &p->run;
+    struct ncclt_record *r = &p->run;
     r->have_config = true;
     r->nthreads = long_after(line, "nThread ", 1);
     r->ngpus = long_after(line, "nGpus ", 1);
@@ -252,7 +252,7 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     int pre = p->lay.pre, per = p->lay.per;
     if (pre < 4 || n < pre + 4)
         return fb_fail(err, FB_ERR_INPUT, "%s: table line cut short (%d columns): \"%.80s\"; the file is truncated or not an nccl-tests output", p->name, n, line);
-    struct ncclt_run *r = &p->run;
+    struct ncclt_record *r = &p->run;
     if (r->nrows == 0) {
         fb_copy(r->dtype, sizeof r->dtype, tok[2], strlen(tok[2]));
         fb_copy(r->op, sizeof r->op, tok[3], strlen(tok[3]));
@@ -398,7 +398,7 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
     if (st == FB_OK)
         st = run_end(&p, err);
     else if (p.open)
-        ncclt_run_free(&p.run);
+        ncclt_record_free(&p.run);
     if (st == FB_OK && p.runs_emitted == 0)
         st = fb_fail(err, FB_ERR_INPUT, "%s holds no nccl-tests table (no \"# nThread\" header or size/count lines)", name);
     if (st == FB_OK)

@@ -23,7 +23,7 @@
 #include "core/host.h"
 #include "core/jsonio.h"
 #include "report/import.h"
-#include "report/ncclt_run.h"
+#include "report/import_ncclt_record.h"
 #include "core/text.h"
 
 /* A number that may come as a number, a numeric string or "nan". */
@@ -72,7 +72,7 @@ static void copy_string(char *dst, size_t len, const char *src)
         fb_copy(dst, len, src, strlen(src));
 }
 
-static void read_config(struct ncclt_run *r, json_object *c)
+static void read_config(struct ncclt_record *r, json_object *c)
 {
     if (c == NULL || !json_object_is_type(c, json_type_object))
         return;
@@ -93,7 +93,7 @@ static void read_config(struct ncclt_run *r, json_object *c)
     ncclt_bound_counts(r);
 }
 
-static enum fb_status read_devices(struct ncclt_run *r, json_object *devs, struct fb_err *err)
+static enum fb_status read_devices(struct ncclt_record *r, json_object *devs, struct fb_err *err)
 {
     if (devs == NULL || !json_object_is_type(devs, json_type_array))
         return FB_OK;
@@ -113,7 +113,7 @@ static enum fb_status read_devices(struct ncclt_run *r, json_object *devs, struc
     return FB_OK;
 }
 
-static void read_args(struct ncclt_run *r, json_object *args)
+static void read_args(struct ncclt_record *r, json_object *args)
 {
     if (args == NULL || !json_object_is_type(args, json_type_array))
         return;
@@ -140,7 +140,7 @@ static void read_args(struct ncclt_run *r, json_object *args)
 }
 
 /* Only the variables that explain a fabric result, never secrets. */
-static void read_env(struct ncclt_run *r, json_object *env)
+static void read_env(struct ncclt_record *r, json_object *env)
 {
     r->env = json_object_new_object();
     if (env == NULL || !json_object_is_type(env, json_type_array))
@@ -180,7 +180,7 @@ static bool read_place(json_object *o, struct fb_place *p)
     return !(p->time_us < 0 || p->algbw_GBps < 0 || p->busbw_GBps < 0);
 }
 
-static enum fb_status read_results(struct ncclt_run *r, json_object *results, const char *name,
+static enum fb_status read_results(struct ncclt_record *r, json_object *results, const char *name,
                                    struct fb_err *err)
 {
     if (results == NULL || !json_object_is_type(results, json_type_array))
@@ -213,7 +213,7 @@ static enum fb_status read_results(struct ncclt_run *r, json_object *results, co
     return FB_OK;
 }
 
-static enum fb_status convert(struct ncclt_run *r, json_object *doc, const char *name,
+static enum fb_status convert(struct ncclt_record *r, json_object *doc, const char *name,
                               const struct fb_import_opts *o, struct fb_import_out *out,
                               struct fb_err *err)
 {
@@ -255,25 +255,22 @@ enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t l
                                     struct fb_err *err)
 {
     json_object *doc = NULL;
-    enum json_tokener_error jerr;
-    size_t end = 0;
-    if (fb_json_parse_text(name, text, len, &doc, &jerr, &end, err) != FB_OK)
-        return err->code;
-    if (doc == NULL || jerr != json_tokener_success) {
-        if (doc != NULL)
-            json_object_put(doc);
-        if (jerr == json_tokener_continue)
-            return fb_fail(err, FB_ERR_INPUT, "%s: nccl-tests JSON ends early (the run was killed before it finished?); import its text output instead", name);
-        return fb_fail(err, FB_ERR_INPUT, "%s: not valid JSON (%s)", name, json_tokener_error_desc(jerr));
-    }
+    struct fb_json_syntax why;
+    enum fb_status st = fb_json_parse_text(name, text, len, &doc, &why, err);
+    if (st == FB_ERR_INPUT && why.truncated)
+        return fb_fail(err, FB_ERR_INPUT, "%s: nccl-tests JSON ends early (the run was killed before it finished?); import its text output instead", name);
+    if (st == FB_ERR_INPUT)
+        return fb_fail(err, FB_ERR_INPUT, "%s: not valid JSON (%s)", name, json_tokener_error_desc(why.error));
+    if (st != FB_OK)
+        return st;
     if (!json_object_is_type(doc, json_type_object) || fb_json_member(doc, "results") == NULL) {
         json_object_put(doc);
         return fb_fail(err, FB_ERR_INPUT, "%s: not nccl-tests JSON (no \"results\" list)", name);
     }
-    struct ncclt_run r;
-    ncclt_run_init(&r, "nccl-tests-json");
-    enum fb_status st = convert(&r, doc, name, o, out, err);
-    ncclt_run_free(&r);
+    struct ncclt_record r;
+    ncclt_record_init(&r, "nccl-tests-json");
+    st = convert(&r, doc, name, o, out, err);
+    ncclt_record_free(&r);
     json_object_put(doc);
     return st;
 }

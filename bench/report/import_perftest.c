@@ -451,12 +451,12 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
                                        struct fb_err *err)
 {
     json_object *doc = NULL;
-    enum json_tokener_error jerr;
-    size_t end = 0;
-    if (fb_json_parse_text(name, text, len, &doc, &jerr, &end, err) != FB_OK)
-        return err->code;
+    struct fb_json_syntax why;
+    enum fb_status st = fb_json_parse_text(name, text, len, &doc, &why, err);
+    if (st != FB_OK && st != FB_ERR_INPUT)
+        return st;
     json_object *info = NULL, *res = NULL;
-    if (doc == NULL || jerr != json_tokener_success || !json_object_is_type(doc, json_type_object) ||
+    if (doc == NULL || !json_object_is_type(doc, json_type_object) ||
         !json_object_object_get_ex(doc, "test_info", &info) || !json_object_object_get_ex(doc, "results", &res) ||
         !json_object_is_type(info, json_type_object) || !json_object_is_type(res, json_type_object)) {
         if (doc != NULL)
@@ -487,7 +487,7 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
     r.cuda_device = json_long(info, "cuda_device");
     struct perf_row row = {0};
     double bytes = 0, iters = 0;
-    enum fb_status st = FB_OK;
+    st = FB_OK;
     if (!json_num(res, "MsgSize", &bytes) || !json_num(res, "n_iterations", &iters) ||
         !json_num(res, "BW_peak", &row.peak_Gbps) || !json_num(res, "BW_average", &row.avg_Gbps) ||
         !json_num(res, "MsgRate", &row.msg_rate_Mpps) || bytes < 0 || iters < 0 || row.avg_Gbps < 0 ||

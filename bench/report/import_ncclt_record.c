@@ -1,4 +1,4 @@
-#include "report/ncclt_run.h"
+#include "report/import_ncclt_record.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 #include "core/text.h"
 #include "nccl/collective.h"
 
-void ncclt_run_init(struct ncclt_run *r, const char *format)
+void ncclt_record_init(struct ncclt_record *r, const char *format)
 {
     memset(r, 0, sizeof *r);
     r->format = format;
@@ -25,7 +25,7 @@ void ncclt_run_init(struct ncclt_run *r, const char *format)
     r->warnings = json_object_new_array();
 }
 
-void ncclt_run_free(struct ncclt_run *r)
+void ncclt_record_free(struct ncclt_record *r)
 {
     free(r->devs);
     free(r->rows);
@@ -39,7 +39,7 @@ void ncclt_run_free(struct ncclt_run *r)
     memset(r, 0, sizeof *r);
 }
 
-enum fb_status ncclt_add_row(struct ncclt_run *r, const struct fb_row *row, long iterations,
+enum fb_status ncclt_add_row(struct ncclt_record *r, const struct fb_row *row, long iterations,
                              struct fb_err *err)
 {
     if (r->nrows == r->cap) {
@@ -60,7 +60,7 @@ enum fb_status ncclt_add_row(struct ncclt_run *r, const struct fb_row *row, long
     return FB_OK;
 }
 
-enum fb_status ncclt_add_device(struct ncclt_run *r, const struct ncclt_device *d, struct fb_err *err)
+enum fb_status ncclt_add_device(struct ncclt_record *r, const struct ncclt_device *d, struct fb_err *err)
 {
     struct ncclt_device *devs = realloc(r->devs, (r->ndevs + 1) * sizeof *devs);
     if (devs == NULL)
@@ -70,7 +70,7 @@ enum fb_status ncclt_add_device(struct ncclt_run *r, const struct ncclt_device *
     return FB_OK;
 }
 
-void ncclt_warn(struct ncclt_run *r, const char *fmt, ...)
+void ncclt_warn(struct ncclt_record *r, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
@@ -85,7 +85,7 @@ static long bounded(long v)
     return v >= 0 && v <= 1000000000L ? v : 0;
 }
 
-void ncclt_bound_counts(struct ncclt_run *r)
+void ncclt_bound_counts(struct ncclt_record *r)
 {
     r->nthreads = bounded(r->nthreads);
     r->ngpus = bounded(r->ngpus);
@@ -117,7 +117,7 @@ void ncclt_version_from_code(long code, char *out, size_t len)
 
 /* Without device lines the rank count still shows in busBW / algBW: the
  * collective's bus factor, inverted. */
-static long ranks_from_factor(const struct ncclt_run *r)
+static long ranks_from_factor(const struct ncclt_record *r)
 {
     const struct fb_collective *c = fb_collective_named(r->collective);
     for (size_t i = 0; c != NULL && i < r->nrows; i++) {
@@ -133,7 +133,7 @@ static long ranks_from_factor(const struct ncclt_run *r)
 
 /* Sizes the header's sweep plans; -1 when it cannot say (no header, or a
  * header whose numbers describe no sane sweep). */
-static long planned_sizes(const struct ncclt_run *r)
+static long planned_sizes(const struct ncclt_record *r)
 {
     const unsigned long long limit = 1000000;
     if (!r->have_config || r->minbytes == 0 || r->maxbytes < r->minbytes || r->step == 0)
@@ -166,7 +166,7 @@ static json_object *place_json(const struct fb_place *p)
     return o;
 }
 
-static json_object *rows_json(const struct ncclt_run *r)
+static json_object *rows_json(const struct ncclt_record *r)
 {
     json_object *rows = json_object_new_array();
     for (size_t i = 0; i < r->nrows; i++) {
@@ -183,7 +183,7 @@ static json_object *rows_json(const struct ncclt_run *r)
     return rows;
 }
 
-static json_object *devices_json(const struct ncclt_run *r, json_object *hosts, long *ranks_per_node)
+static json_object *devices_json(const struct ncclt_record *r, json_object *hosts, long *ranks_per_node)
 {
     json_object *devs = json_object_new_array();
     *ranks_per_node = 0;
@@ -212,7 +212,7 @@ static json_object *devices_json(const struct ncclt_run *r, json_object *hosts, 
     return devs;
 }
 
-static json_object *config_json(const struct ncclt_run *r)
+static json_object *config_json(const struct ncclt_record *r)
 {
     json_object *c = json_object_new_object();
     if (!r->have_config)
@@ -236,7 +236,7 @@ static const char *file_base(const char *name)
     return slash ? slash + 1 : name;
 }
 
-enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const struct fb_import_opts *o,
+enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
                                json_object **doc, struct fb_err *err)
 {
     if (r->collective[0] == '\0' && o->collective != NULL)

@@ -6,19 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/run.h"
+#include "coll/sweep.h"
 #include "coll/table.h"
 #include "core/clock.h"
 #include "core/units.h"
 
-void run_arm(struct run *r, double seconds, const char *what)
+void sweep_arm(struct sweep *r, double seconds, const char *what)
 {
     fb_watchdog_arm(r->wd, seconds, r->step++, what);
 }
 
 /* A failure on this rank alone, mid-sweep: peers may be waiting inside a
  * collective, so the only clean end is to say where and abort the job. */
-void run_abort(struct run *r, struct fb_err *err)
+void sweep_abort(struct sweep *r, struct fb_err *err)
 {
     fprintf(stderr, "fabric-coll: rank %d on %s: %s\n", r->world.rank, r->world.host, err->msg);
     if (r->world.rank == 0 && r->rec.doc != NULL) {
@@ -37,7 +37,7 @@ void run_abort(struct run *r, struct fb_err *err)
 /* A full disk or a read-only results directory must not cost the
  * measurement: the table on stdout goes on, the failure is said once, and the
  * exit code tells at the end. Caller holds rec_lock. */
-void run_save(struct run *r, int complete)
+void sweep_save(struct sweep *r, int complete)
 {
     struct fb_err err = {0};
     if (fb_record_save(&r->rec, complete, &err) == FB_OK || r->save_err.code != FB_OK)
@@ -47,7 +47,7 @@ void run_save(struct run *r, int complete)
 }
 
 /* The slowest transfer seen so far sets how long the next may take. */
-static void note_bandwidth(struct run *r, const struct fb_call *c, const struct fb_measurement *res)
+static void note_bandwidth(struct sweep *r, const struct fb_call *c, const struct fb_measurement *res)
 {
     if (c->counts.bytes < (1u << 20))
         return;
@@ -58,7 +58,7 @@ static void note_bandwidth(struct run *r, const struct fb_call *c, const struct 
     }
 }
 
-static double step_bound(struct run *r, const struct fb_call *c)
+static double step_bound(struct sweep *r, const struct fb_call *c)
 {
     if (r->cfg.timeout > 0)
         return (double)r->cfg.timeout;
@@ -70,24 +70,24 @@ static double step_bound(struct run *r, const struct fb_call *c)
     return fb_watchdog_bound(ops, (double)c->counts.bytes, floor);
 }
 
-static void arm_call(struct run *r, const struct fb_call *c)
+static void arm_call(struct sweep *r, const struct fb_call *c)
 {
     char size[32], what[96];
     fb_format_size(c->counts.bytes, size, sizeof size);
     snprintf(what, sizeof what, "%s %s %s", c->coll->name, size, c->in_place ? "in-place" : "out-of-place");
-    run_arm(r, step_bound(r, c), what);
+    sweep_arm(r, step_bound(r, c), what);
 }
 
 /* Under --time-budget, this size's share of what is left decides its
  * timed iterations; a cap of -n when given. */
-static void pace(struct run *r, const struct fb_call *oop)
+static void pace(struct sweep *r, const struct fb_call *oop)
 {
     if (r->cfg.time_budget <= 0)
         return;
     struct fb_err err = {0};
     double per_op = 0;
     if (fb_calibrate(&r->be, &r->world, oop, &per_op, &err) != FB_OK)
-        run_abort(r, &err);
+        sweep_abort(r, &err);
     double left = r->cfg.time_budget - (fb_now() - r->sweep_start);
     int sizes_left = r->plan.count * (int)r->cfg.run_cycles - r->sizes_done;
     long cap = r->cfg.iters_given ? r->cfg.iters : 1000;
@@ -100,7 +100,7 @@ static void pace(struct run *r, const struct fb_call *oop)
 
 /* Whether the sweep should end here: a multi-node run whose busBW at
  * >= 64M is in the TCP-fallback band, or whose NCCL log shows sockets. */
-static int fallback_stop(struct run *r, const struct fb_call *c, const struct fb_measurement *res)
+static int fallback_stop(struct sweep *r, const struct fb_call *c, const struct fb_measurement *res)
 {
     if (r->fallback.nodes < 2 || c->counts.bytes < FB_FALLBACK_MIN_BYTES)
         return 0;
@@ -120,12 +120,12 @@ static int fallback_stop(struct run *r, const struct fb_call *c, const struct fb
         return 0;
     }
     if (r->world.rank == 0)
-        run_record_early_stop(r, c, bw, reason);
+        sweep_record_early_stop(r, c, bw, reason);
     return 1;
 }
 
 /* Returns 1 when the sweep must stop after this size. */
-static int measure_size(struct run *r, uint64_t size, int cycle)
+static int measure_size(struct sweep *r, uint64_t size, int cycle)
 {
     struct fb_measurement res[2];
     struct fb_call calls[2];
@@ -139,8 +139,8 @@ static int measure_size(struct run *r, uint64_t size, int cycle)
             pace(r, &calls[0]);
         if (fb_measure(&r->be, &r->world, &r->timing, &r->checker, &calls[in_place], &res[in_place],
                        &mm, &err) != FB_OK)
-            run_abort(r, &err);
-        run_print_mismatch(r, &calls[in_place], &mm);
+            sweep_abort(r, &err);
+        sweep_print_mismatch(r, &calls[in_place], &mm);
         if (res[in_place].wrong > 0)
             r->wrong_total += (uint64_t)res[in_place].wrong;
         r->busbw_sum += res[in_place].busbw_GBps;
@@ -152,13 +152,13 @@ static int measure_size(struct run *r, uint64_t size, int cycle)
         fb_table_row(stdout, &calls[0], &res[0], &res[1]);
         pthread_mutex_lock(&r->rec_lock);
         fb_record_add_row(&r->rec, &calls[0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
-        run_save(r, 0);
+        sweep_save(r, 0);
         pthread_mutex_unlock(&r->rec_lock);
     }
     return fallback_stop(r, &calls[0], res);
 }
 
-static void warn_if_over_budget(struct run *r)
+static void warn_if_over_budget(struct sweep *r)
 {
     double took = fb_now() - r->sweep_start;
     if (r->world.rank != 0 || r->cfg.time_budget <= 0 || took <= r->cfg.time_budget * 1.1)
@@ -168,20 +168,20 @@ static void warn_if_over_budget(struct run *r)
              "time budget %.0f s exceeded (%.0f s): at %d timed iterations the largest sizes alone take longer; "
              "lower -e or raise --time-budget",
              r->cfg.time_budget, took, FB_BUDGET_MIN_ITERS);
-    run_warn(r, text);
+    sweep_warn(r, text);
 }
 
-int run_sweep(struct run *r)
+int sweep_execute(struct sweep *r)
 {
     if (r->world.rank == 0) {
-        run_print_preamble(r);
-        run_describe(r);
+        sweep_print_preamble(r);
+        sweep_describe(r);
         r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
     }
     struct fb_err err = {0};
-    run_arm(r, SETUP_BOUND_S, "device census");
-    if (run_describe_devices(r, &err) != FB_OK)
-        run_abort(r, &err);
+    sweep_arm(r, SETUP_BOUND_S, "device census");
+    if (sweep_describe_devices(r, &err) != FB_OK)
+        sweep_abort(r, &err);
     if (r->world.rank == 0)
         fb_table_header(stdout);
     r->sweep_start = fb_now();
@@ -190,16 +190,16 @@ int run_sweep(struct run *r)
         for (int i = 0; i < r->plan.count && !stop; i++)
             stop = measure_size(r, r->plan.sizes[i], cycle);
     warn_if_over_budget(r);
-    run_arm(r, SETUP_BOUND_S, "NCCL log collection");
-    run_finish_log_capture(r);
+    sweep_arm(r, SETUP_BOUND_S, "NCCL log collection");
+    sweep_finish_log_capture(r);
     fb_watchdog_disarm(r->wd);
     if (r->world.rank == 0) {
         fb_table_footer(stdout, r->wrong_total, r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0);
-        run_print_summary(r);
-        run_print_stability(r);
+        sweep_print_summary(r);
+        sweep_print_stability(r);
         printf("# Collective test concluded: %s\n", r->cfg.coll->perf_name);
         pthread_mutex_lock(&r->rec_lock);
-        run_save(r, 1);
+        sweep_save(r, 1);
         pthread_mutex_unlock(&r->rec_lock);
         if (r->save_err.code == FB_OK)
             printf("# Results: %s\n", r->rec.path);
@@ -222,9 +222,9 @@ int run_sweep(struct run *r)
 
 /* From the watchdog thread, before the process ends: the results file
  * keeps what was measured and says why it stops there. */
-void run_record_fault(void *ctx, enum fb_status code, const char *message)
+void sweep_record_fault(void *ctx, enum fb_status code, const char *message)
 {
-    struct run *r = ctx;
+    struct sweep *r = ctx;
     if (r->world.rank != 0 || r->rec.doc == NULL)
         return;
     struct timespec limit;

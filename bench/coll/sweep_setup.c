@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/run.h"
+#include "coll/sweep.h"
 #include "coll/table.h"
 #include "nccl/profiles.h"
 #include "core/clock.h"
@@ -15,7 +15,7 @@
 #include "core/units.h"
 
 /* Rank 0 prints the agreed error; every rank returns the agreed code. */
-static int fail_agreed(struct run *r, struct fb_err *err)
+static int fail_agreed(struct sweep *r, struct fb_err *err)
 {
     enum fb_status st = fb_world_agree(&r->world, err);
     if (r->world.rank == 0 && st != FB_OK)
@@ -23,18 +23,18 @@ static int fail_agreed(struct run *r, struct fb_err *err)
     return (int)st;
 }
 
-static void pick_cluster(struct run *r)
+static void pick_cluster(struct sweep *r)
 {
     fb_cluster_label(r->cfg.cluster, r->world.hosts[0], r->cluster, sizeof r->cluster);
 }
 
-static enum fb_status results_path(struct run *r, char *path, size_t len, struct fb_err *err)
+static enum fb_status results_path(struct sweep *r, char *path, size_t len, struct fb_err *err)
 {
     struct fb_results_name n = {r->cfg.json_path, r->cfg.results_dir, r->cluster, r->cfg.coll->name};
     return fb_results_path(&n, path, len, err);
 }
 
-static enum fb_status check_run_shape(struct run *r, struct fb_err *err)
+static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
 {
     if (r->cfg.coll->rooted && r->cfg.root >= r->world.size)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
@@ -44,7 +44,7 @@ static enum fb_status check_run_shape(struct run *r, struct fb_err *err)
 
 /* How far the sweep may go in memory; ranks with the least memory decide
  * and the lowest of them explains. */
-static enum fb_status fit_memory(struct run *r, struct fb_err *err)
+static enum fb_status fit_memory(struct sweep *r, struct fb_err *err)
 {
     const struct fb_backend_ops *ops = r->be.ops;
     int gpu = strcmp(ops->name, "nccl") == 0;
@@ -91,7 +91,7 @@ static enum fb_status fit_memory(struct run *r, struct fb_err *err)
                    have, fits);
 }
 
-static enum fb_status allocate(struct run *r, struct fb_err *err)
+static enum fb_status allocate(struct sweep *r, struct fb_err *err)
 {
     size_t esz = fb_dtype_info(r->cfg.dtype)->size;
     size_t send = 0, recv = 0;
@@ -105,7 +105,7 @@ static enum fb_status allocate(struct run *r, struct fb_err *err)
 /* NCCL names the network it chose only in its INFO log: capture it when
  * asked, and always on multi-node NCCL runs, where a silent TCP fallback is
  * the failure this suite exists to catch. */
-static void start_log_capture(struct run *r)
+static void start_log_capture(struct sweep *r)
 {
     int nccl = strcmp(r->be.ops->name, "nccl") == 0;
     if (r->cfg.nccl_log && !nccl) {
@@ -119,7 +119,7 @@ static void start_log_capture(struct run *r)
 }
 
 /* Everything before the first measurement; every step agreed on. */
-int run_prepare(struct run *r, int argc, char **argv)
+int sweep_prepare(struct sweep *r, int argc, char **argv)
 {
     struct fb_err err = {0};
     coll_config_parse(&r->cfg, argc, argv, &err);
@@ -131,7 +131,7 @@ int run_prepare(struct run *r, int argc, char **argv)
         return fail_agreed(r, &err);
     r->be.ops = r->cfg.backend;
     double setup_bound = r->cfg.timeout > 0 ? (double)r->cfg.timeout : SETUP_BOUND_S;
-    run_arm(r, setup_bound, "argument checks");
+    sweep_arm(r, setup_bound, "argument checks");
     uint64_t hash = fb_opts_hash(coll_options, &r->cfg);
     hash = fb_hash_bytes(hash, r->cfg.coll->name, strlen(r->cfg.coll->name));
     fb_world_check_same(&r->world, hash, "arguments", &err);
@@ -146,14 +146,14 @@ int run_prepare(struct run *r, int argc, char **argv)
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     start_log_capture(r);
-    run_arm(r, setup_bound, "communicator set-up");
+    sweep_arm(r, setup_bound, "communicator set-up");
     r->be.ops->init(&r->be, &r->world, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     fit_memory(r, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
-    run_setup_fallback(r);
+    sweep_setup_fallback(r);
     pick_cluster(r);
     char path[PATH_MAX];
     if (r->world.rank == 0 && results_path(r, path, sizeof path, &err) == FB_OK &&
@@ -161,7 +161,7 @@ int run_prepare(struct run *r, int argc, char **argv)
         fb_record_new(&r->rec, path, "fabric-coll", r->cfg.invoked_as, r->cluster, &err);
     /* Touching fresh pages runs at ~400 MB/s on slow machines: allow for
      * it whatever -T says, since no peer is being waited for. */
-    run_arm(r, SETUP_BOUND_S + 2.0 * (double)r->plan.sizes[r->plan.count - 1] / 1e8, "buffer allocation");
+    sweep_arm(r, SETUP_BOUND_S + 2.0 * (double)r->plan.sizes[r->plan.count - 1] / 1e8, "buffer allocation");
     if (err.code == FB_OK)
         allocate(r, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
@@ -193,7 +193,7 @@ static double band_from_profile(char *note, size_t len)
     return band;
 }
 
-void run_setup_fallback(struct run *r)
+void sweep_setup_fallback(struct sweep *r)
 {
     double band = r->cfg.fallback_band;
     if (band <= 0 && r->world.rank == 0 && r->world.nodes > 1)

@@ -1,8 +1,8 @@
 /* What an nccl-tests output says about one run, whichever format it came in
  * (text table or -J JSON). Both importers fill this record; one builder
  * turns it into a results document, so the two formats cannot drift. */
-#ifndef FB_REPORT_NCCLT_RUN_H
-#define FB_REPORT_NCCLT_RUN_H
+#ifndef FB_REPORT_IMPORT_NCCLT_RECORD_H
+#define FB_REPORT_IMPORT_NCCLT_RECORD_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -21,7 +21,7 @@ struct ncclt_device {
     bool host_memory; /* fabric-coll's MPI backend prints "[host] host memory" */
 };
 
-struct ncclt_run {
+struct ncclt_record {
     const char *format; /* "nccl-tests-text" or "nccl-tests-json" */
     char collective[32];
     char tool_version[32];
@@ -49,18 +49,18 @@ struct ncclt_run {
     json_object *transport; /* from NCCL INFO lines in the output, or NULL */
 };
 
-void ncclt_run_init(struct ncclt_run *r, const char *format);
-void ncclt_run_free(struct ncclt_run *r);
+void ncclt_record_init(struct ncclt_record *r, const char *format);
+void ncclt_record_free(struct ncclt_record *r);
 
-enum fb_status ncclt_add_row(struct ncclt_run *r, const struct fb_row *row, long iterations,
+enum fb_status ncclt_add_row(struct ncclt_record *r, const struct fb_row *row, long iterations,
                              struct fb_err *err);
-enum fb_status ncclt_add_device(struct ncclt_run *r, const struct ncclt_device *d, struct fb_err *err);
-void ncclt_warn(struct ncclt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+enum fb_status ncclt_add_device(struct ncclt_record *r, const struct ncclt_device *d, struct fb_err *err);
+void ncclt_warn(struct ncclt_record *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The header's counts (threads, GPUs, iterations, ...) as read, bounded:
  * a count nccl-tests cannot have is unknown (0), so that products such as
  * iterations x aggregated ops cannot overflow. */
-void ncclt_bound_counts(struct ncclt_run *r);
+void ncclt_bound_counts(struct ncclt_record *r);
 
 /* Finds a collective name in a program or file name ("all_reduce_perf",
  * "logs/allgather-16n.txt"); false when none is there. */
@@ -71,7 +71,7 @@ void ncclt_version_from_code(long code, char *out, size_t len);
 
 /* Builds the results document; fails (FB_ERR_INPUT) when the collective
  * cannot be told. */
-enum fb_status ncclt_build_doc(struct ncclt_run *r, const char *name, const struct fb_import_opts *o,
+enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
                                json_object **doc, struct fb_err *err);
 
 #endif

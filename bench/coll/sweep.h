@@ -1,9 +1,9 @@
-/* One fabric-coll run: the state every stage shares, and the stages.
- * coll_main.c strings them together; run_setup.c does everything before the
- * first measurement, run_sweep.c the measurements and their bounds,
- * run_report.c what is printed and recorded about them. */
-#ifndef FB_COLL_RUN_H
-#define FB_COLL_RUN_H
+/* The sweep driver of fabric-coll: the state every stage shares, and the stages.
+ * coll_main.c strings them together; sweep_setup.c does everything before the
+ * first measurement, sweep_measure.c the measurements and their bounds,
+ * sweep_report.c what is printed and recorded about them. */
+#ifndef FB_COLL_SWEEP_H
+#define FB_COLL_SWEEP_H
 
 #include <limits.h>
 #include <pthread.h>
@@ -25,7 +25,7 @@
 #define SETUP_BOUND_S 120.0
 #define SLOWEST_BPS 1e7 /* 10 MB/s: no fabric worth measuring is slower */
 
-struct run {
+struct sweep {
     struct coll_config cfg;
     struct fb_world world;
     struct fb_backend be;
@@ -57,37 +57,37 @@ struct run {
 /* Everything before the first measurement, agreed by all ranks. Returns 0
  * to go on, -1 for --help/--version, else the exit code (rank 0 has said
  * why). */
-int run_prepare(struct run *r, int argc, char **argv);
+int sweep_prepare(struct sweep *r, int argc, char **argv);
 
 /* The early-stop band, from the tcp-fallback reference profile unless
  * --fallback-band says. Collective (rank 0 reads, all learn). */
-void run_setup_fallback(struct run *r);
+void sweep_setup_fallback(struct sweep *r);
 
 /* The sweep; returns the exit code. */
-int run_sweep(struct run *r);
+int sweep_execute(struct sweep *r);
 
 /* The next wait must end within `seconds` (watchdog). */
-void run_arm(struct run *r, double seconds, const char *what);
+void sweep_arm(struct sweep *r, double seconds, const char *what);
 
 /* A failure on this rank alone: say where, keep the results, end the job. */
-void run_abort(struct run *r, struct fb_err *err) __attribute__((noreturn));
+void sweep_abort(struct sweep *r, struct fb_err *err) __attribute__((noreturn));
 
 /* Rank 0, caller holds rec_lock: writes the results file, keeping the
  * first failure to do so for the exit code. */
-void run_save(struct run *r, int complete);
+void sweep_save(struct sweep *r, int complete);
 
 /* Watchdog fault hook (see fb_fault_hook). */
-void run_record_fault(void *ctx, enum fb_status code, const char *message);
+void sweep_record_fault(void *ctx, enum fb_status code, const char *message);
 
 /* Output and record (rank 0 unless said otherwise). */
-void run_warn(struct run *r, const char *text);
-void run_print_preamble(struct run *r);
-void run_describe(struct run *r);
-enum fb_status run_describe_devices(struct run *r, struct fb_err *err); /* collective */
-void run_print_mismatch(struct run *r, const struct fb_call *c, const struct fb_mismatch *mm); /* any rank */
-void run_finish_log_capture(struct run *r); /* collective */
-void run_print_summary(struct run *r);
-void run_record_early_stop(struct run *r, const struct fb_call *c, double busbw, const char *reason);
-void run_print_stability(struct run *r);
+void sweep_warn(struct sweep *r, const char *text);
+void sweep_print_preamble(struct sweep *r);
+void sweep_describe(struct sweep *r);
+enum fb_status sweep_describe_devices(struct sweep *r, struct fb_err *err); /* collective */
+void sweep_print_mismatch(struct sweep *r, const struct fb_call *c, const struct fb_mismatch *mm); /* any rank */
+void sweep_finish_log_capture(struct sweep *r); /* collective */
+void sweep_print_summary(struct sweep *r);
+void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double busbw, const char *reason);
+void sweep_print_stability(struct sweep *r);
 
 #endif

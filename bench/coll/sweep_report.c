@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/run.h"
+#include "coll/sweep.h"
 #include "coll/table.h"
 #include "core/gather.h"
 #include "core/jsonio.h"
 #include "core/units.h"
 #include "core/version.h"
 
-static json_object *device_json(struct run *r)
+static json_object *device_json(struct sweep *r)
 {
     json_object *d = json_object_new_object();
     json_object_object_add(d, "rank", json_object_new_int(r->world.rank));
@@ -46,7 +46,7 @@ static void print_rank_lines(char **devices, int n)
 }
 
 /* Per-rank device records into the results file and the table preamble. */
-enum fb_status run_describe_devices(struct run *r, struct fb_err *err)
+enum fb_status sweep_describe_devices(struct sweep *r, struct fb_err *err)
 {
     json_object *mine = device_json(r);
     json_object_object_add(mine, "pid", json_object_new_int((int)getpid()));
@@ -64,7 +64,7 @@ enum fb_status run_describe_devices(struct run *r, struct fb_err *err)
     return FB_OK;
 }
 
-void run_describe(struct run *r)
+void sweep_describe(struct sweep *r)
 {
     json_object *d = r->rec.doc;
     const struct coll_config *c = &r->cfg;
@@ -113,7 +113,7 @@ void run_describe(struct run *r)
 }
 
 /* Warnings go to the table (as # lines) and into the results file. */
-void run_warn(struct run *r, const char *text)
+void sweep_warn(struct sweep *r, const char *text)
 {
     printf("# Warning: %s\n", text);
     fb_record_warn(&r->rec, text);
@@ -121,7 +121,7 @@ void run_warn(struct run *r, const char *text)
 
 /* After the sweep (NCCL connects lazily, so the log is complete only now):
  * the transport into the results, a copy of the logs beside them. */
-void run_finish_log_capture(struct run *r)
+void sweep_finish_log_capture(struct sweep *r)
 {
     if (!r->nccl_log.active && r->log_note[0] == '\0')
         return;
@@ -138,12 +138,12 @@ void run_finish_log_capture(struct run *r)
         r->world.rank == 0) {
         char text[FB_ERR_MSG_MAX + 32];
         snprintf(text, sizeof text, "transport not recorded: %s", err.msg);
-        run_warn(r, text);
+        sweep_warn(r, text);
     }
     if (r->world.rank != 0)
         return;
     if (r->log_note[0])
-        run_warn(r, r->log_note);
+        sweep_warn(r, r->log_note);
     if (transport != NULL) {
         char text[256];
         fb_transport_describe(transport, text, sizeof text);
@@ -155,7 +155,7 @@ void run_finish_log_capture(struct run *r)
 /* A few lines per rank say where; more would bury the table. */
 #define MISMATCH_LINES_PER_RANK 2
 
-void run_print_mismatch(struct run *r, const struct fb_call *c, const struct fb_mismatch *mm)
+void sweep_print_mismatch(struct sweep *r, const struct fb_call *c, const struct fb_mismatch *mm)
 {
     if (mm->wrong == 0 || r->mismatch_lines > MISMATCH_LINES_PER_RANK)
         return;
@@ -173,7 +173,7 @@ void run_print_mismatch(struct run *r, const struct fb_call *c, const struct fb_
             mm->wrong == 1 ? "" : "s", mm->first_index, mm->got, mm->want);
 }
 
-void run_print_summary(struct run *r)
+void sweep_print_summary(struct sweep *r)
 {
     json_object *s = fb_summary_of_rows(r->rec.rows, r->rec.sizes_planned);
     double peak = 0, at_largest = 0, avg1m = -1;
@@ -193,7 +193,7 @@ void run_print_summary(struct run *r)
     json_object_put(s);
 }
 
-void run_print_preamble(struct run *r)
+void sweep_print_preamble(struct sweep *r)
 {
     printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
            FB_VERSION, r->cfg.coll->name, r->world.size, r->world.size == 1 ? "" : "s",
@@ -202,11 +202,11 @@ void run_print_preamble(struct run *r)
     fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
     coll_config_notes(&r->cfg, stdout);
     if (r->cap_note[0])
-        run_warn(r, r->cap_note);
+        sweep_warn(r, r->cap_note);
     if (r->wd_note[0])
-        run_warn(r, r->wd_note);
+        sweep_warn(r, r->wd_note);
     if (r->fallback_note[0])
-        run_warn(r, r->fallback_note);
+        sweep_warn(r, r->fallback_note);
     if (r->cfg.time_budget > 0)
         printf("# Time budget %.0f s: timed iterations per size from a one-call calibration (at least %d)\n",
                r->cfg.time_budget, FB_BUDGET_MIN_ITERS);
@@ -214,11 +214,11 @@ void run_print_preamble(struct run *r)
         char text[160];
         snprintf(text, sizeof text, "no -f given: %d sizes stepping linearly by %llu bytes (add -f 2 for a doubling sweep)",
                  r->plan.count, (unsigned long long)r->cfg.stepbytes);
-        run_warn(r, text);
+        sweep_warn(r, text);
     }
 }
 
-void run_record_early_stop(struct run *r, const struct fb_call *c, double busbw, const char *reason)
+void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double busbw, const char *reason)
 {
     int skipped = r->plan.count * (int)r->cfg.run_cycles - r->sizes_done;
     printf("# Early stop: %s; %d larger size%s not measured (--full measures them anyway)\n", reason,
@@ -234,7 +234,7 @@ void run_record_early_stop(struct run *r, const struct fb_call *c, double busbw,
     pthread_mutex_unlock(&r->rec_lock);
 }
 
-void run_print_stability(struct run *r)
+void sweep_print_stability(struct sweep *r)
 {
     json_object *st = fb_stability_of_rows(r->rec.rows, r->cfg.cv_threshold);
     if (st == NULL)
