@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/files.h"
+
 enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
 {
     char dir[PATH_MAX];
@@ -102,43 +104,6 @@ enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
     enum fb_status st = write_text_atomic(path, with_newline, err);
     free(with_newline);
     return st;
-}
-
-enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (len + 1 == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    if (buf == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
-    if (read_error) {
-        free(buf);
-        return fb_fail(err, FB_ERR_INPUT, "cannot read %s (is it a directory?)", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *out_len = len;
-    return FB_OK;
 }
 
 static size_t first_non_space(const char *text, size_t from, size_t len)
@@ -244,4 +209,17 @@ const char *fb_json_get_string(json_object *obj, const char *key)
     if (!json_object_is_type(v, json_type_string))
         return NULL;
     return json_object_get_string(v);
+}
+
+enum fb_json_found fb_json_get_ranged(json_object *obj, const char *key, long long min, long long max,
+                                      long *out)
+{
+    json_object *v = fb_json_member(obj, key);
+    if (v == NULL)
+        return FB_JSON_ABSENT;
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < min ||
+        json_object_get_int64(v) > max)
+        return FB_JSON_WRONG;
+    *out = (long)json_object_get_int64(v);
+    return FB_JSON_FOUND;
 }

@@ -20,11 +20,6 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err);
 
-/* Reads a whole file into a NUL-terminated buffer (free it), growing as it
- * reads: procfs and sysfs files report size 0. FB_ERR_INPUT naming the file
- * when it cannot be opened or read. */
-enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err);
-
 /* Why a text is not one JSON document: json-c's error, how far it got, and
  * whether the text merely ends early (a run killed while writing). */
 struct fb_json_syntax {
@@ -59,5 +54,12 @@ bool fb_json_get_double(json_object *obj, const char *key, double *out);
 bool fb_json_get_int64(json_object *obj, const char *key, int64_t *out);
 bool fb_json_get_bool(json_object *obj, const char *key, bool *out);
 const char *fb_json_get_string(json_object *obj, const char *key);
+
+/* An optional integer member that must lie in [min, max]: absent, found
+ * (stored in *out) or wrong (present but not an integer in range), so each
+ * reader words its own error. */
+enum fb_json_found { FB_JSON_ABSENT, FB_JSON_FOUND, FB_JSON_WRONG };
+enum fb_json_found fb_json_get_ranged(json_object *obj, const char *key, long long min, long long max,
+                                      long *out);
 
 #endif

@@ -1,3 +1,4 @@
+#include "core/files.h"
 #include "core/rootfs.h"
 
 #include <dirent.h>

@@ -61,44 +61,6 @@ void fb_str_free(struct fb_str *b)
     memset(b, 0, sizeof *b);
 }
 
-enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return fb_fail(err, FB_ERR_INPUT, "%s is a directory; give a file", path);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    struct fb_str b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fb_str_addn(&b, chunk, n);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        fb_str_free(&b);
-        return fb_fail(err, FB_ERR_INPUT, "cannot read %s", path);
-    }
-    if (b.oom) {
-        fb_str_free(&b);
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
-    }
-    if (b.s == NULL)
-        fb_str_addn(&b, "", 0);
-    if (b.s == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
-    if (memchr(b.s, '\0', b.len) != NULL) {
-        fb_str_free(&b);
-        return fb_fail(err, FB_ERR_INPUT, "%s contains NUL bytes; it is not a text file", path);
-    }
-    *out = b.s;
-    *len = b.len;
-    return FB_OK;
-}
-
 bool fb_next_line(const char *text, size_t len, size_t *pos, const char **line, size_t *n)
 {
     if (*pos >= len)
@@ -199,4 +161,18 @@ void fb_join_names(const char *const *names, size_t n, const char *empty, char *
 int fb_name_order(const void *a, const void *b)
 {
     return strverscmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, size_t size, char **start)
+{
+    const char *line = NULL;
+    size_t n = 0;
+    if (!fb_next_line(text, len, pos, &line, &n))
+        return false;
+    fb_copy(buf, size, line, n);
+    char *s = buf;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    *start = s;
+    return true;
 }

@@ -1,6 +1,6 @@
 /* Text helpers for every module: a growable string, bounded one-line
- * building, joined name lists, version-ordered names, whole-file reads, line
- * walking and whitespace tokens. */
+ * building, joined name lists, version-ordered names, line walking and
+ * whitespace tokens. */
 #ifndef FB_CORE_TEXT_H
 #define FB_CORE_TEXT_H
 
@@ -34,13 +34,13 @@ void fb_join_names(const char *const *names, size_t n, const char *empty, char *
  * eth2 before eth10 (strverscmp). For qsort over char * / const char *. */
 int fb_name_order(const void *a, const void *b);
 
-/* Reads a whole file; FB_ERR_INPUT naming the file when it is missing,
- * unreadable, a directory or holds NUL bytes (not text). */
-enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err);
-
 /* Walks `text` line by line: returns false at the end, else sets *line and
  * *n (without the newline or a trailing '\r'). */
 bool fb_next_line(const char *text, size_t len, size_t *pos, const char **line, size_t *n);
+
+/* fb_next_line into a copy: the line cut to `size` bytes in buf, and *start
+ * at its first character that is not a blank or tab. */
+bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, size_t size, char **start);
 
 /* Splits a line copy in place on blanks; returns the number of tokens
  * stored (at most max). */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "core/host.h"
 #include "core/text.h"

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/array.h"
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "nccl/collective.h"
 #include "nccl/nccl_log.h"
@@ -39,14 +41,9 @@ static enum fb_status get_text(json_object *obj, const char *key, bool required,
 static enum fb_status get_count(json_object *obj, const char *key, long *out, const char *path,
                                 const char *where, struct fb_err *err)
 {
-    json_object *v = fb_json_member(obj, key);
     *out = 0;
-    if (v == NULL)
-        return FB_OK;
-    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1 ||
-        json_object_get_int64(v) > 10000000)
+    if (fb_json_get_ranged(obj, key, 1, 10000000, out) == FB_JSON_WRONG)
         return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s must be an integer >= 1", path, where, key);
-    *out = (long)json_object_get_int64(v);
     return FB_OK;
 }
 
@@ -210,53 +207,36 @@ enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_pr
     return FB_OK;
 }
 
-static bool has_json_suffix(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 5 && strcmp(s + n - 5, ".json") == 0;
-}
-
 static enum fb_status add_profile(struct fb_profiles *ps, const struct fb_profile *p, struct fb_err *err)
 {
     if (fb_profile_find(ps, p->name) != NULL)
         return FB_OK; /* an earlier directory overrides */
-    struct fb_profile *grown = realloc(ps->p, (ps->n + 1) * sizeof *grown);
-    if (grown == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory loading profiles");
-    ps->p = grown;
-    ps->p[ps->n++] = *p;
-    return FB_OK;
+    return fb_array_append(&ps->p, &ps->n, sizeof *p, p, "loading profiles", err);
 }
 
+static enum fb_status load_profile_file(const char *path, void *ctx, struct fb_err *err)
+{
+    struct fb_profiles *ps = ctx;
+    json_object *doc = NULL;
+    enum fb_status st = fb_json_read_file(path, &doc, err);
+    if (st != FB_OK)
+        return st;
+    struct fb_profile *p = malloc(sizeof *p);
+    if (p == NULL)
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory loading profiles");
+    else
+        st = fb_profile_parse(doc, path, p, err);
+    if (st == FB_OK)
+        st = add_profile(ps, p, err);
+    free(p);
+    json_object_put(doc);
+    return st;
+}
+
+/* An absent directory on the search path is normal. */
 static enum fb_status load_dir(struct fb_profiles *ps, const char *dir, struct fb_err *err)
 {
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort);
-    if (n < 0)
-        return FB_OK; /* an absent directory on the search path is normal */
-    enum fb_status st = FB_OK;
-    for (int i = 0; i < n; i++) {
-        if (st == FB_OK && names[i]->d_name[0] != '.' && has_json_suffix(names[i]->d_name)) {
-            char path[PATH_MAX];
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
-            json_object *doc = NULL;
-            st = fb_json_read_file(path, &doc, err);
-            if (st == FB_OK) {
-                struct fb_profile *p = malloc(sizeof *p);
-                if (p == NULL)
-                    st = fb_fail(err, FB_ERR_INTERNAL, "out of memory loading profiles");
-                else
-                    st = fb_profile_parse(doc, path, p, err);
-                if (st == FB_OK)
-                    st = add_profile(ps, p, err);
-                free(p);
-                json_object_put(doc);
-            }
-        }
-        free(names[i]);
-    }
-    free(names);
-    return st;
+    return fb_walk_json_files(dir, 0, true, load_profile_file, ps, err);
 }
 
 enum fb_status fb_profiles_load(const char *const *dirs, int ndirs, struct fb_profiles *ps,

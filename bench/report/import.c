@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "core/text.h"
 
 /* The importers. Their detectors exclude each other (nccl-tests text, whose
@@ -111,14 +112,10 @@ enum fb_status fb_import_text(const char *name, const char *text, size_t len, en
 
 enum fb_status fb_import_out_add(struct fb_import_out *out, json_object *doc, struct fb_err *err)
 {
-    json_object **docs = realloc(out->docs, (out->n + 1) * sizeof *docs);
-    if (docs == NULL) {
+    enum fb_status st = fb_array_append(&out->docs, &out->n, sizeof doc, &doc, "importing", err);
+    if (st != FB_OK)
         json_object_put(doc);
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing");
-    }
-    out->docs = docs;
-    out->docs[out->n++] = doc;
-    return FB_OK;
+    return st;
 }
 
 void fb_import_out_free(struct fb_import_out *out)

@@ -338,15 +338,10 @@ static enum fb_status on_comment(struct parser *p, const char *line, struct fb_e
 
 static enum fb_status parse_lines(struct parser *p, const char *text, size_t len, struct fb_err *err)
 {
-    size_t pos = 0, n = 0;
-    const char *line = NULL;
-    char buf[2048];
+    size_t pos = 0;
+    char buf[2048], *s = NULL;
     enum fb_status st = FB_OK;
-    while (st == FB_OK && fb_next_line(text, len, &pos, &line, &n)) {
-        fb_copy(buf, sizeof buf, line, n);
-        const char *s = buf;
-        while (*s == ' ' || *s == '\t')
-            s++;
+    while (st == FB_OK && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
         if (strstr(s, "NCCL INFO ") != NULL)
             continue; /* fed to the log reader as a whole */
         if (is_failure_line(s) && p->open)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/array.h"
 #include "core/clock.h"
 #include "core/jsonio.h"
 #include "core/version.h"
@@ -62,12 +63,7 @@ enum fb_status ncclt_add_row(struct ncclt_record *r, const struct fb_row *row, l
 
 enum fb_status ncclt_add_device(struct ncclt_record *r, const struct ncclt_device *d, struct fb_err *err)
 {
-    struct ncclt_device *devs = realloc(r->devs, (r->ndevs + 1) * sizeof *devs);
-    if (devs == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing devices");
-    r->devs = devs;
-    r->devs[r->ndevs++] = *d;
-    return FB_OK;
+    return fb_array_append(&r->devs, &r->ndevs, sizeof *d, d, "importing devices", err);
 }
 
 void ncclt_warn(struct ncclt_record *r, const char *fmt, ...)

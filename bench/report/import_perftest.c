@@ -26,6 +26,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/array.h"
 #include "core/envelope.h"
 #include "core/clock.h"
 #include "core/jsonio.h"
@@ -70,12 +71,7 @@ static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, st
     if (row->bytes > PERF_MAX_BYTES || row->iterations > PERF_MAX_ITERS)
         return fb_fail(err, FB_ERR_INPUT, "perftest line with %llu bytes x %llu iterations: out of any real range",
                        row->bytes, row->iterations);
-    struct perf_row *rows = realloc(r->rows, (r->nrows + 1) * sizeof *rows);
-    if (rows == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing perftest rows");
-    r->rows = rows;
-    r->rows[r->nrows++] = *row;
-    return FB_OK;
+    return fb_array_append(&r->rows, &r->nrows, sizeof *row, row, "importing perftest rows", err);
 }
 
 /* "RDMA_Write BW Test" / "RDMA_Write_BW_Test" -> "rdma_write_bw" */
@@ -357,15 +353,10 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
     struct perf_run r;
     run_init(&r);
     double to_Gbps = 0;
-    size_t pos = 0, n = 0;
-    const char *line = NULL;
-    char buf[1024];
+    size_t pos = 0;
+    char buf[1024], *s = NULL;
     enum fb_status st = FB_OK;
-    while (st == FB_OK && fb_next_line(text, len, &pos, &line, &n)) {
-        fb_copy(buf, sizeof buf, line, n);
-        char *s = buf;
-        while (*s == ' ' || *s == '\t')
-            s++;
+    while (st == FB_OK && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
         if (strstr(s, " BW Test") != NULL || strstr(s, "_BW_Test") != NULL) {
             test_name(s, r.test, sizeof r.test);
             r.bidirectional = strstr(s, "Bidirectional") != NULL;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "core/units.h"
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "core/units.h"
 #include "core/version.h"

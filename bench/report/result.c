@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/array.h"
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "core/text.h"
 #include "nccl/collective.h"
@@ -108,13 +110,8 @@ static enum fb_status read_rows(json_object *rows, const char *name, struct fb_r
 static enum fb_status opt_count(json_object *obj, const char *key, long *out, const char *name,
                                 const char *where, struct fb_err *err)
 {
-    json_object *v = fb_json_member(obj, key);
-    if (v == NULL)
-        return FB_OK;
-    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
-        json_object_get_int64(v) > 100000000)
+    if (fb_json_get_ranged(obj, key, 0, 100000000, out) == FB_JSON_WRONG)
         return fb_fail(err, FB_ERR_INPUT, "%s: %s%s must be a count >= 0", name, where, key);
-    *out = (long)json_object_get_int64(v);
     return FB_OK;
 }
 
@@ -448,28 +445,19 @@ const char *fb_result_label(const struct fb_result *r)
     return r->cluster;
 }
 
-static bool has_suffix(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 static enum fb_status set_add(struct fb_result_set *set, struct fb_result *r, struct fb_err *err)
 {
-    struct fb_result *grown = realloc(set->r, (set->n + 1) * sizeof *grown);
-    if (grown == NULL) {
+    enum fb_status st = fb_array_append(&set->r, &set->n, sizeof *r, r, "collecting results", err);
+    if (st != FB_OK)
         fb_result_free(r);
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory collecting results");
-    }
-    set->r = grown;
-    set->r[set->n++] = *r;
-    return FB_OK;
+    return st;
 }
 
 /* In a directory only collective results count; anything else that is
  * valid JSON (profiles, probe results, nccl-tests output) is passed over. */
-static enum fb_status add_from_dir_file(struct fb_result_set *set, const char *path, struct fb_err *err)
+static enum fb_status add_from_dir_file(const char *path, void *ctx, struct fb_err *err)
 {
+    struct fb_result_set *set = ctx;
     json_object *doc = NULL;
     enum fb_status st = fb_json_read_file(path, &doc, err);
     if (st != FB_OK)
@@ -487,33 +475,11 @@ static enum fb_status add_from_dir_file(struct fb_result_set *set, const char *p
     return st == FB_OK ? set_add(set, &r, err) : st;
 }
 
-static enum fb_status add_dir(struct fb_result_set *set, const char *dir, int depth, struct fb_err *err)
+/* Results directories nest (results/<cluster>/...); eight levels is more
+ * than any layout this suite writes. */
+static enum fb_status add_dir(struct fb_result_set *set, const char *dir, struct fb_err *err)
 {
-    if (depth > 8)
-        return FB_OK;
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort);
-    if (n < 0)
-        return fb_fail(err, FB_ERR_INPUT, "cannot read directory %s: %s", dir, strerror(errno));
-    enum fb_status st = FB_OK;
-    for (int i = 0; i < n; i++) {
-        const char *name = names[i]->d_name;
-        if (st == FB_OK && name[0] != '.') {
-            char path[PATH_MAX];
-            if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-                st = fb_fail(err, FB_ERR_INPUT, "path too long under %s", dir);
-            } else {
-                struct stat sb;
-                if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-                    st = add_dir(set, path, depth + 1, err);
-                else if (has_suffix(name, ".json"))
-                    st = add_from_dir_file(set, path, err);
-            }
-        }
-        free(names[i]);
-    }
-    free(names);
-    return st;
+    return fb_walk_json_files(dir, 8, false, add_from_dir_file, set, err);
 }
 
 enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
@@ -525,7 +491,7 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
         struct stat sb;
         if (stat(args[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
             size_t before = set->n;
-            st = add_dir(set, args[i], 0, err);
+            st = add_dir(set, args[i], err);
             if (st == FB_OK && set->n == before)
                 st = fb_fail(err, FB_ERR_INPUT, "%s holds no collective results (*.json of kind \"collective\"); run fabric-coll with -J or give files", args[i]);
             continue;

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "report_fixture.h"
 #include "report/import.h"
+#include "core/files.h"
 #include "core/text.h"
 
 #define NCCLT "tests/fixtures/report/ncclt/"

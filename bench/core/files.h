@@ -1,0 +1,30 @@
+/* Files as wholes: read into memory (procfs and sysfs too), text checked to
+ * be text, and the JSON files of a directory walked in name order. */
+#ifndef FB_CORE_FILES_H
+#define FB_CORE_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Reads a whole file into a NUL-terminated buffer (free it), growing as it
+ * reads: procfs and sysfs files report size 0. FB_ERR_INPUT naming the file
+ * when it cannot be opened or read. */
+enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err);
+
+/* The same for a text a person gives: FB_ERR_INPUT naming the file when it
+ * is missing, unreadable, a directory or holds NUL bytes (not text). */
+enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err);
+
+bool fb_has_suffix(const char *s, const char *suffix);
+
+/* Calls visit(path) for every *.json file of `dir` in name order, entries
+ * starting with '.' skipped, going `depth` levels into subdirectories;
+ * stops at the first error. A directory that cannot be read is FB_ERR_INPUT,
+ * unless `missing_ok` (a search path, where absent directories are normal). */
+typedef enum fb_status (*fb_json_visit)(const char *path, void *ctx, struct fb_err *err);
+enum fb_status fb_walk_json_files(const char *dir, int depth, bool missing_ok, fb_json_visit visit,
+                                  void *ctx, struct fb_err *err);
+
+#endif
