@@ -14,6 +14,18 @@
 
 enum fb_buf { FB_BUF_SEND, FB_BUF_RECV };
 
+/* A backend's two buffers (host or device addresses) and their sizes. */
+struct fb_buffers {
+    char *send, *recv;
+    size_t send_bytes, recv_bytes;
+};
+
+/* The address of bytes [off, off + n) of one buffer, for the backends'
+ * write and read; NULL and FB_ERR_INTERNAL (`verb`: "write", "read") when
+ * the span runs past the buffer's end. */
+char *fb_buffer_span(const struct fb_buffers *b, enum fb_buf which, size_t off, size_t n,
+                     const char *verb, struct fb_err *err);
+
 /* One call. Offsets are in elements; for in-place calls both point into
  * the receive buffer. */
 struct fb_call {

@@ -11,8 +11,7 @@
 struct mpi_state {
     MPI_Comm comm;
     int rank, size;
-    char *send, *recv;
-    size_t send_bytes, recv_bytes;
+    struct fb_buffers buf;
 };
 
 int fb_mpi_dtype(enum fb_dtype t, MPI_Datatype *out)
@@ -80,13 +79,13 @@ static enum fb_status mpi_alloc(struct fb_backend *be, size_t send_bytes, size_t
                                 struct fb_err *err)
 {
     struct mpi_state *s = be->state;
-    s->send = alloc_touched(send_bytes);
-    s->recv = alloc_touched(recv_bytes);
-    if (s->send == NULL || s->recv == NULL)
+    s->buf.send = alloc_touched(send_bytes);
+    s->buf.recv = alloc_touched(recv_bytes);
+    if (s->buf.send == NULL || s->buf.recv == NULL)
         return fb_fail(err, FB_ERR_MEMORY, "cannot allocate %zu + %zu bytes of host memory",
                        send_bytes, recv_bytes);
-    s->send_bytes = send_bytes;
-    s->recv_bytes = recv_bytes;
+    s->buf.send_bytes = send_bytes;
+    s->buf.recv_bytes = recv_bytes;
     return FB_OK;
 }
 
@@ -103,9 +102,9 @@ static enum fb_status check_mpi(int rc, const char *what, struct fb_err *err)
 static int run_call(struct mpi_state *s, const struct fb_call *c, MPI_Datatype dt, MPI_Op op)
 {
     size_t esz = fb_dtype_info(c->dtype)->size;
-    char *send = (c->in_place ? s->recv : s->send) + c->send_off * esz;
-    char *recv = s->recv + c->recv_off * esz;
-    char *whole = s->recv; /* the single buffer of an in-place call */
+    char *send = (c->in_place ? s->buf.recv : s->buf.send) + c->send_off * esz;
+    char *recv = s->buf.recv + c->recv_off * esz;
+    char *whole = s->buf.recv; /* the single buffer of an in-place call */
     int n = (int)c->counts.param;
     switch (c->coll->id) {
     case FB_ALL_REDUCE:
@@ -177,31 +176,25 @@ static enum fb_status mpi_wait(struct fb_backend *be, struct fb_err *err)
     return FB_OK; /* blocking MPI collectives have completed on return */
 }
 
-static char *buffer(struct mpi_state *s, enum fb_buf which, size_t *len)
-{
-    *len = which == FB_BUF_SEND ? s->send_bytes : s->recv_bytes;
-    return which == FB_BUF_SEND ? s->send : s->recv;
-}
-
 static enum fb_status mpi_write(struct fb_backend *be, enum fb_buf which, size_t off,
                                 const void *src, size_t bytes, struct fb_err *err)
 {
-    size_t len = 0;
-    char *buf = buffer(be->state, which, &len);
-    if (off + bytes > len)
-        return fb_fail(err, FB_ERR_INTERNAL, "write past buffer end (%zu + %zu > %zu)", off, bytes, len);
-    memcpy(buf + off, src, bytes);
+    struct mpi_state *s = be->state;
+    char *at = fb_buffer_span(&s->buf, which, off, bytes, "write", err);
+    if (at == NULL)
+        return err->code;
+    memcpy(at, src, bytes);
     return FB_OK;
 }
 
 static enum fb_status mpi_read(struct fb_backend *be, enum fb_buf which, size_t off, void *dst,
                                size_t bytes, struct fb_err *err)
 {
-    size_t len = 0;
-    char *buf = buffer(be->state, which, &len);
-    if (off + bytes > len)
-        return fb_fail(err, FB_ERR_INTERNAL, "read past buffer end (%zu + %zu > %zu)", off, bytes, len);
-    memcpy(dst, buf + off, bytes);
+    struct mpi_state *s = be->state;
+    const char *at = fb_buffer_span(&s->buf, which, off, bytes, "read", err);
+    if (at == NULL)
+        return err->code;
+    memcpy(dst, at, bytes);
     return FB_OK;
 }
 
@@ -228,8 +221,8 @@ static void mpi_fini(struct fb_backend *be, int abort)
     struct mpi_state *s = be->state;
     if (s == NULL)
         return;
-    free(s->send);
-    free(s->recv);
+    free(s->buf.send);
+    free(s->buf.recv);
     free(s);
     be->state = NULL;
 }

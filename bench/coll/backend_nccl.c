@@ -14,8 +14,7 @@ struct nccl_state {
     int device;
     ncclComm_t comm;
     cudaStream_t stream;
-    char *send, *recv;
-    size_t send_bytes, recv_bytes;
+    struct fb_buffers buf;
     int rank, size;
     char host[FB_HOST_MAX];
 };
@@ -142,17 +141,17 @@ static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_
                                  struct fb_err *err)
 {
     struct nccl_state *s = be->state;
-    enum fb_status st = cuda_check(cudaMalloc((void **)&s->send, send_bytes ? send_bytes : 1), "cudaMalloc (send)", err);
+    enum fb_status st = cuda_check(cudaMalloc((void **)&s->buf.send, send_bytes ? send_bytes : 1), "cudaMalloc (send)", err);
     if (st == FB_OK)
-        st = cuda_check(cudaMalloc((void **)&s->recv, recv_bytes ? recv_bytes : 1), "cudaMalloc (recv)", err);
+        st = cuda_check(cudaMalloc((void **)&s->buf.recv, recv_bytes ? recv_bytes : 1), "cudaMalloc (recv)", err);
     if (st != FB_OK)
         return fb_fail(err, FB_ERR_MEMORY, "cannot allocate %zu + %zu bytes on GPU %d", send_bytes,
                        recv_bytes, s->device);
-    s->send_bytes = send_bytes;
-    s->recv_bytes = recv_bytes;
-    st = cuda_check(cudaMemset(s->send, 0, send_bytes), "cudaMemset", err);
+    s->buf.send_bytes = send_bytes;
+    s->buf.recv_bytes = recv_bytes;
+    st = cuda_check(cudaMemset(s->buf.send, 0, send_bytes), "cudaMemset", err);
     if (st == FB_OK)
-        st = cuda_check(cudaMemset(s->recv, 0, recv_bytes), "cudaMemset", err);
+        st = cuda_check(cudaMemset(s->buf.recv, 0, recv_bytes), "cudaMemset", err);
     if (st == FB_OK)
         st = cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", err);
     return st;
@@ -162,8 +161,8 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
                           ncclRedOp_t op)
 {
     size_t esz = fb_dtype_info(c->dtype)->size;
-    const char *send = (c->in_place ? s->recv : s->send) + c->send_off * esz;
-    char *recv = s->recv + c->recv_off * esz;
+    const char *send = (c->in_place ? s->buf.recv : s->buf.send) + c->send_off * esz;
+    char *recv = s->buf.recv + c->recv_off * esz;
     size_t n = c->counts.param;
     switch (c->coll->id) {
     case FB_ALL_REDUCE: return ncclAllReduce(send, recv, n, dt, op, s->comm, s->stream);
@@ -256,30 +255,24 @@ static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
     return cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
 }
 
-static char *buffer(struct nccl_state *s, enum fb_buf which, size_t *len)
-{
-    *len = which == FB_BUF_SEND ? s->send_bytes : s->recv_bytes;
-    return which == FB_BUF_SEND ? s->send : s->recv;
-}
-
 static enum fb_status nccl_write(struct fb_backend *be, enum fb_buf which, size_t off,
                                  const void *src, size_t bytes, struct fb_err *err)
 {
-    size_t len = 0;
-    char *buf = buffer(be->state, which, &len);
-    if (off + bytes > len)
-        return fb_fail(err, FB_ERR_INTERNAL, "write past buffer end");
-    return cuda_check(cudaMemcpy(buf + off, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D", err);
+    struct nccl_state *s = be->state;
+    char *at = fb_buffer_span(&s->buf, which, off, bytes, "write", err);
+    if (at == NULL)
+        return err->code;
+    return cuda_check(cudaMemcpy(at, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D", err);
 }
 
 static enum fb_status nccl_read(struct fb_backend *be, enum fb_buf which, size_t off, void *dst,
                                 size_t bytes, struct fb_err *err)
 {
-    size_t len = 0;
-    char *buf = buffer(be->state, which, &len);
-    if (off + bytes > len)
-        return fb_fail(err, FB_ERR_INTERNAL, "read past buffer end");
-    return cuda_check(cudaMemcpy(dst, buf + off, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H", err);
+    struct nccl_state *s = be->state;
+    const char *at = fb_buffer_span(&s->buf, which, off, bytes, "read", err);
+    if (at == NULL)
+        return err->code;
+    return cuda_check(cudaMemcpy(dst, at, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H", err);
 }
 
 static void nccl_describe(struct fb_backend *be, json_object *device)
@@ -335,10 +328,10 @@ static void nccl_fini(struct fb_backend *be, int abort)
         else
             ncclCommDestroy(s->comm);
     }
-    if (s->send)
-        cudaFree(s->send);
-    if (s->recv)
-        cudaFree(s->recv);
+    if (s->buf.send)
+        cudaFree(s->buf.send);
+    if (s->buf.recv)
+        cudaFree(s->buf.recv);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     free(s);

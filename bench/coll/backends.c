@@ -32,3 +32,14 @@ const struct fb_backend_ops *fb_backend_default(void)
 #endif
     return &fb_backend_mpi;
 }
+
+char *fb_buffer_span(const struct fb_buffers *b, enum fb_buf which, size_t off, size_t n,
+                     const char *verb, struct fb_err *err)
+{
+    size_t len = which == FB_BUF_SEND ? b->send_bytes : b->recv_bytes;
+    if (off > len || n > len - off) {
+        fb_fail(err, FB_ERR_INTERNAL, "%s past buffer end (%zu + %zu > %zu)", verb, off, n, len);
+        return NULL;
+    }
+    return (which == FB_BUF_SEND ? b->send : b->recv) + off;
+}
