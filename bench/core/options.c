@@ -407,3 +407,20 @@ uint64_t fb_opts_hash(const struct fb_opt *table, const void *cfg)
     }
     return h;
 }
+
+const struct fb_subcmd *fb_subcmd_find(const struct fb_subcmd *cmds, const char *name)
+{
+    for (; cmds->name != NULL; cmds++)
+        if (strcmp(cmds->name, name) == 0)
+            return cmds;
+    return NULL;
+}
+
+enum fb_status fb_subcmd_run(const char *prog, const struct fb_subcmd *cmd, int argc,
+                             char **argv, struct fb_err *err)
+{
+    char full[128];
+    snprintf(full, sizeof full, "%s %s", prog, cmd->name);
+    struct fb_opts_ctx ctx = {full, cmd->opts, cmd->help, argv[0]};
+    return cmd->run(&ctx, argc - 1, argv + 1, err);
+}

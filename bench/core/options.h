@@ -67,6 +67,8 @@ struct fb_opts_ctx {
     const struct fb_opt *table;
     const char *usage;          /* usage line and description that --help prints
                                    before the options (fb_opts_usage); may be NULL */
+    const char *argv0;          /* main's argv[0], which documents record as
+                                   invoked_as; set by fb_subcmd_run */
 };
 
 /* Parses argv[1..argc-1] (argv[0] is the program or subcommand name).
@@ -97,5 +99,24 @@ json_object *fb_opts_to_json(const struct fb_opt *table, const void *cfg);
 
 /* Hash of the parsed values (not the spelling), to compare ranks. */
 uint64_t fb_opts_hash(const struct fb_opt *table, const void *cfg);
+
+/* One subcommand of a program such as fabric-report (check, compare, ...).
+ * Its run function parses argv against ctx (whose prog is "PROGRAM NAME"
+ * and table `opts`) and prints fb_opts_usage(ctx) for --help. */
+struct fb_subcmd {
+    const char *name;
+    const struct fb_opt *opts;
+    const char *help; /* usage line and description */
+    enum fb_status (*run)(const struct fb_opts_ctx *ctx, int argc, char **argv,
+                          struct fb_err *err);
+};
+
+/* The entry of a {NULL}-terminated table with this name, or NULL. */
+const struct fb_subcmd *fb_subcmd_find(const struct fb_subcmd *cmds, const char *name);
+
+/* Runs cmd, the subcommand argv[1] of main's command line names, of program
+ * `prog`: its run gets the words from that name on. */
+enum fb_status fb_subcmd_run(const char *prog, const struct fb_subcmd *cmd, int argc,
+                             char **argv, struct fb_err *err);
 
 #endif

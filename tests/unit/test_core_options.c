@@ -1,5 +1,5 @@
 /* The option parser every fabric-bench binary uses: spellings, repeatable
- * values, choices and the one wording of its usage errors. */
+ * values, choices, subcommands and the one wording of its usage errors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,6 +208,44 @@ static void test_the_plain_parse_names_the_program_from_argv0(void)
     fb_opts_result_free(&p.res);
 }
 
+/* Reports what it was run with through the error, so the test sees it. */
+static enum fb_status run_echo(const struct fb_opts_ctx *ctx, int argc, char **argv,
+                               struct fb_err *err)
+{
+    struct demo d = {0};
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse_ctx(ctx, argc, argv, &d, &res, err);
+    if (st == FB_OK)
+        st = fb_fail(err, FB_ERR_WRONG, "%s (%s): %s, %d positional, name %s", ctx->prog,
+                     ctx->argv0, argv[0], res.npositional, d.name ? d.name : "-");
+    fb_opts_result_free(&res);
+    return st;
+}
+
+static const struct fb_opt no_options[] = {FB_OPT_END};
+
+static void test_subcommands_dispatch_by_name(void)
+{
+    static const struct fb_subcmd cmds[] = {
+        {"first", no_options, "usage: fabric-demo first\n", run_echo},
+        {"second", demo_options, "usage: fabric-demo second [-n NAME] FILE...\n", run_echo},
+        {NULL},
+    };
+    CHECK(fb_subcmd_find(cmds, "third") == NULL);
+    CHECK(fb_subcmd_find(cmds, "first") == &cmds[0]);
+    const struct fb_subcmd *c = fb_subcmd_find(cmds, "second");
+    CHECK(c == &cmds[1]);
+    struct words w;
+    struct fb_err err = {0};
+    split(&w, "./fabric-demo second a -n x b");
+    CHECK_INT(fb_subcmd_run("fabric-demo", c, w.argc, w.argv, &err), FB_ERR_WRONG);
+    CHECK_STR(err.msg, "fabric-demo second (./fabric-demo): second, 2 positional, name x");
+    fb_err_clear(&err);
+    split(&w, "fabric-demo first -n x");
+    CHECK_INT(fb_subcmd_run("fabric-demo", &cmds[0], w.argc, w.argv, &err), FB_ERR_USAGE);
+    CHECK_STR(err.msg, "unknown option '-n' for fabric-demo first; see fabric-demo first --help");
+}
+
 int main(void)
 {
     RUN(test_every_spelling_of_a_value);
@@ -220,5 +258,6 @@ int main(void)
     RUN(test_help_lists_every_spelling);
     RUN(test_the_hash_follows_values_not_spelling);
     RUN(test_the_plain_parse_names_the_program_from_argv0);
+    RUN(test_subcommands_dispatch_by_name);
     return fbt_done();
 }
