@@ -1,12 +1,12 @@
 /* fabric-doctor: node and cluster preflight checks for GPU fabrics. Parses
  * options, runs the named (or all) checks, prints the checklist and maps
  * the verdicts to an exit code: 0 all OK, 30 warnings, 31 failures. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/host.h"
+#include "core/options.h"
 #include "core/status.h"
 #include "core/units.h"
 #include "doctor/checklist.h"
@@ -19,8 +19,10 @@
 #define MAX_NAMED 32
 
 struct common_opts {
-    bool help;
-    const char *json_path; /* "-" for --json */
+    int help;
+    int json;              /* --json */
+    const char *json_file; /* -J FILE */
+    const char *json_path; /* "-" for --json, else the -J file or NULL */
     const char *cluster;
     const char *named[MAX_NAMED];
     size_t nnamed;
@@ -31,7 +33,7 @@ struct node_opts {
     const char *root;
     const char *pid;
     const char *topology;
-    enum fb_fabric fabric;
+    int fabric; /* index in fabric_words */
 };
 
 struct cluster_opts {
@@ -39,40 +41,70 @@ struct cluster_opts {
     const char *from;
     const char *save;
     struct fb_kubectl kubectl;
+    long timeout;
     const char *pairs[FB_PAIRS_MAX];
-    size_t npairs;
+    int npairs;
 };
 
-static void usage(FILE *out)
+static const char *const fabric_words[] = {"auto", "rdma", "tcpxo", NULL};
+static const enum fb_fabric fabric_of_word[] = {FB_FABRIC_AUTO, FB_FABRIC_RDMA, FB_FABRIC_TCPXO};
+
+/* The options both modes take, into the mode struct's common part. */
+#define COMMON_OPTIONS(T)                                                                      \
+    {0, "json", FB_OPT_FLAG, offsetof(T, c.json), NULL,                                        \
+     "the kind \"doctor\" document on stdout instead of the checklist"},                       \
+    {'J', NULL, FB_OPT_STRING, offsetof(T, c.json_file), "FILE",                               \
+     "also write that document to FILE (atomically)"},                                         \
+    {0, "cluster", FB_OPT_STRING, offsetof(T, c.cluster), "NAME",                              \
+     "cluster label in the document (default $FABRIC_CLUSTER, else host)"},                    \
+    {'h', "help", FB_OPT_FLAG, offsetof(T, c.help), NULL, "this help"}
+
+#define NODE(f) offsetof(struct node_opts, f)
+
+static const struct fb_opt node_options[] = {
+    {0, "root", FB_OPT_STRING, NODE(root), "DIR", "read /proc, /sys and /dev under DIR (a copy taken from a node)"},
+    {0, "pid", FB_OPT_STRING, NODE(pid), "PID", "judge that process (limits, capabilities, mounts, environment) instead of fabric-doctor itself"},
+    {0, "fabric", FB_OPT_CHOICE, NODE(fabric), NULL, "rdma (InfiniBand, RoCE, EFA) or tcpxo (GKE); default: detected",
+     .choices = fabric_words},
+    {0, "topology", FB_OPT_STRING, NODE(topology), "FILE", "hwloc XML for gpu-nic-affinity (lstopo --of xml on the node)"},
+    COMMON_OPTIONS(struct node_opts),
+    FB_OPT_END,
+};
+
+#define CLUSTER(f) offsetof(struct cluster_opts, f)
+
+static const struct fb_opt cluster_options[] = {
+    {0, "from", FB_OPT_STRING, CLUSTER(from), "DIR", "read DIR/networks.json, nodes.json, pods.json instead of kubectl"},
+    {0, "kubectl", FB_OPT_STRING, CLUSTER(kubectl.path), "PATH", "kubectl to run (default kubectl on PATH)"},
+    {0, "context", FB_OPT_STRING, CLUSTER(kubectl.context), "CTX", "kubeconfig context"},
+    {0, "timeout", FB_OPT_INT, CLUSTER(timeout), "S", "seconds per kubectl call (default 30)", 1, 3600},
+    {0, "save", FB_OPT_STRING, CLUSTER(save), "DIR", "keep the fetched lists in DIR for later --from"},
+    {0, "pair", FB_OPT_STRING, CLUSTER(pairs), "P=D", "also accept nccl-plugin P with tcpxo-daemon D as a released pair",
+     .max_count = FB_PAIRS_MAX, .count_offset = CLUSTER(npairs)},
+    COMMON_OPTIONS(struct cluster_opts),
+    FB_OPT_END,
+};
+
+#define NODE_SYNOPSIS                                                                          \
+    "fabric-doctor node [--root DIR] [--pid PID] [--fabric auto|rdma|tcpxo]\n"                 \
+    "                          [--topology FILE.xml] [--json | -J FILE] [CHECK...]\n"
+#define CLUSTER_SYNOPSIS                                                                       \
+    "fabric-doctor cluster [--from DIR | --kubectl PATH [--context CTX]]\n"                    \
+    "                          [--timeout S] [--save DIR] [--pair PLUGIN=DAEMON]...\n"         \
+    "                          [--json | -J FILE] [CHECK...]\n"
+#define ABOUT                                                                                  \
+    "Each check prints OK, WARN, FAIL or SKIP (does not apply), one line of evidence\n"        \
+    "and, when something is wrong, the fix. Without CHECK names every check runs.\n"
+
+static const char exit_text[] =
+    "exit: 0 all OK, 30 warnings, 31 failures, 2 usage, 5 no kubectl, 9 kubectl failed,\n"
+    "      10 unreadable input\n";
+
+/* A mode's --help: its usage, its options, the exit codes. */
+static void mode_usage(FILE *out, const struct fb_opts_ctx *ctx)
 {
-    fprintf(out,
-        "usage: fabric-doctor node [--root DIR] [--pid PID] [--fabric auto|rdma|tcpxo]\n"
-        "                          [--topology FILE.xml] [--json | -J FILE] [CHECK...]\n"
-        "       fabric-doctor cluster [--from DIR | --kubectl PATH [--context CTX]]\n"
-        "                          [--timeout S] [--save DIR] [--pair PLUGIN=DAEMON]...\n"
-        "                          [--json | -J FILE] [CHECK...]\n"
-        "       fabric-doctor list\n"
-        "Each check prints OK, WARN, FAIL or SKIP (does not apply), one line of evidence\n"
-        "and, when something is wrong, the fix. Without CHECK names every check runs.\n"
-        "node:\n"
-        "  --root DIR       read /proc, /sys and /dev under DIR (a copy taken from a node)\n"
-        "  --pid PID        judge that process (limits, capabilities, mounts, environment)\n"
-        "                   instead of fabric-doctor itself\n"
-        "  --fabric F       rdma (InfiniBand, RoCE, EFA) or tcpxo (GKE); default: detected\n"
-        "  --topology FILE  hwloc XML for gpu-nic-affinity (lstopo --of xml on the node)\n"
-        "cluster:\n"
-        "  --from DIR       read DIR/networks.json, nodes.json, pods.json instead of kubectl\n"
-        "  --kubectl PATH   kubectl to run (default kubectl on PATH)\n"
-        "  --context CTX    kubeconfig context\n"
-        "  --timeout S      seconds per kubectl call (default 30)\n"
-        "  --save DIR       keep the fetched lists in DIR for later --from\n"
-        "  --pair P=D       also accept nccl-plugin P with tcpxo-daemon D as a released pair\n"
-        "both:\n"
-        "  --json           the kind \"doctor\" document on stdout instead of the checklist\n"
-        "  -J FILE          also write that document to FILE (atomically)\n"
-        "  --cluster NAME   cluster label in the document (default $FABRIC_CLUSTER, else host)\n"
-        "exit: 0 all OK, 30 warnings, 31 failures, 2 usage, 5 no kubectl, 9 kubectl failed,\n"
-        "      10 unreadable input\n");
+    fb_opts_usage(out, ctx);
+    fputs(exit_text, out);
 }
 
 static void list_checks(FILE *out)
@@ -86,18 +118,6 @@ static void list_checks(FILE *out)
     fprintf(out, "cluster checks:\n");
     for (size_t i = 0; i < n; i++)
         fprintf(out, "  %-17s %s\n", cd[i].name, cd[i].about);
-}
-
-/* Options shared by both modes; returns 1 when `ch` was one of them. */
-static int common_opt(int ch, struct common_opts *c, bool *to_stdout, const char **file)
-{
-    switch (ch) {
-    case 'h': c->help = true; return 1;
-    case 'j': *to_stdout = true; return 1;
-    case 'J': *file = optarg; return 1;
-    case 'C': c->cluster = optarg; return 1;
-    default: return 0;
-    }
 }
 
 /* "peermem, memlock, ..." for the unknown-check message. */
@@ -116,25 +136,27 @@ static void check_names(const char *mode, char *buf, size_t len)
     }
 }
 
-static enum fb_status finish_common(int argc, char **argv, const char *mode,
-                                    struct common_opts *c, bool to_stdout, const char *file,
-                                    bool (*known)(const char *), struct fb_err *err)
+/* The output choice and the check names (the positional arguments). */
+static enum fb_status finish_common(const struct fb_opts_result *res, const char *mode,
+                                    struct common_opts *c, bool (*known)(const char *),
+                                    struct fb_err *err)
 {
-    if (to_stdout && file)
+    if (c->json && c->json_file)
         return fb_fail(err, FB_ERR_USAGE, "--json and -J FILE are exclusive; pick one");
-    c->json_path = to_stdout ? "-" : file;
-    for (int i = optind; i < argc; i++) {
-        if (!known(argv[i])) {
+    c->json_path = c->json ? "-" : c->json_file;
+    for (int i = 0; i < res->npositional; i++) {
+        const char *name = res->positional[i];
+        if (!known(name)) {
             char names[512];
             check_names(mode, names, sizeof names);
-            return fb_fail(err, FB_ERR_USAGE, "unknown %s check '%s'; known: %s", mode, argv[i],
+            return fb_fail(err, FB_ERR_USAGE, "unknown %s check '%s'; known: %s", mode, name,
                            names);
         }
         bool dup = false;
         for (size_t k = 0; k < c->nnamed; k++)
-            dup |= strcmp(c->named[k], argv[i]) == 0;
+            dup |= strcmp(c->named[k], name) == 0;
         if (!dup && c->nnamed < MAX_NAMED)
-            c->named[c->nnamed++] = argv[i];
+            c->named[c->nnamed++] = name;
     }
     return FB_OK;
 }
@@ -142,100 +164,37 @@ static enum fb_status finish_common(int argc, char **argv, const char *mode,
 static bool known_node(const char *name) { return fb_node_check_find(name) != NULL; }
 static bool known_cluster(const char *name) { return fb_cluster_check_find(name) != NULL; }
 
-static enum fb_status bad_option(int ch, char **argv, const char *mode, struct fb_err *err)
+/* Everything is checked before --help is answered: a wrong command line is
+ * an error even when it also asks for help. */
+static enum fb_status parse_node(const struct fb_opts_ctx *ctx, int argc, char **argv,
+                                 struct node_opts *o, struct fb_err *err)
 {
-    if (ch == ':')
-        return fb_fail(err, FB_ERR_USAGE, "option %s needs a value; see fabric-doctor --help",
-                       argv[optind - 1]);
-    return fb_fail(err, FB_ERR_USAGE, "unknown option '%s' for fabric-doctor %s; see "
-                                      "fabric-doctor --help", argv[optind - 1], mode);
-}
-
-static enum fb_status parse_node(int argc, char **argv, struct node_opts *o, struct fb_err *err)
-{
-    static const struct option longopts[] = {
-        {"root", required_argument, 0, 'r'},  {"pid", required_argument, 0, 'p'},
-        {"fabric", required_argument, 0, 'f'}, {"topology", required_argument, 0, 't'},
-        {"json", no_argument, 0, 'j'},         {"cluster", required_argument, 0, 'C'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
     o->root = "";
-    bool to_stdout = false;
-    const char *file = NULL;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":J:h", longopts, NULL)) != -1) {
-        if (common_opt(ch, &o->c, &to_stdout, &file))
-            continue;
-        switch (ch) {
-        case 'r': o->root = optarg; break;
-        case 'p': o->pid = optarg; break;
-        case 't': o->topology = optarg; break;
-        case 'f':
-            if (strcmp(optarg, "auto") == 0)
-                o->fabric = FB_FABRIC_AUTO;
-            else if (strcmp(optarg, "rdma") == 0)
-                o->fabric = FB_FABRIC_RDMA;
-            else if (strcmp(optarg, "tcpxo") == 0)
-                o->fabric = FB_FABRIC_TCPXO;
-            else
-                return fb_fail(err, FB_ERR_USAGE, "--fabric '%s': use auto, rdma or tcpxo", optarg);
-            break;
-        default:
-            return bad_option(ch, argv, "node", err);
-        }
-    }
-    if (o->pid) {
-        long pid = 0;
-        enum fb_status st = fb_parse_int(o->pid, "--pid", 1, 1L << 30, &pid, err);
-        if (st != FB_OK)
-            return st;
-    }
-    return finish_common(argc, argv, "node", &o->c, to_stdout, file, known_node, err);
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse_ctx(ctx, argc, argv, o, &res, err);
+    long pid = 0;
+    if (st == FB_OK && o->pid)
+        st = fb_parse_int(o->pid, "--pid", 1, 1L << 30, &pid, err);
+    if (st == FB_OK)
+        st = finish_common(&res, "node", &o->c, known_node, err);
+    fb_opts_result_free(&res);
+    return st;
 }
 
-static enum fb_status parse_cluster(int argc, char **argv, struct cluster_opts *o,
-                                    struct fb_err *err)
+static enum fb_status parse_cluster(const struct fb_opts_ctx *ctx, int argc, char **argv,
+                                    struct cluster_opts *o, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"from", required_argument, 0, 'F'},    {"kubectl", required_argument, 0, 'k'},
-        {"context", required_argument, 0, 'x'}, {"timeout", required_argument, 0, 'T'},
-        {"save", required_argument, 0, 's'},    {"pair", required_argument, 0, 'P'},
-        {"json", no_argument, 0, 'j'},          {"cluster", required_argument, 0, 'C'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
     o->kubectl.path = "kubectl";
-    o->kubectl.timeout_s = 30;
-    bool to_stdout = false;
-    const char *file = NULL;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":J:h", longopts, NULL)) != -1) {
-        if (common_opt(ch, &o->c, &to_stdout, &file))
-            continue;
-        switch (ch) {
-        case 'F': o->from = optarg; break;
-        case 'k': o->kubectl.path = optarg; break;
-        case 'x': o->kubectl.context = optarg; break;
-        case 's': o->save = optarg; break;
-        case 'T': {
-            long t = 0;
-            enum fb_status st = fb_parse_int(optarg, "--timeout", 1, 3600, &t, err);
-            if (st != FB_OK)
-                return st;
-            o->kubectl.timeout_s = (int)t;
-            break;
-        }
-        case 'P':
-            if (o->npairs == FB_PAIRS_MAX)
-                return fb_fail(err, FB_ERR_USAGE, "at most %d --pair options", FB_PAIRS_MAX);
-            o->pairs[o->npairs++] = optarg;
-            break;
-        default:
-            return bad_option(ch, argv, "cluster", err);
-        }
-    }
-    return finish_common(argc, argv, "cluster", &o->c, to_stdout, file, known_cluster, err);
+    o->timeout = 30;
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse_ctx(ctx, argc, argv, o, &res, err);
+    o->kubectl.timeout_s = (int)o->timeout;
+    if (st == FB_OK)
+        st = finish_common(&res, "cluster", &o->c, known_cluster, err);
+    fb_opts_result_free(&res);
+    return st;
 }
 
 static bool selected(const struct common_opts *c, const char *name)
@@ -285,13 +244,14 @@ static enum fb_status load_pid_env(struct fb_node_ctx *ctx, const char *pid, cha
     return FB_OK;
 }
 
-static enum fb_status run_node(int argc, char **argv, const char *argv0, struct fb_err *err)
+static enum fb_status run_node(const struct fb_opts_ctx *opts, int argc, char **argv,
+                               struct fb_err *err)
 {
     struct node_opts o;
-    enum fb_status st = parse_node(argc, argv, &o, err);
+    enum fb_status st = parse_node(opts, argc, argv, &o, err);
     if (st != FB_OK || o.c.help) {
         if (st == FB_OK)
-            usage(stdout);
+            mode_usage(stdout, opts);
         return st;
     }
     bool live = o.root[0] == '\0' || strcmp(o.root, "/") == 0;
@@ -315,7 +275,7 @@ static enum fb_status run_node(int argc, char **argv, const char *argv0, struct 
         free(environ_block);
         return st;
     }
-    fb_node_resolve_fabric(&ctx, o.fabric);
+    fb_node_resolve_fabric(&ctx, fabric_of_word[o.fabric]);
 
     size_t ndefs = 0, n = 0;
     const struct fb_node_check_def *defs = fb_node_checks(&ndefs);
@@ -341,7 +301,7 @@ static enum fb_status run_node(int argc, char **argv, const char *argv0, struct 
         {"fabric", fabric},
     };
     struct fb_checklist list = {"node", target, sizeof target / sizeof target[0], checks, n};
-    st = emit(&list, &o.c, argv0, err);
+    st = emit(&list, &o.c, opts->argv0, err);
     free(checks);
     free(environ_block);
     if (have_topo)
@@ -349,14 +309,14 @@ static enum fb_status run_node(int argc, char **argv, const char *argv0, struct 
     return st;
 }
 
-static enum fb_status run_cluster(int argc, char **argv, const char *argv0,
+static enum fb_status run_cluster(const struct fb_opts_ctx *opts, int argc, char **argv,
                                   struct fb_err *err)
 {
     struct cluster_opts o;
-    enum fb_status st = parse_cluster(argc, argv, &o, err);
+    enum fb_status st = parse_cluster(opts, argc, argv, &o, err);
     if (st != FB_OK || o.c.help) {
         if (st == FB_OK)
-            usage(stdout);
+            mode_usage(stdout, opts);
         return st;
     }
     size_t ndefs = 0;
@@ -375,7 +335,7 @@ static enum fb_status run_cluster(int argc, char **argv, const char *argv0,
         st = fb_kube_save(o.save, &data, err);
     struct fb_cluster_ctx ctx;
     fb_cluster_ctx_init(&ctx, &data);
-    for (size_t i = 0; st == FB_OK && i < o.npairs; i++)
+    for (int i = 0; st == FB_OK && i < o.npairs; i++)
         st = fb_cluster_add_pair(&ctx, o.pairs[i], err);
     struct fb_check *checks = st == FB_OK ? calloc(ndefs, sizeof *checks) : NULL;
     if (st == FB_OK && checks == NULL)
@@ -408,10 +368,28 @@ static enum fb_status run_cluster(int argc, char **argv, const char *argv0,
         {"objects", counts},
     };
     struct fb_checklist list = {"cluster", target, sizeof target / sizeof target[0], checks, n};
-    st = emit(&list, &o.c, argv0, err);
+    st = emit(&list, &o.c, opts->argv0, err);
     free(checks);
     fb_kube_free(&data);
     return st;
+}
+
+static const struct fb_subcmd modes[] = {
+    {"node", node_options, "usage: " NODE_SYNOPSIS ABOUT, run_node},
+    {"cluster", cluster_options, "usage: " CLUSTER_SYNOPSIS ABOUT, run_cluster},
+    {NULL},
+};
+
+/* fabric-doctor --help: every mode with its options. */
+static void usage(FILE *out)
+{
+    fputs("usage: " NODE_SYNOPSIS "       " CLUSTER_SYNOPSIS "       fabric-doctor list\n" ABOUT,
+          out);
+    for (const struct fb_subcmd *m = modes; m->name != NULL; m++) {
+        fprintf(out, "%s:\n", m->name);
+        fb_opts_help(out, m->opts);
+    }
+    fputs(exit_text, out);
 }
 
 int main(int argc, char **argv)
@@ -419,7 +397,6 @@ int main(int argc, char **argv)
     struct fb_err err = {FB_OK, ""};
     enum fb_status st;
     const char *mode = argc > 1 ? argv[1] : "";
-    opterr = 0;
     if (strcmp(mode, "--help") == 0 || strcmp(mode, "-h") == 0 || strcmp(mode, "help") == 0) {
         usage(stdout);
         return 0;
@@ -429,10 +406,9 @@ int main(int argc, char **argv)
         return 0;
     }
     /* The mode is argv[1]; options and check names follow it. */
-    if (strcmp(mode, "node") == 0)
-        st = run_node(argc - 1, argv + 1, argv[0], &err);
-    else if (strcmp(mode, "cluster") == 0)
-        st = run_cluster(argc - 1, argv + 1, argv[0], &err);
+    const struct fb_subcmd *m = fb_subcmd_find(modes, mode);
+    if (m != NULL)
+        st = fb_subcmd_run("fabric-doctor", m, argc, argv, &err);
     else
         st = fb_fail(&err, FB_ERR_USAGE, "%s%s%s: say fabric-doctor node, cluster or list (see "
                                          "--help)", mode[0] ? "unknown mode '" : "no mode given",

@@ -1,8 +1,8 @@
 /* fabric-topo: GPU <-> NIC affinity from hwloc, live or from an XML export. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/options.h"
 #include "core/status.h"
 #include "doctor/affinity.h"
 #include "doctor/topo.h"
@@ -11,66 +11,65 @@
 struct topo_opts {
     const char *xml;
     const char *nics;
-    const char *json_path; /* "-" with --json */
+    int json;              /* --json: the document on stdout */
+    const char *json_file; /* -J FILE */
+    const char *json_path; /* "-" with --json, else the -J file or NULL */
     const char *cluster;
-    bool help;
+    int help;
+};
+
+#define OFF(f) offsetof(struct topo_opts, f)
+
+static const struct fb_opt topo_options[] = {
+    {0, "topology", FB_OPT_STRING, OFF(xml), "FILE", "an hwloc XML export (lstopo --of xml FILE) instead of this machine"},
+    {0, "nics", FB_OPT_STRING, OFF(nics), "LIST", "which NICs carry the fabric, NCCL_IB_HCA syntax ([^][=]name,...) "
+                                                  "matched against RDMA device and interface names (default: every "
+                                                  "RDMA NIC, else every NIC)"},
+    {0, "json", FB_OPT_FLAG, OFF(json), NULL, "the kind \"topology\" document on stdout instead of the table"},
+    {'J', NULL, FB_OPT_STRING, OFF(json_file), "FILE", "also write that document to FILE (atomically)"},
+    {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label in the document (default $FABRIC_CLUSTER, else host)"},
+    {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help"},
+    FB_OPT_END,
+};
+
+static const struct fb_opts_ctx topo_ctx = {
+    "fabric-topo", topo_options,
+    "usage: fabric-topo [--topology FILE.xml] [--nics LIST] [--json | -J FILE]\n"
+    "                   [--cluster NAME]\n"
+    "GPUs and NICs with PCI bus id, socket and NUMA node; for each GPU the nearest\n"
+    "NIC(s) and the PCIe path (PIX/PXB/PHB/NODE/SYS); a NIC and CPU set per local\n"
+    "rank; a suggested NCCL_IB_HCA; warnings for layouts that cost bandwidth.\n",
 };
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: fabric-topo [--topology FILE.xml] [--nics LIST] [--json | -J FILE]\n"
-            "                   [--cluster NAME]\n"
-            "GPUs and NICs with PCI bus id, socket and NUMA node; for each GPU the nearest\n"
-            "NIC(s) and the PCIe path (PIX/PXB/PHB/NODE/SYS); a NIC and CPU set per local\n"
-            "rank; a suggested NCCL_IB_HCA; warnings for layouts that cost bandwidth.\n"
-            "  --topology FILE  an hwloc XML export (lstopo --of xml FILE) instead of this machine\n"
-            "  --nics LIST      which NICs carry the fabric, NCCL_IB_HCA syntax ([^][=]name,...)\n"
-            "                   matched against RDMA device and interface names\n"
-            "                   (default: every RDMA NIC, else every NIC)\n"
-            "  --json           the kind \"topology\" document on stdout instead of the table\n"
-            "  -J FILE          also write that document to FILE (atomically)\n"
-            "  --cluster NAME   cluster label in the document (default $FABRIC_CLUSTER, else host)\n"
-            "exit: 0 analysed (warnings are in the output), 2 usage, 10 unreadable topology\n");
+    fb_opts_usage(out, &topo_ctx);
+    fputs("exit: 0 analysed (warnings are in the output), 2 usage, 10 unreadable topology\n", out);
+}
+
+/* Everything is checked, --help or not: a bad command line is an error
+ * even when it asks for help. */
+static enum fb_status check_args(const struct fb_opts_result *res, struct topo_opts *o,
+                                 struct fb_err *err)
+{
+    if (res->npositional > 0)
+        return fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s'; see fabric-topo --help",
+                       res->positional[0]);
+    if (o->json_file != NULL && o->json)
+        return fb_fail(err, FB_ERR_USAGE, "--json and -J FILE are exclusive; pick one");
+    o->json_path = o->json ? "-" : o->json_file;
+    return FB_OK;
 }
 
 static enum fb_status parse(int argc, char **argv, struct topo_opts *o, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"topology", required_argument, 0, 't'}, {"nics", required_argument, 0, 'n'},
-        {"json", no_argument, 0, 'j'},           {"cluster", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
-    const char *file = NULL;
-    bool to_stdout = false;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":J:h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 't': o->xml = optarg; break;
-        case 'n': o->nics = optarg; break;
-        case 'j': to_stdout = true; break;
-        case 'J': file = optarg; break;
-        case 'c': o->cluster = optarg; break;
-        case 'h': o->help = true; break;
-        case ':':
-            return fb_fail(err, FB_ERR_USAGE, "option %s needs a value; see fabric-topo --help",
-                           argv[optind - 1]);
-        default:
-            return fb_fail(err, FB_ERR_USAGE, "unknown option '%s'; see fabric-topo --help",
-                           argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s'; see fabric-topo --help",
-                       argv[optind]);
-    o->json_path = to_stdout ? "-" : NULL;
-    if (file != NULL && to_stdout)
-        return fb_fail(err, FB_ERR_USAGE, "--json and -J FILE are exclusive; pick one");
-    if (file != NULL)
-        o->json_path = file;
-    return FB_OK;
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse_ctx(&topo_ctx, argc, argv, o, &res, err);
+    if (st == FB_OK)
+        st = check_args(&res, o, err);
+    fb_opts_result_free(&res);
+    return st;
 }
 
 static enum fb_status run(const struct topo_opts *o, const char *argv0, struct fb_err *err)

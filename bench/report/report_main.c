@@ -3,7 +3,6 @@
  * modules and returns one status; main prints the one-line error, if any,
  * and exits with the status (docs/exit-codes.md, docs/report.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "core/files.h"
 #include "core/jsonio.h"
+#include "core/options.h"
 #include "core/units.h"
 #include "core/version.h"
 #include "report/compare.h"
@@ -40,45 +40,39 @@ static const char usage_text[] =
     "Exit codes: 0 PASS/success, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE,\n"
     "            10 input error, 2 usage error (docs/exit-codes.md).\n";
 
-/* Options every subcommand may take. */
-struct common {
-    const char *profile_dirs[PROFILE_DIRS_MAX];
-    int nprofile_dirs;
-};
+#define LOG_ARGS_MAX 64
+#define PLOT_PROFILES_MAX 16
 
-static enum fb_status add_profile_dir(struct common *c, const char *dir, struct fb_err *err)
-{
-    if (c->nprofile_dirs == PROFILE_DIRS_MAX)
-        return fb_fail(err, FB_ERR_USAGE, "--profiles given more than %d times", PROFILE_DIRS_MAX);
-    c->profile_dirs[c->nprofile_dirs++] = dir;
-    return FB_OK;
-}
+/* Rows several subcommands share; T names the struct with their fields. */
+#define PROFILES_OPTION(T)                                                                     \
+    {'P', "profiles", FB_OPT_STRING, offsetof(T, profile_dirs), "DIR",                         \
+     "also look for reference profiles in DIR", .max_count = PROFILE_DIRS_MAX,                 \
+     .count_offset = offsetof(T, nprofile_dirs)}
+#define NCCL_LOG_OPTION(T)                                                                     \
+    {'L', "nccl-log", FB_OPT_STRING, offsetof(T, logs), "FILE|DIR",                            \
+     "an NCCL_DEBUG=INFO log of the run, or a directory holding all of them",                 \
+     .max_count = LOG_ARGS_MAX, .count_offset = offsetof(T, nlogs)}
+/* --help answers whatever follows it on the command line. */
+#define HELP_OPTION(T)                                                                         \
+    {'h', "help", FB_OPT_FLAG, offsetof(T, help), NULL, "this help", .ends_parse = 1}
 
-/* getopt_long with our own one-line errors instead of getopt's. */
-static int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-                    const char *cmd, struct fb_err *err)
-{
-    opterr = 0;
-    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
-    if (c == '?' || c == ':') {
-        const char *bad = argv[optind - 1];
-        if (optopt != 0 && c == ':')
-            fb_fail(err, FB_ERR_USAGE, "option -%c needs a value; see fabric-report %s --help", optopt, cmd);
-        else if (optopt != 0 && strchr(shortopts, optopt) != NULL)
-            fb_fail(err, FB_ERR_USAGE, "option %s needs a value; see fabric-report %s --help", bad, cmd);
-        else
-            fb_fail(err, FB_ERR_USAGE, "unknown option %s; see fabric-report %s --help", bad, cmd);
-        return -2;
-    }
-    return c;
-}
+/* What a subcommand does once its options are parsed into args. */
+typedef enum fb_status (*cmd_body)(const void *args, int npaths, char **paths,
+                                   struct fb_err *err);
 
-static enum fb_status parse_percent(const char *text, const char *what, double *out, struct fb_err *err)
+/* Parses the subcommand's words into args, then answers --help or runs
+ * body with the positional arguments. */
+static enum fb_status parse_and_run(const struct fb_opts_ctx *ctx, int argc, char **argv,
+                                    void *args, const int *help, cmd_body body,
+                                    struct fb_err *err)
 {
-    double v = 0;
-    enum fb_status st = fb_parse_double(text, what, 0, 99.999, &v, err);
-    if (st == FB_OK)
-        *out = v / 100;
+    struct fb_opts_result res;
+    enum fb_status st = fb_opts_parse_ctx(ctx, argc, argv, args, &res, err);
+    if (st == FB_OK && *help)
+        fb_opts_usage(stdout, ctx);
+    else if (st == FB_OK)
+        st = body(args, res.npositional, res.positional, err);
+    fb_opts_result_free(&res);
     return st;
 }
 
@@ -88,31 +82,15 @@ static void print_str(FILE *f, const struct fb_str *s)
     fflush(f);
 }
 
-/* NCCL log arguments (--nccl-log, repeatable): files or directories. */
-#define LOG_ARGS_MAX 64
-
-struct log_args {
-    const char *a[LOG_ARGS_MAX];
-    int n;
-};
-
-static enum fb_status add_log_arg(struct log_args *l, const char *arg, struct fb_err *err)
-{
-    if (l->n == LOG_ARGS_MAX)
-        return fb_fail(err, FB_ERR_USAGE, "--nccl-log given more than %d times; give directories instead", LOG_ARGS_MAX);
-    l->a[l->n++] = arg;
-    return FB_OK;
-}
-
 /* A result given separately captured NCCL logs: their transport replaces
  * whatever the file says (the file is not changed). */
-static enum fb_status load_with_logs(const char *path, const struct log_args *logs, struct fb_result *r,
-                                     struct fb_err *err)
+static enum fb_status load_with_logs(const char *path, const char *const *logs, int nlogs,
+                                     struct fb_result *r, struct fb_err *err)
 {
-    if (logs->n == 0)
+    if (nlogs == 0)
         return fb_result_load(path, r, err);
     json_object *t = NULL;
-    enum fb_status st = fb_transport_from_args(logs->a, logs->n, &t, err);
+    enum fb_status st = fb_transport_from_args(logs, nlogs, &t, err);
     if (st != FB_OK)
         return st;
     json_object *doc = NULL;
@@ -145,45 +123,44 @@ static const char check_help[] =
     "0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE (docs/report.md).\n"
     "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport.\n";
 
-static enum fb_status cmd_check(int argc, char **argv, struct fb_err *err)
+struct check_args {
+    const char *profile;
+    const char *profile_dirs[PROFILE_DIRS_MAX];
+    int nprofile_dirs;
+    const char *logs[LOG_ARGS_MAX];
+    int nlogs;
+    int json, help;
+};
+
+#define CHECK_ARG(f) offsetof(struct check_args, f)
+
+static const struct fb_opt check_options[] = {
+    {'p', "profile", FB_OPT_STRING, CHECK_ARG(profile), "NAME", "judge against this profile instead of the one picked for the run"},
+    PROFILES_OPTION(struct check_args),
+    {'j', "json", FB_OPT_FLAG, CHECK_ARG(json), NULL, "the verdict as a document (docs/schema/report-check.schema.json)"},
+    NCCL_LOG_OPTION(struct check_args),
+    HELP_OPTION(struct check_args),
+    FB_OPT_END,
+};
+
+static enum fb_status judge_one(const void *args, int npaths, char **paths, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"profile", required_argument, NULL, 'p'}, {"profiles", required_argument, NULL, 'P'},
-        {"json", no_argument, NULL, 'j'}, {"nccl-log", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    struct common com = {0};
-    struct log_args logs = {0};
-    const char *profile = NULL;
-    bool json = false;
-    int c;
-    enum fb_status st = FB_OK;
-    while (st == FB_OK && (c = next_opt(argc, argv, ":p:P:L:jh", longopts, "check", err)) != -1) {
-        switch (c) {
-        case 'L': st = add_log_arg(&logs, optarg, err); break;
-        case 'p': profile = optarg; break;
-        case 'P': if (add_profile_dir(&com, optarg, err) != FB_OK) return err->code; break;
-        case 'j': json = true; break;
-        case 'h': fputs(check_help, stdout); return FB_OK;
-        default: st = err->code; break;
-        }
-    }
-    if (st == FB_OK && argc - optind != 1)
-        st = fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", argc - optind);
+    const struct check_args *a = args;
+    if (npaths != 1)
+        return fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", npaths);
     struct fb_profiles ps = {0};
-    if (st == FB_OK)
-        st = fb_profiles_load_default(com.profile_dirs, com.nprofile_dirs, &ps, err);
+    enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     struct fb_result r;
     if (st == FB_OK)
-        st = load_with_logs(argv[optind], &logs, &r, err);
+        st = load_with_logs(paths[0], a->logs, a->nlogs, &r, err);
     if (st != FB_OK) {
         fb_profiles_free(&ps);
         return st;
     }
     struct fb_verdict v;
-    st = fb_verdict_judge(&r, &ps, profile, &v, err);
+    st = fb_verdict_judge(&r, &ps, a->profile, &v, err);
     if (st == FB_OK) {
-        if (json) {
+        if (a->json) {
             json_object *o = fb_verdict_json(&v, &r);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
             json_object_put(o);
@@ -201,6 +178,12 @@ static enum fb_status cmd_check(int argc, char **argv, struct fb_err *err)
     return st;
 }
 
+static enum fb_status cmd_check(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct check_args a = {0};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, judge_one, err);
+}
+
 /* ---- compare ---- */
 
 static const char compare_help[] =
@@ -211,44 +194,54 @@ static const char compare_help[] =
     "wider where repetitions spread more). Directories are searched for collective results;\n"
     "--latest keeps the newest result of each cluster and collective.\n";
 
-static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
+struct compare_args {
+    int markdown, csv, json;
+    const char *baseline;
+    double noise; /* percent */
+    const char *collective;
+    int latest, allow_mixed, help;
+};
+
+#define COMPARE_ARG(f) offsetof(struct compare_args, f)
+
+static const struct fb_opt compare_options[] = {
+    {0, "markdown", FB_OPT_FLAG, COMPARE_ARG(markdown), NULL, "a list of the results, then a Markdown table"},
+    {0, "csv", FB_OPT_FLAG, COMPARE_ARG(csv), NULL, "one CSV row per size and result"},
+    {0, "json", FB_OPT_FLAG, COMPARE_ARG(json), NULL, "a document (docs/schema/report-compare.schema.json)"},
+    {'b', "baseline", FB_OPT_STRING, COMPARE_ARG(baseline), "N|CLUSTER|FILE", "the result the ratios are against: its position (from 1), cluster or file (default: the first)"},
+    {'n', "noise", FB_OPT_DOUBLE, COMPARE_ARG(noise), "PCT", "half-width of the noise band in percent (default 5)", 0, 99.999},
+    {'C', "collective", FB_OPT_STRING, COMPARE_ARG(collective), "NAME", "only the results of this collective"},
+    {0, "latest", FB_OPT_FLAG, COMPARE_ARG(latest), NULL, "only the newest result of each cluster and collective"},
+    {0, "allow-mixed", FB_OPT_FLAG, COMPARE_ARG(allow_mixed), NULL, "compare different collectives anyway, under a warning"},
+    HELP_OPTION(struct compare_args),
+    FB_OPT_END,
+};
+
+static enum fb_compare_format compare_format(const struct compare_args *a)
 {
-    static const struct option longopts[] = {
-        {"markdown", no_argument, NULL, 'm'}, {"csv", no_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'}, {"baseline", required_argument, NULL, 'b'},
-        {"noise", required_argument, NULL, 'n'}, {"collective", required_argument, NULL, 'C'},
-        {"allow-mixed", no_argument, NULL, 'x'}, {"latest", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    struct fb_compare_opts o = {.format = FB_CMP_TEXT, .noise = 0.05};
-    const char *collective = NULL;
-    bool latest = false;
-    int c, formats = 0;
-    while ((c = next_opt(argc, argv, ":b:n:C:h", longopts, "compare", err)) != -1) {
-        switch (c) {
-        case 'm': o.format = FB_CMP_MARKDOWN; formats++; break;
-        case 'c': o.format = FB_CMP_CSV; formats++; break;
-        case 'j': o.format = FB_CMP_JSON; formats++; break;
-        case 'b': o.baseline = optarg; break;
-        case 'n': if (parse_percent(optarg, "--noise", &o.noise, err) != FB_OK) return err->code; break;
-        case 'C': collective = optarg; break;
-        case 'x': o.allow_mixed = true; break;
-        case 'l': latest = true; break;
-        case 'h': fputs(compare_help, stdout); return FB_OK;
-        default: return err->code;
-        }
-    }
-    if (formats > 1)
+    if (a->markdown)
+        return FB_CMP_MARKDOWN;
+    if (a->csv)
+        return FB_CMP_CSV;
+    return a->json ? FB_CMP_JSON : FB_CMP_TEXT;
+}
+
+static enum fb_status compare_results(const void *args, int npaths, char **paths, struct fb_err *err)
+{
+    const struct compare_args *a = args;
+    if (a->markdown + a->csv + a->json > 1)
         return fb_fail(err, FB_ERR_USAGE, "give one of --markdown, --csv, --json");
-    if (optind == argc)
+    if (npaths == 0)
         return fb_fail(err, FB_ERR_USAGE, "compare needs result files or directories; see fabric-report compare --help");
+    struct fb_compare_opts o = {.format = compare_format(a), .baseline = a->baseline,
+                                .noise = a->noise / 100, .allow_mixed = a->allow_mixed};
     struct fb_result_set set;
-    enum fb_status st = fb_result_set_load((const char *const *)argv + optind, argc - optind, &set, err);
+    enum fb_status st = fb_result_set_load((const char *const *)paths, npaths, &set, err);
     if (st != FB_OK)
         return st;
-    if (collective != NULL)
-        st = fb_result_set_filter(&set, collective, err);
-    if (latest)
+    if (a->collective != NULL)
+        st = fb_result_set_filter(&set, a->collective, err);
+    if (a->latest)
         fb_result_set_latest(&set);
     struct fb_str out = {0};
     if (st == FB_OK)
@@ -258,6 +251,12 @@ static enum fb_status cmd_compare(int argc, char **argv, struct fb_err *err)
     fb_str_free(&out);
     fb_result_set_free(&set);
     return st;
+}
+
+static enum fb_status cmd_compare(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct compare_args a = {.noise = 5};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, compare_results, err);
 }
 
 /* ---- import ---- */
@@ -327,66 +326,57 @@ static void import_note(const char *input, const char *target, json_object *doc)
            n == 1 ? "" : "s", complete ? "" : ", incomplete");
 }
 
-static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
+struct import_args {
+    const char *output, *cluster, *collective, *format, *units;
+    const char *logs[LOG_ARGS_MAX];
+    int nlogs;
+    int help;
+};
+
+#define IMPORT_ARG(f) offsetof(struct import_args, f)
+
+static const struct fb_opt import_options[] = {
+    {'o', "output", FB_OPT_STRING, IMPORT_ARG(output), "OUT.json|DIR/", "write the result to this file, or each result to a file in DIR/ (default: stdout)"},
+    {'c', "cluster", FB_OPT_STRING, IMPORT_ARG(cluster), "NAME", "cluster label of the results (default: the first host, else the file name)"},
+    {'C', "collective", FB_OPT_STRING, IMPORT_ARG(collective), "NAME", "the collective, when the input does not say"},
+    {'f', "format", FB_OPT_STRING, IMPORT_ARG(format), "FORMAT", "auto (from the content, default), nccl-tests-text, nccl-tests-json, perftest-text or perftest-json"},
+    {'u', "units", FB_OPT_STRING, IMPORT_ARG(units), "Gbps|MBps", "perftest --out_json units, when they cannot be inferred"},
+    NCCL_LOG_OPTION(struct import_args),
+    HELP_OPTION(struct import_args),
+    FB_OPT_END,
+};
+
+/* Converts every input before writing any: a bad input writes nothing. */
+static enum fb_status import_all(int npaths, char **paths, enum fb_import_format f,
+                                 const struct fb_import_opts *o, json_object *transport,
+                                 struct fb_import_out *outs, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"cluster", required_argument, NULL, 'c'},
-        {"collective", required_argument, NULL, 'C'}, {"format", required_argument, NULL, 'f'},
-        {"units", required_argument, NULL, 'u'}, {"nccl-log", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    struct fb_import_opts o = {.mtime = -1};
-    enum fb_import_format f = FB_IMPORT_AUTO;
-    const char *output = NULL;
-    struct log_args logs = {0};
-    json_object *transport = NULL;
-    int c;
-    while ((c = next_opt(argc, argv, ":o:c:C:f:u:L:h", longopts, "import", err)) != -1) {
-        switch (c) {
-        case 'L': if (add_log_arg(&logs, optarg, err) != FB_OK) return err->code; break;
-        case 'o': output = optarg; break;
-        case 'c': o.cluster = optarg; break;
-        case 'C': o.collective = optarg; break;
-        case 'f': if (fb_import_format_parse(optarg, &f, err) != FB_OK) return err->code; break;
-        case 'u': o.units = optarg; break;
-        case 'h': fputs(import_help, stdout); return FB_OK;
-        default: return err->code;
-        }
-    }
     enum fb_status st = FB_OK;
-    if (optind == argc)
-        st = fb_fail(err, FB_ERR_USAGE, "import needs at least one FILE; see fabric-report import --help");
-    else if (o.collective != NULL && !fb_collective_known(o.collective))
-        st = fail_collective_option(o.collective, err);
-    else if (logs.n > 0)
-        st = fb_transport_from_args(logs.a, logs.n, &transport, err);
-    if (st != FB_OK)
-        return st;
-    bool to_dir = output != NULL && (is_dir(output) || output[strlen(output) - 1] == '/');
-    /* Convert everything first: a bad input writes nothing. */
-    struct fb_import_out *outs = calloc((size_t)(argc - optind), sizeof *outs);
-    if (outs == NULL) {
-        if (transport != NULL)
-            json_object_put(transport);
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing");
-    }
-    size_t total = 0;
-    for (int i = optind; i < argc && st == FB_OK; i++) {
-        st = import_one(argv[i], f, &o, &outs[i - optind], err);
-        total += outs[i - optind].n;
-        for (size_t k = 0; st == FB_OK && transport != NULL && k < outs[i - optind].n; k++) {
-            json_object *doc = outs[i - optind].docs[k];
+    struct fb_import_opts one = *o;
+    for (int i = 0; i < npaths && st == FB_OK; i++) {
+        st = import_one(paths[i], f, &one, &outs[i], err);
+        for (size_t k = 0; st == FB_OK && transport != NULL && k < outs[i].n; k++) {
+            json_object *doc = outs[i].docs[k];
             const char *kind = fb_json_get_string(doc, "kind");
             if (kind != NULL && strcmp(kind, "collective") == 0)
                 json_object_object_add(doc, "transport", json_object_get(transport));
         }
     }
-    if (transport != NULL)
-        json_object_put(transport);
-    if (st == FB_OK && total > 1 && !to_dir)
+    return st;
+}
+
+static enum fb_status write_imports(int npaths, char **paths, const char *output,
+                                    const struct fb_import_out *outs, struct fb_err *err)
+{
+    bool to_dir = output != NULL && (is_dir(output) || output[strlen(output) - 1] == '/');
+    size_t total = 0;
+    for (int i = 0; i < npaths; i++)
+        total += outs[i].n;
+    enum fb_status st = FB_OK;
+    if (total > 1 && !to_dir)
         st = fb_fail(err, FB_ERR_USAGE, "the inputs hold %zu results; write them to a directory with -o DIR/", total);
-    for (int i = optind; i < argc && st == FB_OK; i++) {
-        const struct fb_import_out *out = &outs[i - optind];
+    for (int i = 0; i < npaths && st == FB_OK; i++) {
+        const struct fb_import_out *out = &outs[i];
         for (size_t k = 0; k < out->n && st == FB_OK; k++) {
             if (output == NULL) {
                 printf("%s\n", json_object_to_json_string_ext(out->docs[k], JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -394,18 +384,54 @@ static enum fb_status cmd_import(int argc, char **argv, struct fb_err *err)
             }
             char target[PATH_MAX];
             if (to_dir)
-                import_target(output, argv[i], out->docs[k], out->n > 1, target, sizeof target);
+                import_target(output, paths[i], out->docs[k], out->n > 1, target, sizeof target);
             else
                 snprintf(target, sizeof target, "%s", output);
             st = fb_json_write_atomic(target, out->docs[k], err);
             if (st == FB_OK)
-                import_note(argv[i], target, out->docs[k]);
+                import_note(paths[i], target, out->docs[k]);
         }
     }
-    for (int i = optind; i < argc; i++)
-        fb_import_out_free(&outs[i - optind]);
+    return st;
+}
+
+static enum fb_status import_files(const void *args, int npaths, char **paths, struct fb_err *err)
+{
+    const struct import_args *a = args;
+    struct fb_import_opts o = {.cluster = a->cluster, .collective = a->collective,
+                               .units = a->units, .mtime = -1};
+    enum fb_import_format f = FB_IMPORT_AUTO;
+    json_object *transport = NULL;
+    enum fb_status st = a->format != NULL ? fb_import_format_parse(a->format, &f, err) : FB_OK;
+    if (st != FB_OK)
+        return st;
+    if (npaths == 0)
+        st = fb_fail(err, FB_ERR_USAGE, "import needs at least one FILE; see fabric-report import --help");
+    else if (o.collective != NULL && !fb_collective_known(o.collective))
+        st = fail_collective_option(o.collective, err);
+    else if (a->nlogs > 0)
+        st = fb_transport_from_args(a->logs, a->nlogs, &transport, err);
+    if (st != FB_OK)
+        return st;
+    struct fb_import_out *outs = calloc((size_t)npaths, sizeof *outs);
+    if (outs == NULL)
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory importing");
+    else
+        st = import_all(npaths, paths, f, &o, transport, outs, err);
+    if (transport != NULL)
+        json_object_put(transport);
+    if (st == FB_OK)
+        st = write_imports(npaths, paths, a->output, outs, err);
+    for (int i = 0; outs != NULL && i < npaths; i++)
+        fb_import_out_free(&outs[i]);
     free(outs);
     return st;
+}
+
+static enum fb_status cmd_import(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct import_args a = {0};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, import_files, err);
 }
 
 /* ---- plot ---- */
@@ -453,61 +479,61 @@ static enum fb_status parse_size_opt(const char *text, struct fb_plot_opts *o, s
     return FB_OK;
 }
 
-static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
+struct plot_args {
+    const char *output;
+    const char *named[PLOT_PROFILES_MAX];
+    int nnamed;
+    const char *profile_dirs[PROFILE_DIRS_MAX];
+    int nprofile_dirs;
+    int no_auto_profile;
+    const char *size, *title;
+    int logy;
+    const char *script, *collective;
+    int latest, help;
+};
+
+#define PLOT_ARG(f) offsetof(struct plot_args, f)
+
+static const struct fb_opt plot_options[] = {
+    {'o', "output", FB_OPT_STRING, PLOT_ARG(output), "FILE.png|FILE.svg", "the picture to write"},
+    {'p', "profile", FB_OPT_STRING, PLOT_ARG(named), "NAME", "also draw this profile's lines",
+     .max_count = PLOT_PROFILES_MAX, .count_offset = PLOT_ARG(nnamed)},
+    PROFILES_OPTION(struct plot_args),
+    {0, "no-auto-profile", FB_OPT_FLAG, PLOT_ARG(no_auto_profile), NULL, "no lines of the profiles picked for each result"},
+    {'s', "size", FB_OPT_STRING, PLOT_ARG(size), "WxH", "picture size in pixels (default 1200x700)"},
+    {'t', "title", FB_OPT_STRING, PLOT_ARG(title), "TEXT", "the title (default: the collective and the clusters)"},
+    {0, "logy", FB_OPT_FLAG, PLOT_ARG(logy), NULL, "logarithmic busBW axis"},
+    {'S', "script", FB_OPT_STRING, PLOT_ARG(script), "FILE.gp", "keep the gnuplot script, its data beside it"},
+    {'C', "collective", FB_OPT_STRING, PLOT_ARG(collective), "NAME", "only the results of this collective"},
+    {0, "latest", FB_OPT_FLAG, PLOT_ARG(latest), NULL, "only the newest result of each cluster and collective"},
+    HELP_OPTION(struct plot_args),
+    FB_OPT_END,
+};
+
+static enum fb_status plot_results(const void *args, int npaths, char **paths, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"profile", required_argument, NULL, 'p'},
-        {"profiles", required_argument, NULL, 'P'}, {"no-auto-profile", no_argument, NULL, 'N'},
-        {"size", required_argument, NULL, 's'}, {"title", required_argument, NULL, 't'},
-        {"logy", no_argument, NULL, 'l'}, {"script", required_argument, NULL, 'S'},
-        {"collective", required_argument, NULL, 'C'}, {"latest", no_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    struct fb_plot_opts o = {.width = 1200, .height = 700};
-    bool latest = false;
-    struct common com = {0};
-    const char *named[16];
-    int nnamed = 0;
-    bool auto_profiles = true;
-    const char *collective = NULL;
-    int c;
-    while ((c = next_opt(argc, argv, ":o:p:P:s:t:S:C:h", longopts, "plot", err)) != -1) {
-        switch (c) {
-        case 'o': o.out = optarg; break;
-        case 'p':
-            if (nnamed == 16)
-                return fb_fail(err, FB_ERR_USAGE, "at most 16 --profile options");
-            named[nnamed++] = optarg;
-            break;
-        case 'P': if (add_profile_dir(&com, optarg, err) != FB_OK) return err->code; break;
-        case 'N': auto_profiles = false; break;
-        case 's': if (parse_size_opt(optarg, &o, err) != FB_OK) return err->code; break;
-        case 't': o.title = optarg; break;
-        case 'l': o.logy = true; break;
-        case 'S': o.script = optarg; break;
-        case 'C': collective = optarg; break;
-        case 'T': latest = true; break;
-        case 'h': fputs(plot_help, stdout); return FB_OK;
-        default: return err->code;
-        }
-    }
+    const struct plot_args *a = args;
+    struct fb_plot_opts o = {.out = a->output, .width = 1200, .height = 700, .title = a->title,
+                             .logy = a->logy, .script = a->script};
+    if (a->size != NULL && parse_size_opt(a->size, &o, err) != FB_OK)
+        return err->code;
     if (o.out == NULL)
         return fb_fail(err, FB_ERR_USAGE, "plot needs -o FILE.png or -o FILE.svg");
-    if (optind == argc)
+    if (npaths == 0)
         return fb_fail(err, FB_ERR_USAGE, "plot needs result files or directories; see fabric-report plot --help");
     struct fb_profiles ps;
-    enum fb_status st = fb_profiles_load_default(com.profile_dirs, com.nprofile_dirs, &ps, err);
+    enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     if (st != FB_OK)
         return st;
     struct fb_result_set set;
-    st = fb_result_set_load((const char *const *)argv + optind, argc - optind, &set, err);
+    st = fb_result_set_load((const char *const *)paths, npaths, &set, err);
     if (st != FB_OK) {
         fb_profiles_free(&ps);
         return st;
     }
-    if (collective != NULL)
-        st = fb_result_set_filter(&set, collective, err);
-    if (latest)
+    if (a->collective != NULL)
+        st = fb_result_set_filter(&set, a->collective, err);
+    if (a->latest)
         fb_result_set_latest(&set);
     if (st == FB_OK)
         st = fb_result_set_same_collective(&set, err);
@@ -515,16 +541,16 @@ static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
     size_t nlines = 0;
     char known[1024];
     fb_profiles_names(&ps, known, sizeof known);
-    for (int i = 0; st == FB_OK && i < nnamed; i++) {
-        const struct fb_profile *p = fb_profile_find(&ps, named[i]);
+    for (int i = 0; st == FB_OK && i < a->nnamed; i++) {
+        const struct fb_profile *p = fb_profile_find(&ps, a->named[i]);
         if (p == NULL)
-            st = fb_fail(err, FB_ERR_USAGE, "unknown profile '%s'; known: %s", named[i], known);
+            st = fb_fail(err, FB_ERR_USAGE, "unknown profile '%s'; known: %s", a->named[i], known);
         else if (fb_profile_expect(p, set.r[0].collective) == NULL)
-            st = fb_fail(err, FB_ERR_USAGE, "profile '%s' has no figures for %s", named[i], set.r[0].collective);
+            st = fb_fail(err, FB_ERR_USAGE, "profile '%s' has no figures for %s", a->named[i], set.r[0].collective);
         else
             add_lines(p, set.r[0].collective, lines, &nlines, 48);
     }
-    for (size_t i = 0; st == FB_OK && auto_profiles && i < set.n; i++) {
+    for (size_t i = 0; st == FB_OK && !a->no_auto_profile && i < set.n; i++) {
         char why[256];
         const struct fb_profile *p = fb_profile_pick(&ps, &set.r[i], why, sizeof why);
         if (p != NULL)
@@ -539,6 +565,12 @@ static enum fb_status cmd_plot(int argc, char **argv, struct fb_err *err)
     return st;
 }
 
+static enum fb_status cmd_plot(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct plot_args a = {0};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, plot_results, err);
+}
+
 /* ---- baseline ---- */
 
 static const char baseline_help[] =
@@ -548,59 +580,60 @@ static const char baseline_help[] =
     "Written to ~/.config/fabric-bench/profiles/NAME.json (XDG_CONFIG_HOME honoured) unless -o;\n"
     "commit it under results/reference/ to share it.\n";
 
-static enum fb_status cmd_baseline(int argc, char **argv, struct fb_err *err)
+struct baseline_args {
+    const char *name, *output;
+    double tolerance; /* percent */
+    int force;
+    const char *profile_dirs[PROFILE_DIRS_MAX];
+    int nprofile_dirs;
+    int help;
+};
+
+#define BASELINE_ARG(f) offsetof(struct baseline_args, f)
+
+static const struct fb_opt baseline_options[] = {
+    {'n', "name", FB_OPT_STRING, BASELINE_ARG(name), "NAME", "the new profile's name: letters, digits, '.', '_' and '-'"},
+    {'o', "output", FB_OPT_STRING, BASELINE_ARG(output), "FILE", "write the profile here instead of the user profile directory"},
+    {'t', "tolerance", FB_OPT_DOUBLE, BASELINE_ARG(tolerance), "PCT", "floor = typical minus this percentage (default 10)", 0, 99.999},
+    {'f', "force", FB_OPT_FLAG, BASELINE_ARG(force), NULL, "replace an existing profile or file"},
+    PROFILES_OPTION(struct baseline_args),
+    HELP_OPTION(struct baseline_args),
+    FB_OPT_END,
+};
+
+static enum fb_status save_baseline(const void *args, int npaths, char **paths, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"name", required_argument, NULL, 'n'}, {"output", required_argument, NULL, 'o'},
-        {"tolerance", required_argument, NULL, 't'}, {"force", no_argument, NULL, 'f'},
-        {"profiles", required_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    struct common com = {0};
-    const char *name = NULL, *output = NULL;
-    double tolerance = 0.10;
-    bool force = false;
-    int c;
-    while ((c = next_opt(argc, argv, ":n:o:t:P:fh", longopts, "baseline", err)) != -1) {
-        switch (c) {
-        case 'n': name = optarg; break;
-        case 'o': output = optarg; break;
-        case 't': if (parse_percent(optarg, "--tolerance", &tolerance, err) != FB_OK) return err->code; break;
-        case 'f': force = true; break;
-        case 'P': if (add_profile_dir(&com, optarg, err) != FB_OK) return err->code; break;
-        case 'h': fputs(baseline_help, stdout); return FB_OK;
-        default: return err->code;
-        }
-    }
-    if (name == NULL)
+    const struct baseline_args *a = args;
+    if (a->name == NULL)
         return fb_fail(err, FB_ERR_USAGE, "baseline needs --name NAME for the new profile");
-    if (!fb_profile_name_ok(name))
-        return fb_fail(err, FB_ERR_USAGE, "--name %s: use letters, digits, '.', '_' and '-' only", name);
-    if (optind == argc)
+    if (!fb_profile_name_ok(a->name))
+        return fb_fail(err, FB_ERR_USAGE, "--name %s: use letters, digits, '.', '_' and '-' only", a->name);
+    if (npaths == 0)
         return fb_fail(err, FB_ERR_USAGE, "baseline needs at least one RESULT.json of a known-good run");
     char target[PATH_MAX];
-    if (output != NULL) {
-        snprintf(target, sizeof target, "%s", output);
+    if (a->output != NULL) {
+        snprintf(target, sizeof target, "%s", a->output);
     } else {
         char dir[PATH_MAX - 80];
         enum fb_status st = fb_profile_user_dir(dir, sizeof dir, err);
         if (st != FB_OK)
             return st;
-        snprintf(target, sizeof target, "%s/%s.json", dir, name);
+        snprintf(target, sizeof target, "%s/%s.json", dir, a->name);
     }
     struct fb_profiles ps;
-    enum fb_status st = fb_profiles_load_default(com.profile_dirs, com.nprofile_dirs, &ps, err);
+    enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     if (st != FB_OK)
         return st;
-    const struct fb_profile *clash = fb_profile_find(&ps, name);
-    if (clash != NULL && !force)
-        st = fb_fail(err, FB_ERR_USAGE, "profile '%s' already exists (%s); choose another --name or add --force to replace it", name, clash->path);
-    else if (access(target, F_OK) == 0 && !force)
+    const struct fb_profile *clash = fb_profile_find(&ps, a->name);
+    if (clash != NULL && !a->force)
+        st = fb_fail(err, FB_ERR_USAGE, "profile '%s' already exists (%s); choose another --name or add --force to replace it", a->name, clash->path);
+    else if (access(target, F_OK) == 0 && !a->force)
         st = fb_fail(err, FB_ERR_USAGE, "%s already exists; add --force to replace it", target);
     fb_profiles_free(&ps);
     if (st != FB_OK)
         return st;
     struct fb_result_set set;
-    st = fb_result_set_load((const char *const *)argv + optind, argc - optind, &set, err);
+    st = fb_result_set_load((const char *const *)paths, npaths, &set, err);
     if (st != FB_OK)
         return st;
     const struct fb_result **runs = calloc(set.n, sizeof *runs);
@@ -610,16 +643,22 @@ static enum fb_status cmd_baseline(int argc, char **argv, struct fb_err *err)
     for (size_t i = 0; st == FB_OK && i < set.n; i++)
         runs[i] = &set.r[i];
     if (st == FB_OK)
-        st = fb_profile_from_results(runs, set.n, name, tolerance, &doc, err);
+        st = fb_profile_from_results(runs, set.n, a->name, a->tolerance / 100, &doc, err);
     if (st == FB_OK)
         st = fb_json_write_atomic(target, doc, err);
     if (st == FB_OK)
-        printf("saved profile %s to %s; check runs against it: fabric-report check RESULT.json --profile %s\n", name, target, name);
+        printf("saved profile %s to %s; check runs against it: fabric-report check RESULT.json --profile %s\n", a->name, target, a->name);
     if (doc != NULL)
         json_object_put(doc);
     free(runs);
     fb_result_set_free(&set);
     return st;
+}
+
+static enum fb_status cmd_baseline(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct baseline_args a = {.tolerance = 10};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, save_baseline, err);
 }
 
 /* ---- transport ---- */
@@ -630,27 +669,26 @@ static const char transport_help[] =
     "process as NCCL_DEBUG_FILE=DIR/nccl.%h.%p writes them, or any output holding the\n"
     "INFO lines). --json prints the results-schema \"transport\" object.\n";
 
-static enum fb_status cmd_transport(int argc, char **argv, struct fb_err *err)
+struct transport_args {
+    int json, help;
+};
+
+static const struct fb_opt transport_options[] = {
+    {'j', "json", FB_OPT_FLAG, offsetof(struct transport_args, json), NULL, "the results-schema \"transport\" object"},
+    HELP_OPTION(struct transport_args),
+    FB_OPT_END,
+};
+
+static enum fb_status show_transport(const void *args, int npaths, char **paths, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    bool json = false;
-    int c;
-    while ((c = next_opt(argc, argv, ":jh", longopts, "transport", err)) != -1) {
-        switch (c) {
-        case 'j': json = true; break;
-        case 'h': fputs(transport_help, stdout); return FB_OK;
-        default: return err->code;
-        }
-    }
-    if (optind == argc)
+    const struct transport_args *a = args;
+    if (npaths == 0)
         return fb_fail(err, FB_ERR_USAGE, "transport needs NCCL log files or a directory of them; see fabric-report transport --help");
     json_object *t = NULL;
-    enum fb_status st = fb_transport_from_args((const char *const *)argv + optind, argc - optind, &t, err);
+    enum fb_status st = fb_transport_from_args((const char *const *)paths, npaths, &t, err);
     if (st != FB_OK)
         return st;
-    if (json) {
+    if (a->json) {
         printf("%s\n", json_object_to_json_string_ext(t, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     } else {
         struct fb_str text = {0};
@@ -662,35 +700,46 @@ static enum fb_status cmd_transport(int argc, char **argv, struct fb_err *err)
     return FB_OK;
 }
 
+static enum fb_status cmd_transport(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct transport_args a = {0};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, show_transport, err);
+}
+
 /* ---- profiles ---- */
 
-static enum fb_status cmd_profiles(int argc, char **argv, struct fb_err *err)
+static const char profiles_help[] =
+    "usage: fabric-report profiles [--json] [--profiles DIR]\n"
+    "Lists the reference profiles found and their files.\n";
+
+struct profiles_args {
+    int json;
+    const char *profile_dirs[PROFILE_DIRS_MAX];
+    int nprofile_dirs;
+    int help;
+};
+
+static const struct fb_opt profiles_options[] = {
+    {'j', "json", FB_OPT_FLAG, offsetof(struct profiles_args, json), NULL, "a list of name, revision, role, description and file"},
+    PROFILES_OPTION(struct profiles_args),
+    HELP_OPTION(struct profiles_args),
+    FB_OPT_END,
+};
+
+static enum fb_status list_profiles(const void *args, int npaths, char **paths, struct fb_err *err)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"profiles", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    struct common com = {0};
-    bool json = false;
-    int c;
-    while ((c = next_opt(argc, argv, ":P:jh", longopts, "profiles", err)) != -1) {
-        switch (c) {
-        case 'j': json = true; break;
-        case 'P': if (add_profile_dir(&com, optarg, err) != FB_OK) return err->code; break;
-        case 'h': fputs("usage: fabric-report profiles [--json] [--profiles DIR]\nLists the reference profiles found and their files.\n", stdout); return FB_OK;
-        default: return err->code;
-        }
-    }
-    if (optind != argc)
+    const struct profiles_args *a = args;
+    (void)paths;
+    if (npaths != 0)
         return fb_fail(err, FB_ERR_USAGE, "profiles takes no arguments");
     struct fb_profiles ps;
-    enum fb_status st = fb_profiles_load_default(com.profile_dirs, com.nprofile_dirs, &ps, err);
+    enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     if (st != FB_OK)
         return st;
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < ps.n; i++) {
         const struct fb_profile *p = &ps.p[i];
-        if (!json) {
+        if (!a->json) {
             printf("%-22s r%-2ld %-7s %s\n%-30s%s\n", p->name, p->revision, p->target ? "target" : "symptom",
                    p->description, "", p->path);
             continue;
@@ -703,20 +752,28 @@ static enum fb_status cmd_profiles(int argc, char **argv, struct fb_err *err)
         json_object_object_add(o, "file", json_object_new_string(p->path));
         json_object_array_add(arr, o);
     }
-    if (json)
+    if (a->json)
         printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(arr);
     fb_profiles_free(&ps);
     return FB_OK;
 }
 
-static const struct {
-    const char *name;
-    enum fb_status (*run)(int argc, char **argv, struct fb_err *err);
-} commands[] = {
-    {"check", cmd_check}, {"compare", cmd_compare}, {"import", cmd_import},
-    {"plot", cmd_plot}, {"baseline", cmd_baseline}, {"transport", cmd_transport},
-    {"profiles", cmd_profiles},
+static enum fb_status cmd_profiles(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct profiles_args a = {0};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, list_profiles, err);
+}
+
+static const struct fb_subcmd commands[] = {
+    {"check", check_options, check_help, cmd_check},
+    {"compare", compare_options, compare_help, cmd_compare},
+    {"import", import_options, import_help, cmd_import},
+    {"plot", plot_options, plot_help, cmd_plot},
+    {"baseline", baseline_options, baseline_help, cmd_baseline},
+    {"transport", transport_options, transport_help, cmd_transport},
+    {"profiles", profiles_options, profiles_help, cmd_profiles},
+    {NULL},
 };
 
 int main(int argc, char **argv)
@@ -736,13 +793,12 @@ int main(int argc, char **argv)
         printf("fabric-report %s\n", FB_VERSION);
         return FB_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
-        if (strcmp(argv[1], commands[i].name) != 0)
-            continue;
+    const struct fb_subcmd *cmd = fb_subcmd_find(commands, argv[1]);
+    if (cmd != NULL) {
         struct fb_err err = {0};
-        enum fb_status st = commands[i].run(argc - 1, argv + 1, &err);
+        enum fb_status st = fb_subcmd_run("fabric-report", cmd, argc, argv, &err);
         if (err.code != FB_OK)
-            fprintf(stderr, "fabric-report %s: %s\n", commands[i].name, err.msg);
+            fprintf(stderr, "fabric-report %s: %s\n", cmd->name, err.msg);
         return (int)st;
     }
     fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline, transport or profiles (fabric-report --help)\n", argv[1]);
