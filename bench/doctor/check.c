@@ -18,27 +18,38 @@ static void flatten(char *s)
             *s = ' ';
 }
 
-void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
+/* Formats into a fixed field of a check, kept to one line. */
+static void vformat_line(char *field, size_t len, const char *fmt, va_list ap)
+{
+    vsnprintf(field, len, fmt, ap);
+    flatten(field);
+}
+
+void fb_outcome_keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
+                           enum fb_check_outcome v, const char *fmt, va_list ap)
 {
     /* The first setter decides the skip/ok baseline; afterwards only a worse
      * verdict may overwrite what was said. */
-    if (c->evidence[0] != '\0' && v <= c->verdict)
+    if (why[0] != '\0' && v <= *kept)
         return;
-    c->verdict = v;
+    *kept = v;
+    vformat_line(why, len, fmt, ap);
+}
+
+void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->evidence, sizeof c->evidence, fmt, ap);
+    fb_outcome_keep_worst(&c->verdict, c->evidence, sizeof c->evidence, v, fmt, ap);
     va_end(ap);
-    flatten(c->evidence);
 }
 
 void fb_check_fix(struct fb_check *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->fix, sizeof c->fix, fmt, ap);
+    vformat_line(c->fix, sizeof c->fix, fmt, ap);
     va_end(ap);
-    flatten(c->fix);
 }
 
 void fb_check_note(struct fb_check *c, const char *fmt, ...)

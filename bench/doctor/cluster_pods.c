@@ -131,6 +131,7 @@ static size_t offered(json_object *node, char *buf, size_t len)
     return n;
 }
 
+/* A pod's worst finding, kept as a check keeps its own (fb_check_set's rule). */
 struct pod_verdict {
     enum fb_check_outcome v;
     char why[384];
@@ -141,12 +142,9 @@ static void pod_set(struct pod_verdict *pv, enum fb_check_outcome v, const char 
 
 static void pod_set(struct pod_verdict *pv, enum fb_check_outcome v, const char *fmt, ...)
 {
-    if (v <= pv->v)
-        return;
-    pv->v = v;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pv->why, sizeof pv->why, fmt, ap);
+    fb_outcome_keep_worst(&pv->v, pv->why, sizeof pv->why, v, fmt, ap);
     va_end(ap);
 }
 
