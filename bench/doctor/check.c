@@ -84,6 +84,18 @@ void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     memcpy(c->culprits[c->nculprits++], name, sizeof name);
 }
 
+const void *fb_check_table_find(const void *table, size_t table_size, size_t row_size,
+                                const char *name)
+{
+    const char *row = table;
+    for (size_t at = 0; at + row_size <= table_size; at += row_size) {
+        const char *row_name = *(const char *const *)(const void *)(row + at);
+        if (strcmp(row_name, name) == 0)
+            return row + at;
+    }
+    return NULL;
+}
+
 const char *fb_verdict_name(enum fb_check_outcome v)
 {
     switch (v) {

@@ -63,6 +63,12 @@ void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 bool fb_check_has_culprit(const struct fb_check *c, const char *name);
 
+/* The node and cluster check tables are arrays of rows of their own types,
+ * each row starting with the check's name (a const char *). Returns the row
+ * named `name` among table_size / row_size rows, or NULL. */
+const void *fb_check_table_find(const void *table, size_t table_size, size_t row_size,
+                                const char *name);
+
 const char *fb_verdict_name(enum fb_check_outcome v);  /* "ok", "warn", "fail", "skip" */
 const char *fb_verdict_label(enum fb_check_outcome v); /* "OK", "WARN", "FAIL", "SKIP" */
 
