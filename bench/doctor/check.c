@@ -64,6 +64,14 @@ void fb_check_note(struct fb_check *c, const char *fmt, ...)
     flatten(c->evidence);
 }
 
+bool fb_check_fails_on(struct fb_check *c, enum fb_status st, const struct fb_err *err)
+{
+    if (st == FB_OK)
+        return false;
+    fb_check_set(c, FB_CHECK_FAIL, "%s", err->msg);
+    return true;
+}
+
 bool fb_check_has_culprit(const struct fb_check *c, const char *name)
 {
     for (size_t i = 0; i < c->nculprits; i++)

@@ -58,6 +58,11 @@ void fb_check_fix(struct fb_check *c, const char *fmt, ...)
 void fb_check_note(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A check that cannot read or parse what it judges fails with the one-line
+ * message of the call that could not: true when `st` is not FB_OK, so a
+ * check writes `if (fb_check_fails_on(c, read(..., &err), &err)) return;`. */
+bool fb_check_fails_on(struct fb_check *c, enum fb_status st, const struct fb_err *err);
+
 /* Records a culprit once (duplicates ignored, silently capped). */
 void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

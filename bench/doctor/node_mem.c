@@ -77,6 +77,16 @@ enum fb_status fb_node_has_ipc_lock(const struct fb_node_ctx *ctx, bool *held, c
     return FB_OK;
 }
 
+/* The judged process's /proc could not be read: the check fails, and says
+ * where it can be. */
+static bool fails_without_proc(struct fb_check *c, enum fb_status st, const struct fb_err *err)
+{
+    if (!fb_check_fails_on(c, st, err))
+        return false;
+    fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    return true;
+}
+
 static const char *memlock_fix =
     "raise it to unlimited: ulimit -l unlimited, LimitMEMLOCK=infinity (systemd), memlock "
     "unlimited in /etc/security/limits.conf, docker --ulimit memlock=-1; or add IPC_LOCK to "
@@ -86,11 +96,8 @@ void fb_node_check_memlock(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     struct fb_err err = {FB_OK, ""};
     unsigned long long limit = 0;
-    if (fb_node_memlock(ctx, &limit, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    if (fails_without_proc(c, fb_node_memlock(ctx, &limit, &err), &err))
         return;
-    }
     if (limit == UINT64_MAX) {
         fb_check_set(c, FB_CHECK_OK, "RLIMIT_MEMLOCK unlimited (%s/limits)", ctx->proc);
         return;
@@ -115,11 +122,8 @@ void fb_node_check_ipc_lock(const struct fb_node_ctx *ctx, struct fb_check *c)
     struct fb_err err = {FB_OK, ""};
     bool cap = false;
     char capeff[32];
-    if (fb_node_has_ipc_lock(ctx, &cap, capeff, sizeof capeff, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    if (fails_without_proc(c, fb_node_has_ipc_lock(ctx, &cap, capeff, sizeof capeff, &err), &err))
         return;
-    }
     if (cap) {
         fb_check_set(c, FB_CHECK_OK, "CAP_IPC_LOCK held (CapEff %s)", capeff);
         return;
@@ -232,11 +236,8 @@ void fb_node_check_shm(const struct fb_node_ctx *ctx, struct fb_check *c)
     struct fb_err err = {FB_OK, ""};
     struct shm_mount m;
     char source[128];
-    if (find_shm_mount(ctx, &m, source, sizeof source, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    if (fails_without_proc(c, find_shm_mount(ctx, &m, source, sizeof source, &err), &err))
         return;
-    }
     if (!m.found) {
         if (!fb_rootfs_is_dir(ctx->root, "/dev/shm")) {
             fb_check_set(c, FB_CHECK_FAIL, "no /dev/shm: NCCL cannot create its shared-memory "

@@ -168,6 +168,18 @@ static void every_check_is_found_by_its_name(void)
     CHECK(fb_cluster_check_find("peermem") == NULL);
 }
 
+static void check_fails_on_a_failed_read(void)
+{
+    struct fb_check c;
+    fb_check_init(&c, "x");
+    struct fb_err err = {FB_OK, ""};
+    CHECK(!fb_check_fails_on(&c, FB_OK, &err));
+    CHECK_INT(c.verdict, FB_CHECK_SKIP);
+    CHECK(fb_check_fails_on(&c, fb_fail(&err, FB_ERR_INPUT, "cannot read %s", "/proc/x"), &err));
+    CHECK_INT(c.verdict, FB_CHECK_FAIL);
+    CHECK_STR(c.evidence, "cannot read /proc/x");
+}
+
 static void check_culprits_unique(void)
 {
     struct fb_check c;
@@ -327,6 +339,7 @@ int main(void)
     RUN(outcome_kept_outside_a_check);
     RUN(check_table_finds_rows_by_name);
     RUN(every_check_is_found_by_its_name);
+    RUN(check_fails_on_a_failed_read);
     RUN(check_culprits_unique);
     RUN(exit_codes_follow_the_worst);
     RUN(strbuf_truncates_visibly);
