@@ -10,12 +10,10 @@
 
 static void read_attr(const char *root, char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static char **list_dir(const char *root, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-/* sysfs is read best effort: a missing attribute leaves the field empty and a
- * missing directory lists nothing, and the check that needs it says so. The
- * path is a format ("/sys/class/net/%s/mtu"). */
+/* sysfs attributes are best effort: a missing one leaves the field empty
+ * and the check that needs it says so. The path is a format
+ * ("/sys/class/net/%s/operstate"). */
 static void read_attr(const char *root, char *buf, size_t len, const char *fmt, ...)
 {
     char path[FB_ROOTFS_PATH_MAX];
@@ -28,14 +26,12 @@ static void read_attr(const char *root, char *buf, size_t len, const char *fmt, 
         buf[0] = '\0';
 }
 
-/* Names in a directory (free with fb_rootfs_free_list); none when unreadable. */
-static char **list_dir(const char *root, size_t *n, const char *fmt, ...)
+/* Names in /sys/class/infiniband/DEV/SUB (free with fb_rootfs_free_list);
+ * best effort too: none when it cannot be listed. */
+static char **list_dev_dir(const char *root, const char *dev, const char *sub, size_t *n)
 {
     char path[FB_ROOTFS_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
+    snprintf(path, sizeof path, "/sys/class/infiniband/%s/%s", dev, sub);
     char **names = NULL;
     struct fb_err ignored = {FB_OK, ""};
     *n = 0;
@@ -66,7 +62,7 @@ static void read_netdevs(const char *root, struct fb_inv_rdma *d)
     /* The PCI function's net/ directory names the netdev of both RoCE and
      * IPoIB; a RoCE port's GID table is the fallback where device/ is hidden. */
     size_t n = 0;
-    char **names = list_dir(root, &n, "/sys/class/infiniband/%s/device/net", d->name);
+    char **names = list_dev_dir(root, d->name, "device/net", &n);
     for (size_t i = 0; i < n && d->nnetdevs < FB_INV_NETDEVS_MAX; i++)
         snprintf(d->netdev[d->nnetdevs++], FB_INV_NAME_MAX, "%s", names[i]);
     fb_rootfs_free_list(names, n);
@@ -103,7 +99,7 @@ enum fb_status fb_inv_rdma_scan(const char *root, struct fb_inv_rdma **out, size
         struct fb_inv_rdma *d = &devs[i];
         snprintf(d->name, sizeof d->name, "%s", names[i]);
         size_t np = 0;
-        char **ports = list_dir(root, &np, "/sys/class/infiniband/%s/ports", d->name);
+        char **ports = list_dev_dir(root, d->name, "ports", &np);
         for (size_t p = 0; p < np && d->nports < FB_INV_PORTS_MAX; p++)
             read_port(root, d->name, ports[p], &d->port[d->nports++]);
         fb_rootfs_free_list(ports, np);
