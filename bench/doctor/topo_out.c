@@ -28,12 +28,7 @@ static void nearest_list(const struct fb_topo *t, const struct fb_affinity *a, s
 static void serves_list(const struct fb_topo *t, const struct fb_affinity *a, size_t n,
                         char *buf, size_t len)
 {
-    size_t used = 0, k = 0;
-    buf[0] = '\0';
-    for (size_t g = 0; g < t->ngpus; g++)
-        if (a->ranks[g].nic == (long)n)
-            fb_strbuf_append(buf, len, &used, "%sGPU%zu", k++ ? "," : "", g);
-    if (k == 0)
+    if (fb_affinity_served(t, a, n, ",", buf, len) == 0)
         snprintf(buf, len, "%s", a->fabric[n] ? "-" : "(not fabric)");
 }
 
