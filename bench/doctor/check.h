@@ -45,6 +45,7 @@ void fb_check_init(struct fb_check *c, const char *name);
  * order and report the worst. */
 void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
 /* fb_check_set's rule for a verdict and its one-line reason kept elsewhere
  * (a pod's, inside the pod-fabric check). */
 void fb_outcome_keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
