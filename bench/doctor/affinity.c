@@ -197,16 +197,23 @@ static void find_far_and_cross(const struct fb_topo *t, struct fb_affinity *a)
     }
 }
 
+size_t fb_affinity_served(const struct fb_topo *t, const struct fb_affinity *a, size_t n,
+                          const char *sep, char *buf, size_t len)
+{
+    size_t used = 0, k = 0;
+    buf[0] = '\0';
+    for (size_t g = 0; g < t->ngpus; g++)
+        if (a->ranks[g].nic == (long)n)
+            fb_strbuf_append(buf, len, &used, "%sGPU%zu", k++ ? sep : "", g);
+    return k;
+}
+
 static void find_shared_and_unused(const struct fb_topo *t, struct fb_affinity *a)
 {
     for (size_t n = 0; n < t->nnics; n++) {
         if (a->load[n] > 1) {
             char gpus[256];
-            size_t used = 0, k = 0;
-            gpus[0] = '\0';
-            for (size_t g = 0; g < t->ngpus; g++)
-                if (a->ranks[g].nic == (long)n)
-                    fb_strbuf_append(gpus, sizeof gpus, &used, "%sGPU%zu", k++ ? ", " : "", g);
+            fb_affinity_served(t, a, n, ", ", gpus, sizeof gpus);
             add_finding(a, FB_FIND_NIC_SHARED, -1, (long)n,
                         "GPUs outnumber nearby NICs: %s share %s (%zu GPUs on one NIC split "
                         "its bandwidth)", gpus, t->nics[n].name, a->load[n]);

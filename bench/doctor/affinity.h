@@ -63,6 +63,11 @@ enum fb_status fb_affinity_analyse(const struct fb_topo *t, const char *nic_spec
                                    struct fb_affinity *a, struct fb_err *err);
 void fb_affinity_free(struct fb_affinity *a);
 
+/* "GPU0, GPU4" (joined by sep): the GPUs whose ranks drive NIC n, into a
+ * bounded buffer; returns how many. */
+size_t fb_affinity_served(const struct fb_topo *t, const struct fb_affinity *a, size_t n,
+                          const char *sep, char *buf, size_t len);
+
 /* NIC n is at GPU g's best level (one of its nearest fabric NICs). */
 bool fb_affinity_nearest(const struct fb_topo *t, const struct fb_affinity *a, size_t g,
                          size_t n);

@@ -18,27 +18,38 @@ static void flatten(char *s)
             *s = ' ';
 }
 
-void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
+/* Formats into a fixed field of a check, kept to one line. */
+static void vformat_line(char *field, size_t len, const char *fmt, va_list ap)
+{
+    vsnprintf(field, len, fmt, ap);
+    flatten(field);
+}
+
+void fb_outcome_keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
+                           enum fb_check_outcome v, const char *fmt, va_list ap)
 {
     /* The first setter decides the skip/ok baseline; afterwards only a worse
      * verdict may overwrite what was said. */
-    if (c->evidence[0] != '\0' && v <= c->verdict)
+    if (why[0] != '\0' && v <= *kept)
         return;
-    c->verdict = v;
+    *kept = v;
+    vformat_line(why, len, fmt, ap);
+}
+
+void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->evidence, sizeof c->evidence, fmt, ap);
+    fb_outcome_keep_worst(&c->verdict, c->evidence, sizeof c->evidence, v, fmt, ap);
     va_end(ap);
-    flatten(c->evidence);
 }
 
 void fb_check_fix(struct fb_check *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->fix, sizeof c->fix, fmt, ap);
+    vformat_line(c->fix, sizeof c->fix, fmt, ap);
     va_end(ap);
-    flatten(c->fix);
 }
 
 void fb_check_note(struct fb_check *c, const char *fmt, ...)
@@ -51,6 +62,14 @@ void fb_check_note(struct fb_check *c, const char *fmt, ...)
     size_t used = strlen(c->evidence);
     fb_strbuf_append(c->evidence, sizeof c->evidence, &used, "%s%s", used ? "; " : "", note);
     flatten(c->evidence);
+}
+
+bool fb_check_fails_on(struct fb_check *c, enum fb_status st, const struct fb_err *err)
+{
+    if (st == FB_OK)
+        return false;
+    fb_check_set(c, FB_CHECK_FAIL, "%s", err->msg);
+    return true;
 }
 
 bool fb_check_has_culprit(const struct fb_check *c, const char *name)
@@ -71,6 +90,18 @@ void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     if (c->nculprits == FB_CHECK_CULPRITS_MAX || fb_check_has_culprit(c, name))
         return;
     memcpy(c->culprits[c->nculprits++], name, sizeof name);
+}
+
+const void *fb_check_table_find(const void *table, size_t table_size, size_t row_size,
+                                const char *name)
+{
+    const char *row = table;
+    for (size_t at = 0; at + row_size <= table_size; at += row_size) {
+        const char *row_name = *(const char *const *)(const void *)(row + at);
+        if (strcmp(row_name, name) == 0)
+            return row + at;
+    }
+    return NULL;
 }
 
 const char *fb_verdict_name(enum fb_check_outcome v)

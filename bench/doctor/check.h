@@ -45,6 +45,13 @@ void fb_check_init(struct fb_check *c, const char *name);
  * order and report the worst. */
 void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* fb_check_set's rule for a verdict and its one-line reason kept elsewhere
+ * (a pod's, inside the pod-fabric check). */
+void fb_outcome_keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
+                           enum fb_check_outcome v, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
+
 void fb_check_fix(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -52,10 +59,21 @@ void fb_check_fix(struct fb_check *c, const char *fmt, ...)
 void fb_check_note(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A check that cannot read or parse what it judges fails with the one-line
+ * message of the call that could not: true when `st` is not FB_OK, so a
+ * check writes `if (fb_check_fails_on(c, read(..., &err), &err)) return;`. */
+bool fb_check_fails_on(struct fb_check *c, enum fb_status st, const struct fb_err *err);
+
 /* Records a culprit once (duplicates ignored, silently capped). */
 void fb_check_culprit(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 bool fb_check_has_culprit(const struct fb_check *c, const char *name);
+
+/* The node and cluster check tables are arrays of rows of their own types,
+ * each row starting with the check's name (a const char *). Returns the row
+ * named `name` among table_size / row_size rows, or NULL. */
+const void *fb_check_table_find(const void *table, size_t table_size, size_t row_size,
+                                const char *name);
 
 const char *fb_verdict_name(enum fb_check_outcome v);  /* "ok", "warn", "fail", "skip" */
 const char *fb_verdict_label(enum fb_check_outcome v); /* "OK", "WARN", "FAIL", "SKIP" */

@@ -1,5 +1,7 @@
 #include "doctor/checklist.h"
 
+#include "core/jsonnull.h"
+
 void fb_checklist_print(FILE *out, const struct fb_checklist *list)
 {
     fprintf(out, "fabric-doctor %s:", list->mode);
@@ -24,7 +26,7 @@ static json_object *check_json(const struct fb_check *c)
     json_object_object_add(o, "name", json_object_new_string(c->name));
     json_object_object_add(o, "verdict", json_object_new_string(fb_verdict_name(c->verdict)));
     json_object_object_add(o, "evidence", json_object_new_string(c->evidence));
-    json_object_object_add(o, "fix", c->fix[0] ? json_object_new_string(c->fix) : NULL);
+    json_object_object_add(o, "fix", fb_json_string_or_null(c->fix));
     json_object *culprits = json_object_new_array();
     for (size_t i = 0; i < c->nculprits; i++)
         json_object_array_add(culprits, json_object_new_string(c->culprits[i]));

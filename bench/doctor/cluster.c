@@ -27,10 +27,7 @@ const struct fb_cluster_check_def *fb_cluster_checks(size_t *n)
 
 const struct fb_cluster_check_def *fb_cluster_check_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
-        if (strcmp(checks[i].name, name) == 0)
-            return &checks[i];
-    return NULL;
+    return fb_check_table_find(checks, sizeof checks, sizeof checks[0], name);
 }
 
 void fb_cluster_ctx_init(struct fb_cluster_ctx *ctx, const struct fb_kube_data *data)

@@ -36,6 +36,9 @@ struct fb_cluster_check_def {
     fb_cluster_check_fn run;
     const char *about;
 };
+/* fb_check_table_find finds a row by the name at its start. */
+_Static_assert(offsetof(struct fb_cluster_check_def, name) == 0,
+               "a check row starts with its name");
 
 const struct fb_cluster_check_def *fb_cluster_checks(size_t *n);
 const struct fb_cluster_check_def *fb_cluster_check_find(const char *name);

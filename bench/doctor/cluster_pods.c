@@ -131,6 +131,7 @@ static size_t offered(json_object *node, char *buf, size_t len)
     return n;
 }
 
+/* A pod's worst finding, kept as a check keeps its own (fb_check_set's rule). */
 struct pod_verdict {
     enum fb_check_outcome v;
     char why[384];
@@ -141,12 +142,9 @@ static void pod_set(struct pod_verdict *pv, enum fb_check_outcome v, const char 
 
 static void pod_set(struct pod_verdict *pv, enum fb_check_outcome v, const char *fmt, ...)
 {
-    if (v <= pv->v)
-        return;
-    pv->v = v;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pv->why, sizeof pv->why, fmt, ap);
+    fb_outcome_keep_worst(&pv->v, pv->why, sizeof pv->why, v, fmt, ap);
     va_end(ap);
 }
 
@@ -339,30 +337,16 @@ static void count_version(struct version_use *uses, size_t *n, size_t max, const
     uses[i].pods++;
 }
 
-static const struct fb_version_pair *pair_by_plugin(const struct fb_cluster_ctx *ctx,
-                                                    const char *plugin)
+/* The first known pair with this plugin and this daemon; NULL for either
+ * matches any. */
+static const struct fb_version_pair *find_pair(const struct fb_cluster_ctx *ctx,
+                                               const char *plugin, const char *daemon)
 {
     for (size_t i = 0; i < ctx->npairs; i++)
-        if (strcmp(ctx->pairs[i].plugin, plugin) == 0)
+        if ((plugin == NULL || strcmp(ctx->pairs[i].plugin, plugin) == 0) &&
+            (daemon == NULL || strcmp(ctx->pairs[i].daemon, daemon) == 0))
             return &ctx->pairs[i];
     return NULL;
-}
-
-static const struct fb_version_pair *pair_by_daemon(const struct fb_cluster_ctx *ctx,
-                                                    const char *daemon)
-{
-    for (size_t i = 0; i < ctx->npairs; i++)
-        if (strcmp(ctx->pairs[i].daemon, daemon) == 0)
-            return &ctx->pairs[i];
-    return NULL;
-}
-
-static bool pair_known(const struct fb_cluster_ctx *ctx, const char *plugin, const char *daemon)
-{
-    for (size_t i = 0; i < ctx->npairs; i++)
-        if (strcmp(ctx->pairs[i].plugin, plugin) == 0 && strcmp(ctx->pairs[i].daemon, daemon) == 0)
-            return true;
-    return false;
 }
 
 static const char *shown(const char *version)
@@ -405,10 +389,10 @@ static bool judge_pair(const struct fb_cluster_ctx *ctx, const struct version_us
         fb_check_fix(c, "reference the images by their release tag (e.g. tcpgpudmarxd-dev:v1.0.21)");
         return false;
     }
-    if (pair_known(ctx, p->version, d->version))
+    if (find_pair(ctx, p->version, d->version) != NULL)
         return false;
-    const struct fb_version_pair *byp = pair_by_plugin(ctx, p->version);
-    const struct fb_version_pair *byd = pair_by_daemon(ctx, d->version);
+    const struct fb_version_pair *byp = find_pair(ctx, p->version, NULL);
+    const struct fb_version_pair *byd = find_pair(ctx, NULL, d->version);
     char who[512];
     describe_use(d, who, sizeof who);
     if (byp || byd) {

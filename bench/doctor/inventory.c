@@ -1,58 +1,75 @@
 #include "doctor/inventory.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/rootfs.h"
+#include "core/text.h"
+
+static void read_attr(const char *root, char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* sysfs attributes are best effort: a missing one leaves the field empty
- * and the check that needs it says so. */
-static void read_attr(const char *root, const char *path, char *buf, size_t len)
+ * and the check that needs it says so. The path is a format
+ * ("/sys/class/net/%s/operstate"). */
+static void read_attr(const char *root, char *buf, size_t len, const char *fmt, ...)
 {
+    char path[FB_ROOTFS_PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
     struct fb_err ignored = {FB_OK, ""};
     if (fb_rootfs_read_line(root, path, buf, len, &ignored) != FB_OK)
         buf[0] = '\0';
 }
 
+/* Names in /sys/class/infiniband/DEV/SUB (free with fb_rootfs_free_list);
+ * best effort too: none when it cannot be listed. */
+static char **list_dev_dir(const char *root, const char *dev, const char *sub, size_t *n)
+{
+    char path[FB_ROOTFS_PATH_MAX];
+    snprintf(path, sizeof path, "/sys/class/infiniband/%s/%s", dev, sub);
+    char **names = NULL;
+    struct fb_err ignored = {FB_OK, ""};
+    *n = 0;
+    if (fb_rootfs_list(root, path, &names, n, &ignored) != FB_OK)
+        return NULL;
+    return names;
+}
+
 static void read_port(const char *root, const char *dev, const char *num,
                       struct fb_inv_port *p)
 {
-    char path[FB_ROOTFS_PATH_MAX], state[64];
+    char state[64];
     p->num = atoi(num);
-    snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%s/state", dev, num);
-    read_attr(root, path, state, sizeof state);
+    read_attr(root, state, sizeof state, "/sys/class/infiniband/%s/ports/%s/state", dev, num);
     /* "4: ACTIVE" -> "ACTIVE" */
     const char *colon = strchr(state, ':');
     const char *word = colon ? colon + 1 : state;
     while (*word == ' ')
         word++;
-    snprintf(p->state, sizeof p->state, "%s", word);
-    snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%s/link_layer", dev, num);
-    read_attr(root, path, p->link_layer, sizeof p->link_layer);
-    snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%s/rate", dev, num);
-    read_attr(root, path, p->rate, sizeof p->rate);
+    fb_copy(p->state, sizeof p->state, word, strlen(word));
+    read_attr(root, p->link_layer, sizeof p->link_layer,
+              "/sys/class/infiniband/%s/ports/%s/link_layer", dev, num);
+    read_attr(root, p->rate, sizeof p->rate, "/sys/class/infiniband/%s/ports/%s/rate", dev, num);
 }
 
 static void read_netdevs(const char *root, struct fb_inv_rdma *d)
 {
-    char path[FB_ROOTFS_PATH_MAX];
-    char **names = NULL;
-    size_t n = 0;
-    struct fb_err ignored = {FB_OK, ""};
     /* The PCI function's net/ directory names the netdev of both RoCE and
      * IPoIB; a RoCE port's GID table is the fallback where device/ is hidden. */
-    snprintf(path, sizeof path, "/sys/class/infiniband/%s/device/net", d->name);
-    if (fb_rootfs_list(root, path, &names, &n, &ignored) == FB_OK) {
-        for (size_t i = 0; i < n && d->nnetdevs < FB_INV_NETDEVS_MAX; i++)
-            snprintf(d->netdev[d->nnetdevs++], FB_INV_NAME_MAX, "%s", names[i]);
-        fb_rootfs_free_list(names, n);
-    }
+    size_t n = 0;
+    char **names = list_dev_dir(root, d->name, "device/net", &n);
+    for (size_t i = 0; i < n && d->nnetdevs < FB_INV_NETDEVS_MAX; i++)
+        snprintf(d->netdev[d->nnetdevs++], FB_INV_NAME_MAX, "%s", names[i]);
+    fb_rootfs_free_list(names, n);
     for (size_t i = 0; i < d->nports && d->nnetdevs == 0; i++) {
         char ndev[FB_INV_NAME_MAX];
-        snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/0",
-                 d->name, d->port[i].num);
-        read_attr(root, path, ndev, sizeof ndev);
+        read_attr(root, ndev, sizeof ndev, "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/0",
+                  d->name, d->port[i].num);
         if (ndev[0] != '\0')
             snprintf(d->netdev[d->nnetdevs++], FB_INV_NAME_MAX, "%s", ndev);
     }
@@ -81,16 +98,11 @@ enum fb_status fb_inv_rdma_scan(const char *root, struct fb_inv_rdma **out, size
     for (size_t i = 0; i < count; i++) {
         struct fb_inv_rdma *d = &devs[i];
         snprintf(d->name, sizeof d->name, "%s", names[i]);
-        char path[FB_ROOTFS_PATH_MAX];
-        char **ports = NULL;
         size_t np = 0;
-        struct fb_err ignored = {FB_OK, ""};
-        snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports", d->name);
-        if (fb_rootfs_list(root, path, &ports, &np, &ignored) == FB_OK) {
-            for (size_t p = 0; p < np && d->nports < FB_INV_PORTS_MAX; p++)
-                read_port(root, d->name, ports[p], &d->port[d->nports++]);
-            fb_rootfs_free_list(ports, np);
-        }
+        char **ports = list_dev_dir(root, d->name, "ports", &np);
+        for (size_t p = 0; p < np && d->nports < FB_INV_PORTS_MAX; p++)
+            read_port(root, d->name, ports[p], &d->port[d->nports++]);
+        fb_rootfs_free_list(ports, np);
         read_netdevs(root, d);
     }
     fb_rootfs_free_list(names, count);
@@ -139,8 +151,7 @@ void fb_inv_netdev_read(const char *root, const char *name, struct fb_inv_netdev
     snprintf(path, sizeof path, "/sys/class/net/%s/mtu", name);
     if (fb_rootfs_read_long(root, path, &out->mtu, &ignored) != FB_OK)
         out->mtu = -1;
-    snprintf(path, sizeof path, "/sys/class/net/%s/operstate", name);
-    read_attr(root, path, out->operstate, sizeof out->operstate);
+    read_attr(root, out->operstate, sizeof out->operstate, "/sys/class/net/%s/operstate", name);
 }
 
 enum fb_status fb_inv_net_list(const char *root, char ***names, size_t *n, struct fb_err *err)

@@ -40,10 +40,7 @@ const struct fb_node_check_def *fb_node_checks(size_t *n)
 
 const struct fb_node_check_def *fb_node_check_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
-        if (strcmp(checks[i].name, name) == 0)
-            return &checks[i];
-    return NULL;
+    return fb_check_table_find(checks, sizeof checks, sizeof checks[0], name);
 }
 
 void fb_node_ctx_init(struct fb_node_ctx *ctx, const char *root)

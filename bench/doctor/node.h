@@ -49,6 +49,9 @@ struct fb_node_check_def {
     fb_node_check_fn run;
     const char *about;
 };
+/* fb_check_table_find finds a row by the name at its start. */
+_Static_assert(offsetof(struct fb_node_check_def, name) == 0,
+               "a check row starts with its name");
 
 /* Live root, /proc/self, empty environment, fabric unresolved (RDMA). */
 void fb_node_ctx_init(struct fb_node_ctx *ctx, const char *root);

@@ -24,57 +24,84 @@
 #define SHM_FAIL_BELOW (256 * MIB)
 #define SHM_WARN_BELOW GIB
 
+/* Blanks as sscanf's %s sees them. */
+#define BLANKS " \t\n\v\f\r"
+#define PROC_PATH_MAX 128
+
+/* Reads FILE of the judged process; path gets the name messages quote. */
+static enum fb_status read_proc_file(const struct fb_node_ctx *ctx, const char *file,
+                                     char path[PROC_PATH_MAX], char **text, struct fb_err *err)
+{
+    fb_node_proc_path(ctx, file, path, PROC_PATH_MAX);
+    return fb_rootfs_read(ctx->root, path, text, err);
+}
+
+/* The first word after `key` in FILE of the judged process, at most len-1
+ * characters; "" when the key or its word is missing. */
+static enum fb_status read_proc_word(const struct fb_node_ctx *ctx, const char *file,
+                                     const char *key, char *word, size_t len,
+                                     char path[PROC_PATH_MAX], struct fb_err *err)
+{
+    char *text = NULL;
+    enum fb_status st = read_proc_file(ctx, file, path, &text, err);
+    if (st != FB_OK)
+        return st;
+    word[0] = '\0';
+    const char *at = strstr(text, key);
+    if (at != NULL) {
+        at += strlen(key);
+        at += strspn(at, BLANKS);
+        fb_copy(word, len, at, strcspn(at, BLANKS));
+    }
+    free(text);
+    return FB_OK;
+}
+
 enum fb_status fb_node_memlock(const struct fb_node_ctx *ctx, unsigned long long *bytes,
                                struct fb_err *err)
 {
-    char path[128];
-    fb_node_proc_path(ctx, "limits", path, sizeof path);
-    char *text = NULL;
-    enum fb_status st = fb_rootfs_read(ctx->root, path, &text, err);
+    char path[PROC_PATH_MAX], soft[64];
+    enum fb_status st = read_proc_word(ctx, "limits", "Max locked memory", soft, sizeof soft,
+                                       path, err);
     if (st != FB_OK)
         return st;
-    const char *line = strstr(text, "Max locked memory");
-    char soft[64] = "";
-    if (line != NULL)
-        sscanf(line + strlen("Max locked memory"), "%63s", soft);
-    st = FB_OK;
     if (strcmp(soft, "unlimited") == 0) {
         *bytes = UINT64_MAX;
-    } else {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(soft, &end, 10);
-        if (soft[0] == '\0' || *end != '\0' || errno != 0)
-            st = fb_fail(err, FB_ERR_INPUT, "%s%s has no readable 'Max locked memory' line",
-                         ctx->root, path);
-        else
-            *bytes = v;
+        return FB_OK;
     }
-    free(text);
-    return st;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(soft, &end, 10);
+    if (soft[0] == '\0' || *end != '\0' || errno != 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s%s has no readable 'Max locked memory' line",
+                       ctx->root, path);
+    *bytes = v;
+    return FB_OK;
 }
 
 enum fb_status fb_node_has_ipc_lock(const struct fb_node_ctx *ctx, bool *held, char *capeff,
                                     size_t len, struct fb_err *err)
 {
-    char path[128];
-    fb_node_proc_path(ctx, "status", path, sizeof path);
-    char *text = NULL;
-    enum fb_status st = fb_rootfs_read(ctx->root, path, &text, err);
+    char path[PROC_PATH_MAX], hex[32];
+    enum fb_status st = read_proc_word(ctx, "status", "\nCapEff:", hex, sizeof hex, path, err);
     if (st != FB_OK)
         return st;
-    const char *line = strstr(text, "\nCapEff:");
     unsigned long long caps = 0;
-    char hex[32] = "";
-    if (line == NULL || sscanf(line + strlen("\nCapEff:"), "%31s", hex) != 1 ||
-        sscanf(hex, "%llx", &caps) != 1) {
-        free(text);
+    if (hex[0] == '\0' || sscanf(hex, "%llx", &caps) != 1)
         return fb_fail(err, FB_ERR_INPUT, "%s%s has no readable CapEff line", ctx->root, path);
-    }
-    free(text);
     *held = (caps >> CAP_IPC_LOCK_BIT) & 1ULL;
     snprintf(capeff, len, "%s", hex);
     return FB_OK;
+}
+
+/* The judged process's /proc could not be read: the check fails, and says
+ * where it can be. */
+static bool fails_without_proc(struct fb_check *c, enum fb_status st, const struct fb_err *err)
+{
+    if (!fb_check_fails_on(c, st, err))
+        return false;
+    fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    return true;
 }
 
 static const char *memlock_fix =
@@ -86,11 +113,8 @@ void fb_node_check_memlock(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     struct fb_err err = {FB_OK, ""};
     unsigned long long limit = 0;
-    if (fb_node_memlock(ctx, &limit, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    if (fails_without_proc(c, fb_node_memlock(ctx, &limit, &err), &err))
         return;
-    }
     if (limit == UINT64_MAX) {
         fb_check_set(c, FB_CHECK_OK, "RLIMIT_MEMLOCK unlimited (%s/limits)", ctx->proc);
         return;
@@ -115,11 +139,8 @@ void fb_node_check_ipc_lock(const struct fb_node_ctx *ctx, struct fb_check *c)
     struct fb_err err = {FB_OK, ""};
     bool cap = false;
     char capeff[32];
-    if (fb_node_has_ipc_lock(ctx, &cap, capeff, sizeof capeff, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    if (fails_without_proc(c, fb_node_has_ipc_lock(ctx, &cap, capeff, sizeof capeff, &err), &err))
         return;
-    }
     if (cap) {
         fb_check_set(c, FB_CHECK_OK, "CAP_IPC_LOCK held (CapEff %s)", capeff);
         return;
@@ -199,10 +220,9 @@ static enum fb_status find_shm_mount(const struct fb_node_ctx *ctx, struct shm_m
                                      char *source, size_t source_len, struct fb_err *err)
 {
     memset(m, 0, sizeof *m);
-    char path[128];
-    fb_node_proc_path(ctx, "mounts", path, sizeof path);
+    char path[PROC_PATH_MAX];
     char *text = NULL;
-    if (fb_rootfs_read(ctx->root, path, &text, err) != FB_OK) {
+    if (read_proc_file(ctx, "mounts", path, &text, err) != FB_OK) {
         fb_err_clear(err);
         snprintf(path, sizeof path, "/proc/mounts");
         enum fb_status st = fb_rootfs_read(ctx->root, path, &text, err);
@@ -232,11 +252,8 @@ void fb_node_check_shm(const struct fb_node_ctx *ctx, struct fb_check *c)
     struct fb_err err = {FB_OK, ""};
     struct shm_mount m;
     char source[128];
-    if (find_shm_mount(ctx, &m, source, sizeof source, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-        fb_check_fix(c, "run where /proc is mounted, or pass --root with a copy of it");
+    if (fails_without_proc(c, find_shm_mount(ctx, &m, source, sizeof source, &err), &err))
         return;
-    }
     if (!m.found) {
         if (!fb_rootfs_is_dir(ctx->root, "/dev/shm")) {
             fb_check_set(c, FB_CHECK_FAIL, "no /dev/shm: NCCL cannot create its shared-memory "

@@ -93,15 +93,21 @@ static void check_excluded(const struct fb_node_ctx *ctx, const struct fb_devspe
                  left);
 }
 
+/* The interfaces both checks judge; false when sysfs could not be read, and
+ * the check has failed saying so. */
+static bool list_interfaces(const struct fb_node_ctx *ctx, char ***ifs, size_t *nifs,
+                            struct fb_check *c)
+{
+    struct fb_err err = {FB_OK, ""};
+    return !fb_check_fails_on(c, fb_inv_net_list(ctx->root, ifs, nifs, &err), &err);
+}
+
 void fb_node_check_socket_ifname(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     char **ifs = NULL;
     size_t nifs = 0;
-    struct fb_err err = {FB_OK, ""};
-    if (fb_inv_net_list(ctx->root, &ifs, &nifs, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+    if (!list_interfaces(ctx, &ifs, &nifs, c))
         return;
-    }
     char all[512];
     fb_join_names((const char *const *)ifs, nifs, "none", all, sizeof all);
     const char *value = ctx->env.socket_ifname;
@@ -110,8 +116,9 @@ void fb_node_check_socket_ifname(const struct fb_node_ctx *ctx, struct fb_check 
                                      "interface but docker* and lo (have %s)", all);
     } else {
         struct fb_devspec spec;
-        if (fb_devspec_parse(value, "NCCL_SOCKET_IFNAME", &spec, &err) != FB_OK) {
-            fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+        struct fb_err err = {FB_OK, ""};
+        if (fb_check_fails_on(c, fb_devspec_parse(value, "NCCL_SOCKET_IFNAME", &spec, &err),
+                              &err)) {
             fb_check_culprit(c, "NCCL_SOCKET_IFNAME");
             fb_check_fix(c, "write it as [^][=]name[,name...], e.g. NCCL_SOCKET_IFNAME=eth0");
         } else if (spec.exclude) {
@@ -214,14 +221,12 @@ void fb_node_check_mtu(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     char **ifs = NULL;
     size_t nifs = 0;
-    struct fb_err err = {FB_OK, ""};
-    if (fb_inv_net_list(ctx->root, &ifs, &nifs, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+    if (!list_interfaces(ctx, &ifs, &nifs, c))
         return;
-    }
     struct fb_inv_rdma *devs = NULL;
     size_t ndevs = 0;
-    if (fb_inv_rdma_scan(ctx->root, &devs, &ndevs, &err) != FB_OK)
+    struct fb_err ignored = {FB_OK, ""};
+    if (fb_inv_rdma_scan(ctx->root, &devs, &ndevs, &ignored) != FB_OK)
         ndevs = 0;
 
     struct mtu_set roce = {.label = "RoCE netdevs"};

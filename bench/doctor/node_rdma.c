@@ -33,15 +33,21 @@ static size_t count_uverbs(const char *root)
     return uverbs;
 }
 
+/* The devices both checks judge; false when sysfs could not be read, and the
+ * check has failed saying so. */
+static bool scan_devices(const struct fb_node_ctx *ctx, struct fb_inv_rdma **devs, size_t *n,
+                         struct fb_check *c)
+{
+    struct fb_err err = {FB_OK, ""};
+    return !fb_check_fails_on(c, fb_inv_rdma_scan(ctx->root, devs, n, &err), &err);
+}
+
 void fb_node_check_rdma_devices(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     struct fb_inv_rdma *devs = NULL;
     size_t n = 0;
-    struct fb_err err = {FB_OK, ""};
-    if (fb_inv_rdma_scan(ctx->root, &devs, &n, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+    if (!scan_devices(ctx, &devs, &n, c))
         return;
-    }
     if (n == 0) {
         fb_check_set(c, FB_CHECK_FAIL, "no RDMA device in /sys/class/infiniband: NCCL falls "
                                        "back to TCP sockets");
@@ -168,11 +174,8 @@ void fb_node_check_ib_hca(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     struct fb_inv_rdma *devs = NULL;
     size_t n = 0;
-    struct fb_err err = {FB_OK, ""};
-    if (fb_inv_rdma_scan(ctx->root, &devs, &n, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+    if (!scan_devices(ctx, &devs, &n, c))
         return;
-    }
     char names[512];
     list_names(devs, n, names, sizeof names);
     const char *value = ctx->env.ib_hca;
@@ -187,8 +190,8 @@ void fb_node_check_ib_hca(const struct fb_node_ctx *ctx, struct fb_check *c)
         return;
     }
     struct fb_devspec spec;
-    if (fb_devspec_parse(value, "NCCL_IB_HCA", &spec, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+    struct fb_err err = {FB_OK, ""};
+    if (fb_check_fails_on(c, fb_devspec_parse(value, "NCCL_IB_HCA", &spec, &err), &err)) {
         fb_check_culprit(c, "NCCL_IB_HCA");
         fb_check_fix(c, "write it as [^][=]dev[:port][,dev[:port]...], e.g. "
                         "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1");

@@ -52,10 +52,8 @@ void fb_node_check_tcpxo_aperture(const struct fb_node_ctx *ctx, struct fb_check
     char **names = NULL;
     size_t n = 0;
     struct fb_err err = {FB_OK, ""};
-    if (fb_rootfs_list(ctx->root, dir, &names, &n, &err) != FB_OK) {
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+    if (fb_check_fails_on(c, fb_rootfs_list(ctx->root, dir, &names, &n, &err), &err))
         return;
-    }
     fb_rootfs_free_list(names, n);
     if (n == 0) {
         fb_check_set(c, FB_CHECK_FAIL, "%s is empty: the host's aperture devices are not "

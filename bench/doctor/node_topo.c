@@ -56,16 +56,12 @@ void fb_node_check_gpu_nic_affinity(const struct fb_node_ctx *ctx, struct fb_che
                                            "pass --topology FILE.xml (lstopo --of xml on the node)");
             return;
         }
-        if (fb_topo_load(NULL, &live, &err) != FB_OK) {
-            fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
+        if (fb_check_fails_on(c, fb_topo_load(NULL, &live, &err), &err))
             return;
-        }
         t = &live;
     }
     struct fb_affinity a;
-    if (fb_affinity_analyse(t, NULL, &a, &err) != FB_OK)
-        fb_check_set(c, FB_CHECK_FAIL, "%s", err.msg);
-    else
+    if (!fb_check_fails_on(c, fb_affinity_analyse(t, NULL, &a, &err), &err))
         judge(t, &a, c);
     fb_affinity_free(&a);
     if (t == &live)

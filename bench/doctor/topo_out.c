@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/jsonnull.h"
 #include "core/text.h"
 
 static void cpulist(hwloc_const_bitmap_t set, char *buf, size_t len)
@@ -27,12 +28,7 @@ static void nearest_list(const struct fb_topo *t, const struct fb_affinity *a, s
 static void serves_list(const struct fb_topo *t, const struct fb_affinity *a, size_t n,
                         char *buf, size_t len)
 {
-    size_t used = 0, k = 0;
-    buf[0] = '\0';
-    for (size_t g = 0; g < t->ngpus; g++)
-        if (a->ranks[g].nic == (long)n)
-            fb_strbuf_append(buf, len, &used, "%sGPU%zu", k++ ? "," : "", g);
-    if (k == 0)
+    if (fb_affinity_served(t, a, n, ",", buf, len) == 0)
         snprintf(buf, len, "%s", a->fabric[n] ? "-" : "(not fabric)");
 }
 
@@ -140,11 +136,6 @@ void fb_topo_print(FILE *out, const struct fb_topo *t, const struct fb_affinity 
                 a->findings[i].message);
 }
 
-static json_object *int_or_null(int v)
-{
-    return v >= 0 ? json_object_new_int(v) : NULL;
-}
-
 static json_object *hex_id(unsigned v)
 {
     char buf[8];
@@ -171,8 +162,8 @@ static json_object *dev_json(const struct fb_topo_dev *d, size_t index)
     json_object_object_add(o, "vendor_id", hex_id(d->vendor_id));
     json_object_object_add(o, "device_id", hex_id(d->device_id));
     json_object_object_add(o, "model", json_object_new_string(d->model));
-    json_object_object_add(o, "numa", int_or_null(d->numa));
-    json_object_object_add(o, "package", int_or_null(d->package));
+    json_object_object_add(o, "numa", fb_json_int_or_null(d->numa));
+    json_object_object_add(o, "package", fb_json_int_or_null(d->package));
     json_object_object_add(o, "pcie_link_GBps",
                            d->link_GBps > 0 ? json_object_new_double(d->link_GBps) : NULL);
     char cpus[512];
@@ -210,8 +201,7 @@ static json_object *nics_json(const struct fb_topo *t, const struct fb_affinity 
     for (size_t n = 0; n < t->nnics; n++) {
         const struct fb_topo_dev *d = &t->nics[n];
         json_object *o = dev_json(d, n);
-        json_object_object_add(o, "rdma_device", d->rdma[0] ? json_object_new_string(d->rdma)
-                                                            : NULL);
+        json_object_object_add(o, "rdma_device", fb_json_string_or_null(d->rdma));
         json_object_object_add(o, "netdevs", name_array(d->netdevs));
         json_object_object_add(o, "fabric", json_object_new_boolean(a->fabric[n]));
         json_object *serves = json_object_new_array();
@@ -238,7 +228,7 @@ static json_object *ranks_json(const struct fb_topo *t, const struct fb_affinity
                                                      : NULL);
         json_object_object_add(o, "level", r->nic >= 0
                                    ? json_object_new_string(fb_link_name(r->level)) : NULL);
-        json_object_object_add(o, "numa", int_or_null(t->gpus[g].numa));
+        json_object_object_add(o, "numa", fb_json_int_or_null(t->gpus[g].numa));
         json_object_object_add(o, "cpus", json_object_new_string(cpus));
         json_object_array_add(arr, o);
     }
@@ -261,8 +251,7 @@ json_object *fb_topo_json(const struct fb_topo *t, const struct fb_affinity *a,
     json_object *d = fb_envelope_new(info);
     json_object_object_add(d, "source", json_object_new_string(t->source));
     json_object *m = json_object_new_object();
-    json_object_object_add(m, "hostname", t->hostname[0] ? json_object_new_string(t->hostname)
-                                                         : NULL);
+    json_object_object_add(m, "hostname", fb_json_string_or_null(t->hostname));
     json_object_object_add(m, "packages", json_object_new_int(t->npackages));
     json_object_object_add(m, "numa_nodes", json_object_new_int(t->nnuma));
     json_object_object_add(m, "cores", json_object_new_int(t->ncores));
@@ -273,8 +262,7 @@ json_object *fb_topo_json(const struct fb_topo *t, const struct fb_affinity *a,
     json_object_object_add(d, "nics", nics_json(t, a));
     json_object_object_add(d, "ranks", ranks_json(t, a));
     json_object *s = json_object_new_object();
-    json_object_object_add(s, "nccl_ib_hca", a->ib_hca[0] ? json_object_new_string(a->ib_hca)
-                                                          : NULL);
+    json_object_object_add(s, "nccl_ib_hca", fb_json_string_or_null(a->ib_hca));
     json_object_object_add(d, "suggest", s);
     json_object *f = json_object_new_array();
     for (size_t i = 0; i < a->nfindings; i++) {

@@ -5,8 +5,10 @@
 #include "core/status.h"
 #include "doctor/check.h"
 #include "doctor/checklist.h"
+#include "doctor/cluster.h"
 #include "doctor/devspec.h"
 #include "doctor/inventory.h"
+#include "doctor/node.h"
 #include "core/rootfs.h"
 #include "core/text.h"
 
@@ -85,6 +87,19 @@ static void devspec_caps_entries(void)
     CHECK_CONTAINS(err.msg, "more than 32");
 }
 
+static void keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
+                       enum fb_check_outcome v, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
+                       enum fb_check_outcome v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fb_outcome_keep_worst(kept, why, len, v, fmt, ap);
+    va_end(ap);
+}
+
 static void check_keeps_the_worst_verdict(void)
 {
     struct fb_check c;
@@ -107,6 +122,62 @@ static void check_evidence_is_one_line(void)
     fb_check_set(&c, FB_CHECK_FAIL, "line one\nline two\ttab");
     CHECK(strchr(c.evidence, '\n') == NULL);
     CHECK(strchr(c.evidence, '\t') == NULL);
+}
+
+static void outcome_kept_outside_a_check(void)
+{
+    struct {
+        enum fb_check_outcome v;
+        char why[16];
+    } pod = {FB_CHECK_OK, ""};
+    keep_worst(&pod.v, pod.why, sizeof pod.why, FB_CHECK_WARN, "no %s", "IPC_LOCK");
+    keep_worst(&pod.v, pod.why, sizeof pod.why, FB_CHECK_FAIL, "no fabric\nat all, really");
+    keep_worst(&pod.v, pod.why, sizeof pod.why, FB_CHECK_WARN, "milder");
+    CHECK_INT(pod.v, FB_CHECK_FAIL);
+    CHECK_STR(pod.why, "no fabric at al"); /* one line, bounded */
+}
+
+struct row {
+    const char *name;
+    int value;
+};
+
+static void check_table_finds_rows_by_name(void)
+{
+    static const struct row table[] = {{"peermem", 1}, {"mtu", 2}, {"shm", 3}};
+    const struct row *r = fb_check_table_find(table, sizeof table, sizeof table[0], "mtu");
+    CHECK(r == &table[1]);
+    r = fb_check_table_find(table, sizeof table, sizeof table[0], "shm");
+    CHECK(r == &table[2]);
+    CHECK(fb_check_table_find(table, sizeof table, sizeof table[0], "sh") == NULL);
+    CHECK(fb_check_table_find(table, 0, sizeof table[0], "peermem") == NULL);
+}
+
+static void every_check_is_found_by_its_name(void)
+{
+    size_t n = 0;
+    const struct fb_node_check_def *nd = fb_node_checks(&n);
+    CHECK(n > 0);
+    for (size_t i = 0; i < n; i++)
+        CHECK(fb_node_check_find(nd[i].name) == &nd[i]);
+    const struct fb_cluster_check_def *cd = fb_cluster_checks(&n);
+    CHECK(n > 0);
+    for (size_t i = 0; i < n; i++)
+        CHECK(fb_cluster_check_find(cd[i].name) == &cd[i]);
+    CHECK(fb_node_check_find("pod-fabric") == NULL);
+    CHECK(fb_cluster_check_find("peermem") == NULL);
+}
+
+static void check_fails_on_a_failed_read(void)
+{
+    struct fb_check c;
+    fb_check_init(&c, "x");
+    struct fb_err err = {FB_OK, ""};
+    CHECK(!fb_check_fails_on(&c, FB_OK, &err));
+    CHECK_INT(c.verdict, FB_CHECK_SKIP);
+    CHECK(fb_check_fails_on(&c, fb_fail(&err, FB_ERR_INPUT, "cannot read %s", "/proc/x"), &err));
+    CHECK_INT(c.verdict, FB_CHECK_FAIL);
+    CHECK_STR(c.evidence, "cannot read /proc/x");
 }
 
 static void check_culprits_unique(void)
@@ -265,6 +336,10 @@ int main(void)
     RUN(devspec_caps_entries);
     RUN(check_keeps_the_worst_verdict);
     RUN(check_evidence_is_one_line);
+    RUN(outcome_kept_outside_a_check);
+    RUN(check_table_finds_rows_by_name);
+    RUN(every_check_is_found_by_its_name);
+    RUN(check_fails_on_a_failed_read);
     RUN(check_culprits_unique);
     RUN(exit_codes_follow_the_worst);
     RUN(strbuf_truncates_visibly);

@@ -198,6 +198,24 @@ static void memlock_unreadable(void)
     EXPECT("fail", "/proc/self/status");
 }
 
+/* Files that are there but lack the line, or its value, are unreadable too. */
+static void memlock_lines_missing_or_empty(void)
+{
+    fresh();
+    put("/proc/self/limits", "Limit                     Soft Limit           Hard Limit\n");
+    put("/proc/self/status", "Name:\tpython3\nCapEff:\t\n");
+    run_check(fb_node_check_memlock, "memlock");
+    EXPECT("fail", "/proc/self/limits has no readable 'Max locked memory' line");
+    run_check(fb_node_check_ipc_lock, "ipc-lock");
+    EXPECT("fail", "/proc/self/status has no readable CapEff line");
+    limits("/proc/self", "64kB");
+    capeff("/proc/self", "not-hex");
+    run_check(fb_node_check_memlock, "memlock");
+    EXPECT("fail", "no readable 'Max locked memory' line");
+    run_check(fb_node_check_ipc_lock, "ipc-lock");
+    EXPECT("fail", "no readable CapEff line");
+}
+
 /* ---- shm ---- */
 
 static void shm_mount(const char *options)
@@ -698,6 +716,7 @@ int main(void)
     RUN(memlock_large_finite_warns);
     RUN(memlock_of_another_process);
     RUN(memlock_unreadable);
+    RUN(memlock_lines_missing_or_empty);
     RUN(shm_container_default);
     RUN(shm_small_warns);
     RUN(shm_large_ok);

@@ -169,6 +169,21 @@ static void gpus_outnumber_nics(void)
     CHECK_STR(a.ib_hca, "=mlx5_0,mlx5_1,mlx5_2,mlx5_3");
 }
 
+/* The GPUs a NIC serves, as the finding and the table list them. */
+static void gpus_served_by_a_nic(void)
+{
+    if (!open_topo("h100-8gpu-4nic.xml", NULL))
+        return;
+    char buf[64];
+    CHECK_INT(fb_affinity_served(&t, &a, (size_t)nic_index("mlx5_0"), ", ", buf, sizeof buf), 2);
+    CHECK_STR(buf, "GPU0, GPU1");
+    CHECK_INT(fb_affinity_served(&t, &a, (size_t)nic_index("mlx5_3"), ",", buf, sizeof buf), 2);
+    CHECK_STR(buf, "GPU6,GPU7");
+    char small[8];
+    fb_affinity_served(&t, &a, (size_t)nic_index("mlx5_0"), ", ", small, sizeof small);
+    CHECK_STR(small, "GPU0...");
+}
+
 static void gpu_across_the_interconnect(void)
 {
     if (!open_topo("2gpu-cross-socket.xml", NULL))
@@ -286,6 +301,7 @@ int main(void)
     RUN(healthy_plan);
     RUN(nic_on_wrong_socket);
     RUN(gpus_outnumber_nics);
+    RUN(gpus_served_by_a_nic);
     RUN(gpu_across_the_interconnect);
     RUN(degraded_nic_link);
     RUN(nics_option);
