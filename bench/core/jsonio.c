@@ -163,6 +163,16 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
     return st;
 }
 
+json_object *fb_json_int_or_null(int v)
+{
+    return v >= 0 ? json_object_new_int(v) : NULL;
+}
+
+json_object *fb_json_string_or_null(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? json_object_new_string(s) : NULL;
+}
+
 json_object *fb_json_number(double v)
 {
     return isfinite(v) ? json_object_new_double(v) : NULL;

@@ -40,6 +40,13 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
 enum fb_status fb_json_read_file(const char *path, json_object **out,
                                  struct fb_err *err);
 
+/* Facts a document cannot state (a device hwloc could not place, an
+ * attribute sysfs did not have) are JSON null, never -1 or "", so a reader
+ * tells "unknown" from a value without knowing each producer's sentinel:
+ * an int, or null when negative; a string, or null when NULL or empty. */
+json_object *fb_json_int_or_null(int v);
+json_object *fb_json_string_or_null(const char *s);
+
 /* Non-finite doubles become null: JSON has no NaN, and a NaN bandwidth must
  * not make the file unreadable. */
 json_object *fb_json_number(double v);

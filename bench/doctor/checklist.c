@@ -1,6 +1,6 @@
 #include "doctor/checklist.h"
 
-#include "core/jsonnull.h"
+#include "core/jsonio.h"
 
 void fb_checklist_print(FILE *out, const struct fb_checklist *list)
 {

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "core/jsonnull.h"
+#include "core/jsonio.h"
 #include "core/text.h"
 
 static void cpulist(hwloc_const_bitmap_t set, char *buf, size_t len)

@@ -8,7 +8,7 @@
 for tool in coll report probe doctor; do
   tree=$T_DIR/build-$tool
   if make -C "$FB_ROOT" -j2 MODULES="$tool" BUILD="$tree" >"$T_DIR/make-$tool.log" 2>&1; then
-    libs=$(cd "$tree" && ls lib*.a | tr '\n' ' ')
+    libs=$(cd "$tree" && echo lib*.a)
     ok "make MODULES=$tool builds it with its layers alone ($libs)"
   else
     not_ok "make MODULES=$tool builds" "$(grep -m3 -E 'error|Error' "$T_DIR/make-$tool.log")"
@@ -47,9 +47,8 @@ same() { # same NAME GOT WANT
 }
 list=$("$FB_BIN/fabric-coll" --list)
 same "fabric-coll --list prints the table's collectives, all_reduce first" "$(echo "$list" | head -1)" all_reduce
-# shellcheck disable=SC2012 # plain names
-same "the *_perf programs are the table's collectives" \
-  "$(cd "$FB_BIN" && ls -- *_perf | sed 's/_perf$//' | sort)" "$(echo "$list" | sort)"
+perf=$(cd "$FB_BIN" && printf '%s\n' *_perf | sed 's/_perf$//' | sort)
+same "the *_perf programs are the table's collectives" "$perf" "$(echo "$list" | sort)"
 schema_enum() {
   node -e 'const s=require(process.argv[1]); let o=s; for (const k of process.argv[2].split(".")) o=o[k]; console.log(o.join("\n"))' "$1" "$2"
 }

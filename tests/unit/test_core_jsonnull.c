@@ -2,7 +2,7 @@
 #include <json-c/json.h>
 
 #include "check.h"
-#include "core/jsonnull.h"
+#include "core/jsonio.h"
 
 static void negative_int_is_null(void)
 {
