@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/rootfs.h"
 #include "core/text.h"
 #include "probe/devsel.h"
 #include "probe/sysfs.h"
@@ -24,27 +25,35 @@
 
 static const uint8_t hello_magic[4] = {'F', 'B', 'T', 'S'};
 
+/* One route of /proc/net/route: 1 when it is the default route and up. */
+static int is_default_route(const char *line, size_t n, char *ifname, size_t len)
+{
+    char copy[512], name[IF_NAMESIZE + 1];
+    unsigned long dest = 1, mask = 1;
+    unsigned flags = 0;
+    fb_copy(copy, sizeof copy, line, n);
+    /* Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex) */
+    if (sscanf(copy, "%16s %lx %*x %x %*d %*d %*d %lx", name, &dest, &flags, &mask) != 4)
+        return 0;
+    if (dest != 0 || mask != 0 || !(flags & 0x1) /* RTF_UP */)
+        return 0;
+    snprintf(ifname, len, "%s", name);
+    return 1;
+}
+
 int probe_tcp_default_route_iface(const char *root, char *name, size_t len)
 {
-    char path[1024], line[512];
-    snprintf(path, sizeof path, "%s/proc/net/route", root);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
+    char *text = NULL;
+    struct fb_err ignored = {0};
+    if (fb_rootfs_read(root, "/proc/net/route", &text, &ignored) != FB_OK)
         return -1;
     int found = -1;
-    while (found != 0 && fgets(line, sizeof line, f) != NULL) {
-        char ifname[IF_NAMESIZE + 1];
-        unsigned long dest = 1, mask = 1;
-        unsigned flags = 0;
-        /* Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex) */
-        if (sscanf(line, "%16s %lx %*x %x %*d %*d %*d %lx", ifname, &dest, &flags, &mask) != 4)
-            continue;
-        if (dest == 0 && mask == 0 && (flags & 0x1) /* RTF_UP */) {
-            snprintf(name, len, "%s", ifname);
+    size_t pos = 0, n = 0, tlen = strlen(text);
+    const char *line = NULL;
+    while (found != 0 && fb_next_line(text, tlen, &pos, &line, &n))
+        if (is_default_route(line, n, name, len))
             found = 0;
-        }
-    }
-    fclose(f);
+    free(text);
     return found;
 }
 
