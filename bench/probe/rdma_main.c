@@ -345,10 +345,10 @@ static enum fb_status gather_endpoints(struct app *a, struct fb_err *err)
 
 static double size_limit(const struct app *a, uint64_t size)
 {
-    struct probe_run r;
-    probe_run_for(&a->o, size, NULL, &r);
+    struct probe_size_spec r;
+    probe_size_spec_for(&a->o, size, NULL, &r);
     int lanes = a->o.transport == PROBE_TCP ? (int)a->o.streams : (int)a->o.qps;
-    return a->o.timeout + probe_run_bound_s(&r, lanes * PROBE_ENDS_MAX);
+    return a->o.timeout + probe_size_spec_bound_s(&r, lanes * PROBE_ENDS_MAX);
 }
 
 static int run_rounds(struct app *a)

@@ -24,25 +24,6 @@ uint64_t probe_slot_len(const struct probe_opts *o)
     return (uint64_t)o->qps * largest;
 }
 
-void probe_run_for(const struct probe_opts *o, uint64_t size, const volatile sig_atomic_t *stop,
-                   struct probe_run *r)
-{
-    *r = (struct probe_run){
-        .size = size,
-        .stride = o->sizes[o->nsizes - 1],
-        .iters = o->iters,
-        .warmup = o->warmup,
-        .duration = o->duration,
-        .margin = o->margin,
-        .cq_mod = (int)o->cq_mod,
-        .post_list = (int)o->post_list,
-        .tx_depth = (int)o->tx_depth,
-        .interval = o->interval,
-        .timeout = o->timeout,
-        .stop = stop,
-    };
-}
-
 static void list_ends(const struct probe_rank_env *env, const struct probe_schedule *s, int round,
                       struct probe_round *rd)
 {
@@ -204,8 +185,8 @@ enum fb_status probe_round_measure(const struct probe_rank_env *env, struct prob
                                    struct fb_err *err)
 {
     const struct probe_opts *o = env->o;
-    struct probe_run r;
-    probe_run_for(o, size, env->c->stop, &r);
+    struct probe_size_spec r;
+    probe_size_spec_for(o, size, env->c->stop, &r);
     *nout = 0;
     if (rd->nends == 0)
         return FB_OK;

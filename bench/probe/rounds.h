@@ -65,8 +65,4 @@ enum fb_status probe_round_measure(const struct probe_rank_env *env, struct prob
 
 void probe_round_teardown(struct probe_round *rd);
 
-/* The measurement parameters for one size. */
-void probe_run_for(const struct probe_opts *o, uint64_t size, const volatile sig_atomic_t *stop,
-                   struct probe_run *r);
-
 #endif

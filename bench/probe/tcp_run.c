@@ -67,7 +67,7 @@ static enum fb_status sock_error(const struct flow_state *x, const char *op, str
 
 /* Sends whole messages of r->size bytes; once time is up a stream finishes
  * the message it started and stops. */
-static enum fb_status pump_send(struct flow_state *x, int k, const struct probe_run *r,
+static enum fb_status pump_send(struct flow_state *x, int k, const struct probe_size_spec *r,
                                 int time_up, double now, struct fb_err *err)
 {
     struct stream *st = &x->s[k];
@@ -212,7 +212,7 @@ static int build_pollset(struct flow_state *x, int n, struct pollfd *p, int *own
 }
 
 static enum fb_status run_phase(const struct probe_ctx *c, struct flow_state *x, int n,
-                                const struct probe_run *r, int phase, uint64_t quota,
+                                const struct probe_size_spec *r, int phase, uint64_t quota,
                                 double seconds, struct probe_measure *out, struct fb_err *err)
 {
     int cap = n * PROBE_STREAMS_MAX;
@@ -274,7 +274,7 @@ static enum fb_status run_phase(const struct probe_ctx *c, struct flow_state *x,
 }
 
 enum fb_status probe_tcp_bw(const struct probe_ctx *c, struct probe_tcp_flow *flows, int n,
-                            const struct probe_run *r, struct probe_measure *out,
+                            const struct probe_size_spec *r, struct probe_measure *out,
                             struct fb_err *err)
 {
     struct flow_state *x = calloc((size_t)n, sizeof *x);
@@ -341,8 +341,8 @@ static enum fb_status move_all(struct probe_tcp_flow *f, int writing, size_t len
     return FB_OK;
 }
 
-enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_run *r, int initiator,
-                             struct probe_measure *out, struct fb_err *err)
+enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_size_spec *r,
+                             int initiator, struct probe_measure *out, struct fb_err *err)
 {
     memset(out, 0, sizeof *out);
     out->link = f->link;

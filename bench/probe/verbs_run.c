@@ -34,7 +34,7 @@ static enum fb_status silence(const struct probe_verbs_link *l, double timeout, 
                    what, l->peer_name, timeout, l->dev->name);
 }
 
-static enum fb_status stopped(const struct probe_run *r, struct fb_err *err)
+static enum fb_status stopped(const struct probe_size_spec *r, struct fb_err *err)
 {
     if (r->stop == NULL || *r->stop == 0)
         return FB_OK;
@@ -63,7 +63,7 @@ struct sender {
 /* Posts `chain` writes on QP q, signaling every cq_mod-th and the last one
  * the QP will post, so every write is eventually accounted for. */
 static enum fb_status post_chain(struct sender *s, int q, int chain, int force_last_signal,
-                                 const struct probe_run *r, struct fb_err *err)
+                                 const struct probe_size_spec *r, struct fb_err *err)
 {
     struct probe_verbs_link *l = s->l;
     struct qp_state *st = &s->q[q];
@@ -102,7 +102,8 @@ static enum fb_status post_chain(struct sender *s, int q, int chain, int force_l
     return FB_OK;
 }
 
-static enum fb_status post_more(struct sender *s, const struct probe_run *r, struct fb_err *err)
+static enum fb_status post_more(struct sender *s, const struct probe_size_spec *r,
+                                struct fb_err *err)
 {
     for (int q = 0; q < s->l->nqp; q++) {
         struct qp_state *st = &s->q[q];
@@ -123,7 +124,8 @@ static enum fb_status post_more(struct sender *s, const struct probe_run *r, str
  * went unsignaled, so draining sees them complete. A full queue gets its
  * tail once a completion makes room (-t >= -Q + -l - 1 guarantees one is
  * pending). */
-static enum fb_status flush_tails(struct sender *s, const struct probe_run *r, struct fb_err *err)
+static enum fb_status flush_tails(struct sender *s, const struct probe_size_spec *r,
+                                  struct fb_err *err)
 {
     s->flushing = 1;
     for (int q = 0; q < s->l->nqp; q++) {
@@ -135,7 +137,7 @@ static enum fb_status flush_tails(struct sender *s, const struct probe_run *r, s
     return FB_OK;
 }
 
-static enum fb_status reap(struct sender *s, const struct probe_run *r, struct fb_err *err)
+static enum fb_status reap(struct sender *s, const struct probe_size_spec *r, struct fb_err *err)
 {
     struct ibv_wc wc[POLL_BATCH];
     int n = ibv_poll_cq(s->l->cq, POLL_BATCH, wc);
@@ -170,7 +172,7 @@ static int sender_done(const struct sender *s)
     return 1;
 }
 
-static enum fb_status run_phase(struct sender *s, int n, const struct probe_run *r,
+static enum fb_status run_phase(struct sender *s, int n, const struct probe_size_spec *r,
                                 uint64_t target, double seconds, struct fb_err *err)
 {
     double start = fb_now();
@@ -211,7 +213,7 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_run 
 }
 
 enum fb_status probe_verbs_write_bw(struct probe_verbs_link **links, int n,
-                                    const struct probe_run *r, struct probe_measure *out,
+                                    const struct probe_size_spec *r, struct probe_measure *out,
                                     struct fb_err *err)
 {
     struct sender *s = calloc((size_t)n, sizeof *s);
@@ -243,8 +245,8 @@ enum fb_status probe_verbs_write_bw(struct probe_verbs_link **links, int n,
 
 /* ---- latency ------------------------------------------------------------ */
 
-static enum fb_status post_one(struct probe_verbs_link *l, const struct probe_run *r, uint8_t v,
-                               struct fb_err *err)
+static enum fb_status post_one(struct probe_verbs_link *l, const struct probe_size_spec *r,
+                               uint8_t v, struct fb_err *err)
 {
     char *send = l->local + r->stride;
     send[r->size - 1] = (char)v;
@@ -263,7 +265,7 @@ static enum fb_status post_one(struct probe_verbs_link *l, const struct probe_ru
     return FB_OK;
 }
 
-static enum fb_status reap_one(struct probe_verbs_link *l, const struct probe_run *r,
+static enum fb_status reap_one(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                struct fb_err *err)
 {
     struct ibv_wc wc;
@@ -281,8 +283,8 @@ static enum fb_status reap_one(struct probe_verbs_link *l, const struct probe_ru
 
 /* Waits for the peer's write to land: the last byte turns to v (or to the
  * stop marker when *stop_seen may be set). */
-static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_run *r, uint8_t v,
-                                 int *stop_seen, struct fb_err *err)
+static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_size_spec *r,
+                                 uint8_t v, int *stop_seen, struct fb_err *err)
 {
     volatile uint8_t *flag = (volatile uint8_t *)(l->local + r->size - 1);
     double since = fb_now();
@@ -324,7 +326,7 @@ static int rtt_push(struct rtt_log *log, double rtt)
 
 static uint8_t next_seq(uint8_t v) { return v >= LAT_SEQ_MAX ? 1 : (uint8_t)(v + 1); }
 
-static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct probe_run *r,
+static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                     struct rtt_log *log, double *t_first, double *t_last,
                                     struct fb_err *err)
 {
@@ -352,7 +354,7 @@ static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct pro
     return FB_OK;
 }
 
-static enum fb_status lat_responder(struct probe_verbs_link *l, const struct probe_run *r,
+static enum fb_status lat_responder(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                     struct fb_err *err)
 {
     uint8_t v = 0;
@@ -369,7 +371,7 @@ static enum fb_status lat_responder(struct probe_verbs_link *l, const struct pro
     return FB_OK;
 }
 
-enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct probe_run *r,
+enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                      int initiator, struct probe_measure *out, struct fb_err *err)
 {
     memset(out, 0, sizeof *out);

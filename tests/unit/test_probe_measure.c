@@ -6,7 +6,7 @@
 #include "check.h"
 #include "probe/measure.h"
 #include "probe/outliers.h"
-#include "probe/run.h"
+#include "probe/size_spec.h"
 
 static void test_units_are_decimal_bits_and_bytes(void)
 {
@@ -164,14 +164,14 @@ static void test_single_slow_pair_names_no_suspect(void)
 
 static void test_wait_bound_covers_the_slowest_acceptable_run(void)
 {
-    struct probe_run r = {.size = 1 << 20, .iters = 5000, .warmup = 100};
+    struct probe_size_spec r = {.size = 1 << 20, .iters = 5000, .warmup = 100};
     /* 5100 x 1 MiB x 2 QPs at 1 Gb/s, plus 1 ms per message, plus 1 s. */
     double want = 5100.0 * 2 * ((double)(1 << 20) * 8 / 1e9 + 1e-3) + 1;
-    CHECK_NEAR(probe_run_bound_s(&r, 2), want, 1e-9);
+    CHECK_NEAR(probe_size_spec_bound_s(&r, 2), want, 1e-9);
     r.iters = 0;
     r.duration = 10;
     r.margin = 0.5;
-    CHECK_NEAR(probe_run_bound_s(&r, 2), 11.5, 1e-12);
+    CHECK_NEAR(probe_size_spec_bound_s(&r, 2), 11.5, 1e-12);
 }
 
 int main(void)
