@@ -112,7 +112,9 @@ static enum fb_status open_devices(struct app *a, struct fb_err *err)
     env->slot_len = probe_slot_len(o);
     env->nslots = probe_pattern_max_ends(o->pattern, o->bidirectional);
     size_t bytes = (size_t)(env->slot_len * (uint64_t)env->nslots);
-    if (o->use_cuda && probe_gpu_alloc(&a->mem, bytes, (int)o->cuda_device, a->w.local_rank, err) != FB_OK)
+    const struct probe_mem_backend *mb = probe_mem_backend_for(o->use_cuda);
+    struct probe_mem_request rq = {bytes, -1, (int)o->cuda_device, a->w.local_rank};
+    if (mb->before_device && probe_mem_alloc(mb, &a->mem, &rq, err) != FB_OK)
         return err->code;
     if (o->transport == PROBE_RDMA) {
         struct probe_verbs_cfg vc = {o->ib_dev, (int)o->ib_port, o->gid_index, (int)o->mtu,
@@ -126,13 +128,14 @@ static enum fb_status open_devices(struct app *a, struct fb_err *err)
                                  a->w.host, &env->addr, e, err) != FB_OK)
             return err->code;
     }
-    if (!o->use_cuda && probe_mem_host_alloc(&a->mem, bytes, e->numa_node, err) != FB_OK)
+    rq.numa_node = e->numa_node;
+    if (!mb->before_device && probe_mem_alloc(mb, &a->mem, &rq, err) != FB_OK)
         return err->code;
     if (o->transport == PROBE_RDMA && probe_mem_register(&a->mem, probe_verbs_pd(env->dev), &env->mr, err) != FB_OK)
         return err->code;
     env->buf = a->mem.addr;
-    env->host_memory = a->mem.kind == PROBE_MEM_HOST;
-    snprintf(e->mem_kind, sizeof e->mem_kind, "%s", env->host_memory ? "host" : "gpu");
+    env->host_memory = mb->cpu_visible;
+    snprintf(e->mem_kind, sizeof e->mem_kind, "%s", mb->kind);
     snprintf(e->mem_reg, sizeof e->mem_reg, "%s", a->mem.reg_path);
     e->mem_numa_node = a->mem.numa_node;
     e->gpu = a->mem.gpu;
