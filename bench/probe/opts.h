@@ -8,8 +8,7 @@
 #include "core/options.h"
 #include "core/status.h"
 #include "probe/schedule.h"
-
-enum probe_transport { PROBE_RDMA, PROBE_TCP };
+#include "probe/transport.h"
 
 struct probe_opts {
     const char *transport_name, *pattern_name;
@@ -31,7 +30,8 @@ struct probe_opts {
     int help, version;
 
     /* derived by probe_opts_parse */
-    enum probe_transport transport;
+    enum probe_transport transport;        /* the row of --transport in the table */
+    const struct probe_transport_ops *tp;  /* and its ops */
     enum probe_pattern pattern;
     int nsizes;
     uint64_t sizes[64];

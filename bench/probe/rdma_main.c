@@ -116,22 +116,12 @@ static enum fb_status open_devices(struct app *a, struct fb_err *err)
     struct probe_mem_request rq = {bytes, -1, (int)o->cuda_device, a->w.local_rank};
     if (mb->before_device && probe_mem_alloc(mb, &a->mem, &rq, err) != FB_OK)
         return err->code;
-    if (o->transport == PROBE_RDMA) {
-        struct probe_verbs_cfg vc = {o->ib_dev, (int)o->ib_port, o->gid_index, (int)o->mtu,
-                                     (int)o->sl, (int)o->tclass};
-        if (probe_verbs_open(&vc, a->w.local_rank, a->w.local_size, a->w.host, &env->dev, e, err) != FB_OK)
-            return err->code;
-    } else {
-        env->tcfg = (struct probe_tcp_cfg){o->iface, (int)o->streams, (long)o->sock_buf, o->latency,
-                                           NULL, NULL};
-        if (probe_tcp_pick_iface(&env->tcfg, a->w.local_rank, a->w.local_size, a->w.nodes == 1,
-                                 a->w.host, &env->addr, e, err) != FB_OK)
-            return err->code;
-    }
+    if (o->tp->open(env, e, err) != FB_OK)
+        return err->code;
     rq.numa_node = e->numa_node;
     if (!mb->before_device && probe_mem_alloc(mb, &a->mem, &rq, err) != FB_OK)
         return err->code;
-    if (o->transport == PROBE_RDMA && probe_mem_register(&a->mem, probe_verbs_pd(env->dev), &env->mr, err) != FB_OK)
+    if (o->tp->register_memory != NULL && o->tp->register_memory(env, &a->mem, err) != FB_OK)
         return err->code;
     env->buf = a->mem.addr;
     env->host_memory = mb->cpu_visible;
@@ -150,7 +140,7 @@ static enum fb_status results_path(struct app *a, char *path, size_t len, char *
 {
     fb_cluster_label(a->o.cluster, a->w.hosts[0], cluster, clen);
     char what[64];
-    snprintf(what, sizeof what, "probe-%s", a->o.transport_name);
+    snprintf(what, sizeof what, "probe-%s", a->o.tp->name);
     struct fb_results_name n = {a->o.json_path, a->o.results_dir, cluster, what};
     return fb_results_path(&n, path, len, err);
 }
@@ -350,7 +340,7 @@ static double size_limit(const struct app *a, uint64_t size)
 {
     struct probe_size_spec r;
     probe_size_spec_for(&a->o, size, NULL, &r);
-    int lanes = a->o.transport == PROBE_TCP ? (int)a->o.streams : (int)a->o.qps;
+    int lanes = (int)a->o.tp->lanes(&a->o);
     return a->o.timeout + probe_size_spec_bound_s(&r, lanes * PROBE_ENDS_MAX);
 }
 
@@ -446,10 +436,9 @@ static int prepare(struct app *a, int argc, char **argv)
 static void release(struct app *a)
 {
     probe_round_teardown(&a->round);
-    if (a->env.mr != NULL)
-        ibv_dereg_mr(a->env.mr);
+    if (a->env.o != NULL) /* the devices were opened */
+        a->env.o->tp->close(&a->env);
     probe_mem_free(&a->mem);
-    probe_verbs_close(a->env.dev);
     if (a->have_results)
         probe_results_free(&a->res);
     probe_schedule_free(&a->sched);
