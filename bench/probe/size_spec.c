@@ -10,6 +10,14 @@ double probe_size_spec_bound_s(const struct probe_size_spec *r, int lanes)
     return messages * ((double)r->size * 8.0 / (PROBE_FLOOR_GBPS * 1e9) + 1e-3) + 1.0;
 }
 
+enum fb_status probe_stopped(const volatile sig_atomic_t *stop, struct fb_err *err)
+{
+    if (stop == NULL || *stop == 0)
+        return FB_OK;
+    return fb_fail(err, *stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
+                   "stopped by a signal; sizes already finished are kept in the results file");
+}
+
 void probe_size_spec_for(const struct probe_opts *o, uint64_t size,
                          const volatile sig_atomic_t *stop, struct probe_size_spec *r)
 {

@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "core/status.h"
+
 struct probe_size_spec {
     uint64_t size;       /* message bytes */
     uint64_t stride;     /* distance between per-QP/stream regions (largest size) */
@@ -29,6 +31,10 @@ struct probe_size_spec {
 /* Upper bound of one size's run at PROBE_FLOOR_GBPS (and 1 ms per message),
  * for waits that cover another rank's measurement. */
 double probe_size_spec_bound_s(const struct probe_size_spec *r, int lanes);
+
+/* FB_EXIT_SIGINT or FB_EXIT_SIGTERM, with the message, once a stop signal
+ * arrived (`stop` as in the spec); else FB_OK. Measurement loops call it. */
+enum fb_status probe_stopped(const volatile sig_atomic_t *stop, struct fb_err *err);
 
 struct probe_opts;
 

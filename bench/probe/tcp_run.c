@@ -263,9 +263,8 @@ static enum fb_status run_phase(const struct probe_ctx *c, struct flow_state *x,
                     st = silent(&x[i], r->timeout, err);
             }
         }
-        if (st == FB_OK && !all_done && r->stop != NULL && *r->stop)
-            st = fb_fail(err, *r->stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
-                         "stopped by a signal; sizes already finished are kept in the results file");
+        if (st == FB_OK && !all_done)
+            st = probe_stopped(r->stop, err);
         if (st != FB_OK || all_done)
             break;
     }
@@ -334,9 +333,9 @@ static enum fb_status move_all(struct probe_tcp_flow *f, int writing, size_t len
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "%s stopped answering for %.0f s on link %d; check that host or raise "
                            "--timeout", f->peer_name, timeout, f->link);
-        if (stop != NULL && *stop)
-            return fb_fail(err, *stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
-                           "stopped by a signal; sizes already finished are kept in the results file");
+        enum fb_status st = probe_stopped(stop, err);
+        if (st != FB_OK)
+            return st;
     }
     return FB_OK;
 }

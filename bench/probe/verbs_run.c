@@ -34,14 +34,6 @@ static enum fb_status silence(const struct probe_verbs_link *l, double timeout, 
                    what, l->peer_name, timeout, l->dev->name);
 }
 
-static enum fb_status stopped(const struct probe_size_spec *r, struct fb_err *err)
-{
-    if (r->stop == NULL || *r->stop == 0)
-        return FB_OK;
-    return fb_fail(err, *r->stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
-                   "stopped by a signal; sizes already finished are kept in the results file");
-}
-
 /* ---- bandwidth ---------------------------------------------------------- */
 
 struct qp_state {
@@ -207,7 +199,7 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_size
         }
         if (all_done)
             return FB_OK;
-        if ((spin & 1023) == 0 && stopped(r, err) != FB_OK)
+        if ((spin & 1023) == 0 && probe_stopped(r->stop, err) != FB_OK)
             return err->code;
     }
 }
@@ -299,7 +291,7 @@ static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_
         if ((spin & 4095) == 0) {
             if (fb_now() - since > r->timeout)
                 return silence(l, r->timeout, "RDMA write", err);
-            if (stopped(r, err) != FB_OK)
+            if (probe_stopped(r->stop, err) != FB_OK)
                 return err->code;
         }
     }
