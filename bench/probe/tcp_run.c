@@ -347,9 +347,8 @@ enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_size_s
     out->link = f->link;
     out->size = r->size;
     long total = r->iters ? r->warmup + r->iters : -1;
-    long cap = r->iters ? r->iters : 1 << 16, n = 0;
-    double *rtt = initiator ? malloc((size_t)cap * sizeof *rtt) : NULL;
-    if (initiator && rtt == NULL)
+    struct probe_rtt_log log = {0};
+    if (initiator && probe_rtt_reserve(&log, r->iters ? r->iters : 1 << 16) != 0)
         return fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples");
     double t_first = fb_now(), t_last = t_first, stop_at = INFINITY;
     enum fb_status st = FB_OK;
@@ -378,26 +377,13 @@ enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_size_s
         if (st == FB_OK)
             st = move_all(f, 0, r->size, r->timeout, r->stop, err);
         t_last = fb_now();
-        if (st == FB_OK && i >= r->warmup) {
-            if (n == cap) {
-                double *grown = realloc(rtt, (size_t)cap * 2 * sizeof *grown);
-                if (grown == NULL) {
-                    st = fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples; use -n");
-                    break;
-                }
-                rtt = grown;
-                cap *= 2;
-            }
-            rtt[n++] = t_last - t0;
+        if (st == FB_OK && i >= r->warmup && probe_rtt_push(&log, t_last - t0) != 0) {
+            st = fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples; use -n");
+            break;
         }
     }
-    if (st == FB_OK && initiator) {
-        out->messages = (uint64_t)n;
-        out->bytes = (double)n * (double)r->size;
-        out->seconds = t_last - t_first;
-        probe_samples_init(&out->samples, t_first, r->interval);
-        probe_latency_from_rtts(rtt, n, &out->lat);
-    }
-    free(rtt);
+    if (st == FB_OK && initiator)
+        probe_latency_finish(out, &log, r->size, t_first, t_last, r->interval);
+    probe_rtt_free(&log);
     return st;
 }

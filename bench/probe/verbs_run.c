@@ -297,29 +297,10 @@ static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_
     }
 }
 
-struct rtt_log {
-    double *v;
-    long n, cap;
-};
-
-static int rtt_push(struct rtt_log *log, double rtt)
-{
-    if (log->n == log->cap) {
-        long cap = log->cap ? log->cap * 2 : 4096;
-        double *grown = realloc(log->v, (size_t)cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        log->v = grown;
-        log->cap = cap;
-    }
-    log->v[log->n++] = rtt;
-    return 0;
-}
-
 static uint8_t next_seq(uint8_t v) { return v >= LAT_SEQ_MAX ? 1 : (uint8_t)(v + 1); }
 
 static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct probe_size_spec *r,
-                                    struct rtt_log *log, double *t_first, double *t_last,
+                                    struct probe_rtt_log *log, double *t_first, double *t_last,
                                     struct fb_err *err)
 {
     uint8_t v = 0;
@@ -338,7 +319,7 @@ static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct pro
             reap_one(l, r, err) != FB_OK)
             return err->code;
         *t_last = fb_now();
-        if (i >= r->warmup && rtt_push(log, *t_last - t0) != 0)
+        if (i >= r->warmup && probe_rtt_push(log, *t_last - t0) != 0)
             return fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples; use -n");
     }
     if (r->iters == 0 && (post_one(l, r, LAT_STOP, err) != FB_OK || reap_one(l, r, err) != FB_OK))
@@ -371,16 +352,11 @@ enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct pr
     out->size = r->size;
     if (!initiator)
         return lat_responder(l, r, err);
-    struct rtt_log log = {0};
+    struct probe_rtt_log log = {0};
     double t_first = fb_now(), t_last = t_first;
     enum fb_status st = lat_initiator(l, r, &log, &t_first, &t_last, err);
-    if (st == FB_OK) {
-        out->messages = (uint64_t)log.n;
-        out->bytes = (double)log.n * (double)r->size;
-        out->seconds = t_last - t_first;
-        probe_samples_init(&out->samples, t_first, r->interval);
-        probe_latency_from_rtts(log.v, log.n, &out->lat);
-    }
-    free(log.v);
+    if (st == FB_OK)
+        probe_latency_finish(out, &log, r->size, t_first, t_last, r->interval);
+    probe_rtt_free(&log);
     return st;
 }

@@ -95,6 +95,27 @@ static void test_latency_is_half_the_round_trip(void)
     CHECK(!l.valid);
 }
 
+static void test_rtt_log_grows_past_its_room_and_finishes_a_measure(void)
+{
+    struct probe_rtt_log log = {0};
+    CHECK_INT(probe_rtt_reserve(&log, 2), 0);
+    CHECK_INT(log.cap, 2);
+    for (int i = 0; i < 5; i++)
+        CHECK_INT(probe_rtt_push(&log, (5 - i) * 2e-6), 0); /* 10 .. 2 us */
+    CHECK_INT(log.n, 5);
+    CHECK(log.cap >= 5);
+    struct probe_measure m = {0};
+    probe_latency_finish(&m, &log, 64, 1.0, 1.5, 0.001);
+    CHECK_INT(m.messages, 5);
+    CHECK_NEAR(m.bytes, 320, 0);
+    CHECK_NEAR(m.seconds, 0.5, 1e-12);
+    CHECK(m.lat.valid);
+    CHECK_NEAR(m.lat.min_us, 1.0, 1e-9); /* one way: half the round trip */
+    CHECK_NEAR(m.lat.max_us, 5.0, 1e-9);
+    probe_rtt_free(&log);
+    CHECK(log.v == NULL && log.n == 0 && log.cap == 0);
+}
+
 static void test_median(void)
 {
     double v[] = {5, 1, 4, 2, 3};
@@ -181,6 +202,7 @@ int main(void)
     RUN(test_samples_merge_when_full);
     RUN(test_peak_finds_the_fast_interval_and_ignores_a_short_tail);
     RUN(test_latency_is_half_the_round_trip);
+    RUN(test_rtt_log_grows_past_its_room_and_finishes_a_measure);
     RUN(test_median);
     RUN(test_flags_use_line_rate_when_known);
     RUN(test_flags_fall_back_to_median);
