@@ -314,11 +314,7 @@ static json_object *analysis_json(const struct probe_results *r, const struct pr
     json_object_object_add(doc, "flags", flags);
     json_object *sus = json_object_new_array();
     for (int i = 0; i < a->nsuspects; i++) {
-        int e = a->suspects[i].endpoint;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "rank", json_object_new_int(e));
-        json_object_object_add(o, "host", json_object_new_string(r->hosts[e]));
-        json_object_object_add(o, "device", str_or_null(r->ep[e].device));
+        json_object *o = end_json(r, a->suspects[i].endpoint);
         json_object_object_add(o, "slow_links", json_object_new_int(a->suspects[i].flagged));
         json_object_object_add(o, "links", json_object_new_int(a->suspects[i].links));
         json_object_array_add(sus, o);
