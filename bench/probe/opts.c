@@ -110,14 +110,9 @@ static enum fb_status find_transport(struct probe_opts *o, struct fb_err *err)
     return fb_fail(err, FB_ERR_USAGE, "--transport %s: use %s", o->transport_name, names);
 }
 
-static enum fb_status check_combinations(struct probe_opts *o, const struct fb_opts_result *res,
-                                         struct fb_err *err)
+static enum fb_status check_modes(const struct probe_opts *o, const struct fb_opts_result *res,
+                                  struct fb_err *err)
 {
-    if (find_transport(o, err) != FB_OK)
-        return err->code;
-    if (probe_pattern_parse(o->pattern_name, &o->pattern) != 0)
-        return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
-                       o->pattern_name);
     if (given(res, "iters") && given(res, "duration"))
         return fb_fail(err, FB_ERR_USAGE, "-n and -D both given; count messages or time, not both");
     if (o->latency && o->pattern == PROBE_PATTERN_RING)
@@ -125,6 +120,12 @@ static enum fb_status check_combinations(struct probe_opts *o, const struct fb_o
                        "or all-pairs");
     if (o->latency && o->bidirectional)
         return fb_fail(err, FB_ERR_USAGE, "--latency is a round trip already; drop -b");
+    return FB_OK;
+}
+
+static enum fb_status check_gpu_memory(const struct probe_opts *o,
+                                       const struct fb_opts_result *res, struct fb_err *err)
+{
     if (o->use_cuda && !o->tp->gpu_memory) {
         char names[128];
         probe_transport_names(1, names, sizeof names);
@@ -135,8 +136,13 @@ static enum fb_status check_combinations(struct probe_opts *o, const struct fb_o
         return fb_fail(err, FB_ERR_USAGE, "--latency polls host memory; drop --use-cuda");
     if (given(res, "cuda-device") && !o->use_cuda)
         return fb_fail(err, FB_ERR_USAGE, "--cuda-device needs --use-cuda");
-    /* Counting is the default except for bandwidth on a transport that
-     * (like iperf3 over TCP) runs for a time. */
+    return FB_OK;
+}
+
+/* Counting is the default except for bandwidth on a transport that (like
+ * iperf3 over TCP) runs for a time. */
+static void default_amount(struct probe_opts *o, const struct fb_opts_result *res)
+{
     if (!given(res, "iters") && !given(res, "duration")) {
         if (!o->latency && o->tp->default_duration_s > 0)
             o->duration = o->tp->default_duration_s;
@@ -145,6 +151,19 @@ static enum fb_status check_combinations(struct probe_opts *o, const struct fb_o
     }
     if (given(res, "duration"))
         o->iters = 0;
+}
+
+static enum fb_status check_combinations(struct probe_opts *o, const struct fb_opts_result *res,
+                                         struct fb_err *err)
+{
+    if (find_transport(o, err) != FB_OK)
+        return err->code;
+    if (probe_pattern_parse(o->pattern_name, &o->pattern) != 0)
+        return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
+                       o->pattern_name);
+    if (check_modes(o, res, err) != FB_OK || check_gpu_memory(o, res, err) != FB_OK)
+        return err->code;
+    default_amount(o, res);
     return o->tp->check_options != NULL ? o->tp->check_options(o, err) : FB_OK;
 }
 

@@ -1,5 +1,6 @@
 /* fabric-rdma's options: one table (core/options.h) drives parsing,
- * --help and the JSON echo; the checks between options live here too. */
+ * --help and the JSON echo; the checks between options live here too, but
+ * for those of one transport, which its ops make (probe/transport.h). */
 #ifndef FB_PROBE_OPTS_H
 #define FB_PROBE_OPTS_H
 
