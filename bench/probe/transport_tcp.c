@@ -1,6 +1,6 @@
-/* The TCP transport: one interface per rank, cfg->streams sockets on every
- * link end, bandwidth measured at the destination and ping-pong latency
- * (tcp.c, tcp_run.c). Addresses travel over MPI. */
+/* The TCP transport: one interface per rank, -P sockets on every link
+ * end, bandwidth measured at the destination and ping-pong latency (tcp.c,
+ * tcp_run.c). Addresses travel over MPI. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
