@@ -120,6 +120,42 @@ void probe_latency_from_rtts(double *rtt_s, long n, struct probe_latency *lat)
     lat->p99_us = percentile(rtt_s, n, 99) * half_us;
 }
 
+int probe_rtt_reserve(struct probe_rtt_log *log, long cap)
+{
+    if (cap <= log->cap)
+        return 0;
+    double *grown = realloc(log->v, (size_t)cap * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    log->v = grown;
+    log->cap = cap;
+    return 0;
+}
+
+int probe_rtt_push(struct probe_rtt_log *log, double rtt_s)
+{
+    if (log->n == log->cap && probe_rtt_reserve(log, log->cap ? log->cap * 2 : 4096) != 0)
+        return -1;
+    log->v[log->n++] = rtt_s;
+    return 0;
+}
+
+void probe_rtt_free(struct probe_rtt_log *log)
+{
+    free(log->v);
+    memset(log, 0, sizeof *log);
+}
+
+void probe_latency_finish(struct probe_measure *out, struct probe_rtt_log *log, uint64_t size,
+                          double t_first, double t_last, double interval)
+{
+    out->messages = (uint64_t)log->n;
+    out->bytes = (double)log->n * (double)size;
+    out->seconds = t_last - t_first;
+    probe_samples_init(&out->samples, t_first, interval);
+    probe_latency_from_rtts(log->v, log->n, &out->lat);
+}
+
 double probe_median(const double *v, int n)
 {
     if (n <= 0)

@@ -56,6 +56,24 @@ double probe_mpps(double messages, double seconds);
 /* Fills lat from `n` round-trip times in seconds (sorts them in place). */
 void probe_latency_from_rtts(double *rtt_s, long n, struct probe_latency *lat);
 
+/* The round-trip times a latency initiator collects, in seconds (rank
+ * local: never sent). */
+struct probe_rtt_log {
+    double *v;
+    long n, cap;
+};
+
+/* Room for `cap` times before the first; -1 when out of memory. */
+int probe_rtt_reserve(struct probe_rtt_log *log, long cap);
+/* Appends one, doubling the room when it is full; -1 when out of memory. */
+int probe_rtt_push(struct probe_rtt_log *log, double rtt_s);
+void probe_rtt_free(struct probe_rtt_log *log);
+
+/* The initiator's measurement of a latency run: the logged round trips of
+ * `size`-byte messages, timed from t_first to t_last (sorts the log). */
+void probe_latency_finish(struct probe_measure *out, struct probe_rtt_log *log, uint64_t size,
+                          double t_first, double t_last, double interval);
+
 /* Median of n values (sorts a copy); NAN for n == 0. */
 double probe_median(const double *v, int n);
 

@@ -1,5 +1,7 @@
 /* Buffers the probe moves data between: host memory bound to the NIC's
- * NUMA node, or GPU memory (--use-cuda) for GPUDirect RDMA. Registration
+ * NUMA node, or GPU memory (--use-cuda) for GPUDirect RDMA. The back-end is
+ * chosen at run time from two entries, host and gpu; a build without CUDA
+ * keeps the gpu entry, which says so when asked for memory. Registration
  * with the HCA picks the path the platform supports and records it. */
 #ifndef FB_PROBE_MEM_H
 #define FB_PROBE_MEM_H
@@ -9,10 +11,10 @@
 
 #include "core/status.h"
 
-enum probe_mem_kind { PROBE_MEM_HOST, PROBE_MEM_GPU };
+struct probe_mem_backend;
 
 struct probe_mem {
-    enum probe_mem_kind kind;
+    const struct probe_mem_backend *backend; /* NULL until probe_mem_alloc */
     void *addr;
     size_t len;
     int numa_node;   /* host: node the pages are bound to, -1 when not bound */
@@ -23,27 +25,49 @@ struct probe_mem {
     void *impl;        /* back-end state */
 };
 
-/* Page-aligned host memory of `len` bytes, bound to `numa_node` when >= 0
- * and the kernel allows it (m->numa_node says whether it did), touched once
- * so first-touch faults stay out of the timing. */
-enum fb_status probe_mem_host_alloc(struct probe_mem *m, size_t len, int numa_node,
-                                    struct fb_err *err);
+/* What a rank asks for; each back-end reads the fields that concern it. */
+struct probe_mem_request {
+    size_t len;
+    int numa_node;  /* host: bind to this node when >= 0 */
+    int gpu;        /* gpu: --cuda-device, < 0 picks local_rank modulo the GPU count */
+    int local_rank;
+};
 
-/* Registers for local write and remote read/write. GPU memory tries dma-buf
- * first and falls back to plain registration (nvidia-peermem). */
+struct probe_mem_backend {
+    const char *kind;  /* "host", "gpu": the endpoint's memory in the record */
+    int cpu_visible;   /* the CPU may clear the bytes */
+    /* Allocated before the transport opens its device: a node without CUDA
+     * or GPU says so before the HCA is looked at. Host memory waits for the
+     * device, whose NUMA node it is bound to. */
+    int before_device;
+    /* Errors: missing CUDA, driver or GPU is FB_ERR_UNAVAIL; CUDA errors
+     * are named, never bare numbers. */
+    enum fb_status (*alloc)(struct probe_mem *m, const struct probe_mem_request *rq,
+                            struct fb_err *err);
+    enum fb_status (*register_mr)(struct probe_mem *m, struct ibv_pd *pd, int access,
+                                  struct ibv_mr **mr, struct fb_err *err);
+    /* Safe after a failed alloc. */
+    void (*release)(struct probe_mem *m);
+};
+
+/* Page-aligned host memory, bound to the request's NUMA node when the
+ * kernel allows it (m->numa_node says whether it did), touched once so
+ * first-touch faults stay out of the timing (mem_host.c). */
+extern const struct probe_mem_backend probe_mem_host;
+/* GPU memory, registered through dma-buf, else nvidia-peermem
+ * (mem_gpu_cuda.c; mem_gpu_none.c in a build without CUDA). */
+extern const struct probe_mem_backend probe_mem_gpu;
+
+/* gpu for --use-cuda, else host. */
+const struct probe_mem_backend *probe_mem_backend_for(int use_cuda);
+
+enum fb_status probe_mem_alloc(const struct probe_mem_backend *b, struct probe_mem *m,
+                               const struct probe_mem_request *rq, struct fb_err *err);
+
+/* Registers for local write and remote read/write. */
 enum fb_status probe_mem_register(struct probe_mem *m, struct ibv_pd *pd, struct ibv_mr **mr,
                                   struct fb_err *err);
 
 void probe_mem_free(struct probe_mem *m);
-
-/* GPU back-end (mem_gpu_nccl.c with CUDA, mem_gpu_none.c without).
- * `device` < 0 picks local_rank modulo the GPU count. Missing CUDA, driver
- * or GPU is FB_ERR_UNAVAIL; CUDA errors are named, never bare numbers. */
-int probe_gpu_compiled(void);
-enum fb_status probe_gpu_alloc(struct probe_mem *m, size_t len, int device, int local_rank,
-                               struct fb_err *err);
-enum fb_status probe_gpu_register(struct probe_mem *m, struct ibv_pd *pd, int access,
-                                  struct ibv_mr **mr, struct fb_err *err);
-void probe_gpu_free(struct probe_mem *m);
 
 #endif

@@ -100,33 +100,19 @@ static enum fb_status plan_sizes(struct probe_opts *o, const struct fb_opts_resu
     return FB_OK;
 }
 
-static enum fb_status check_rdma(const struct probe_opts *o, struct fb_err *err)
+static enum fb_status find_transport(struct probe_opts *o, struct fb_err *err)
 {
-    if (o->mtu != 0 && o->mtu != 256 && o->mtu != 512 && o->mtu != 1024 && o->mtu != 2048 &&
-        o->mtu != 4096)
-        return fb_fail(err, FB_ERR_USAGE, "--mtu %ld: use 256, 512, 1024, 2048 or 4096", o->mtu);
-    if (o->cq_mod + o->post_list - 1 > o->tx_depth)
-        return fb_fail(err, FB_ERR_USAGE,
-                       "-t %ld is too shallow for -Q %ld and -l %ld (the queue would stall); use "
-                       "-t %ld or more", o->tx_depth, o->cq_mod, o->post_list,
-                       o->cq_mod + o->post_list - 1);
-    if (o->sizes[o->nsizes - 1] > (1ULL << 30))
-        return fb_fail(err, FB_ERR_USAGE, "RDMA messages are limited to 1G here; lower -s/--max-size");
-    return FB_OK;
+    char names[128];
+    o->tp = probe_transport_find(o->transport_name, &o->transport);
+    if (o->tp != NULL)
+        return FB_OK;
+    probe_transport_names(0, names, sizeof names);
+    return fb_fail(err, FB_ERR_USAGE, "--transport %s: use %s", o->transport_name, names);
 }
 
-static enum fb_status check_combinations(struct probe_opts *o, const struct fb_opts_result *res,
-                                         struct fb_err *err)
+static enum fb_status check_modes(const struct probe_opts *o, const struct fb_opts_result *res,
+                                  struct fb_err *err)
 {
-    if (strcmp(o->transport_name, "rdma") == 0)
-        o->transport = PROBE_RDMA;
-    else if (strcmp(o->transport_name, "tcp") == 0)
-        o->transport = PROBE_TCP;
-    else
-        return fb_fail(err, FB_ERR_USAGE, "--transport %s: use rdma or tcp", o->transport_name);
-    if (probe_pattern_parse(o->pattern_name, &o->pattern) != 0)
-        return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
-                       o->pattern_name);
     if (given(res, "iters") && given(res, "duration"))
         return fb_fail(err, FB_ERR_USAGE, "-n and -D both given; count messages or time, not both");
     if (o->latency && o->pattern == PROBE_PATTERN_RING)
@@ -134,23 +120,51 @@ static enum fb_status check_combinations(struct probe_opts *o, const struct fb_o
                        "or all-pairs");
     if (o->latency && o->bidirectional)
         return fb_fail(err, FB_ERR_USAGE, "--latency is a round trip already; drop -b");
-    if (o->use_cuda && o->transport == PROBE_TCP)
-        return fb_fail(err, FB_ERR_USAGE, "--use-cuda applies to --transport rdma; drop it for tcp");
+    return FB_OK;
+}
+
+static enum fb_status check_gpu_memory(const struct probe_opts *o,
+                                       const struct fb_opts_result *res, struct fb_err *err)
+{
+    if (o->use_cuda && !o->tp->gpu_memory) {
+        char names[128];
+        probe_transport_names(1, names, sizeof names);
+        return fb_fail(err, FB_ERR_USAGE, "--use-cuda applies to --transport %s; drop it for %s",
+                       names, o->tp->name);
+    }
     if (o->use_cuda && o->latency)
         return fb_fail(err, FB_ERR_USAGE, "--latency polls host memory; drop --use-cuda");
     if (given(res, "cuda-device") && !o->use_cuda)
         return fb_fail(err, FB_ERR_USAGE, "--cuda-device needs --use-cuda");
-    /* Counting is the default except for TCP bandwidth, which (like
-     * iperf3) runs for a time. */
+    return FB_OK;
+}
+
+/* Counting is the default except for bandwidth on a transport that (like
+ * iperf3 over TCP) runs for a time. */
+static void default_amount(struct probe_opts *o, const struct fb_opts_result *res)
+{
     if (!given(res, "iters") && !given(res, "duration")) {
-        if (o->transport == PROBE_TCP && !o->latency)
-            o->duration = 2;
+        if (!o->latency && o->tp->default_duration_s > 0)
+            o->duration = o->tp->default_duration_s;
         else
             o->iters = o->latency ? 1000 : 5000;
     }
     if (given(res, "duration"))
         o->iters = 0;
-    return o->transport == PROBE_RDMA ? check_rdma(o, err) : FB_OK;
+}
+
+static enum fb_status check_combinations(struct probe_opts *o, const struct fb_opts_result *res,
+                                         struct fb_err *err)
+{
+    if (find_transport(o, err) != FB_OK)
+        return err->code;
+    if (probe_pattern_parse(o->pattern_name, &o->pattern) != 0)
+        return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
+                       o->pattern_name);
+    if (check_modes(o, res, err) != FB_OK || check_gpu_memory(o, res, err) != FB_OK)
+        return err->code;
+    default_amount(o, res);
+    return o->tp->check_options != NULL ? o->tp->check_options(o, err) : FB_OK;
 }
 
 static void record_invocation(struct probe_opts *o, int argc, char **argv)

@@ -1,5 +1,6 @@
 /* fabric-rdma's options: one table (core/options.h) drives parsing,
- * --help and the JSON echo; the checks between options live here too. */
+ * --help and the JSON echo; the checks between options live here too, but
+ * for those of one transport, which its ops make (probe/transport.h). */
 #ifndef FB_PROBE_OPTS_H
 #define FB_PROBE_OPTS_H
 
@@ -8,8 +9,7 @@
 #include "core/options.h"
 #include "core/status.h"
 #include "probe/schedule.h"
-
-enum probe_transport { PROBE_RDMA, PROBE_TCP };
+#include "probe/transport.h"
 
 struct probe_opts {
     const char *transport_name, *pattern_name;
@@ -31,7 +31,8 @@ struct probe_opts {
     int help, version;
 
     /* derived by probe_opts_parse */
-    enum probe_transport transport;
+    enum probe_transport transport;        /* the row of --transport in the table */
+    const struct probe_transport_ops *tp;  /* and its ops */
     enum probe_pattern pattern;
     int nsizes;
     uint64_t sizes[64];

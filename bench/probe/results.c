@@ -314,11 +314,7 @@ static json_object *analysis_json(const struct probe_results *r, const struct pr
     json_object_object_add(doc, "flags", flags);
     json_object *sus = json_object_new_array();
     for (int i = 0; i < a->nsuspects; i++) {
-        int e = a->suspects[i].endpoint;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "rank", json_object_new_int(e));
-        json_object_object_add(o, "host", json_object_new_string(r->hosts[e]));
-        json_object_object_add(o, "device", str_or_null(r->ep[e].device));
+        json_object *o = end_json(r, a->suspects[i].endpoint);
         json_object_object_add(o, "slow_links", json_object_new_int(a->suspects[i].flagged));
         json_object_object_add(o, "links", json_object_new_int(a->suspects[i].links));
         json_object_array_add(sus, o);
@@ -394,7 +390,7 @@ json_object *probe_results_json(const struct probe_results *r, int complete)
     json_object_get(r->warnings);
     json_object_object_add(d, "warnings", r->warnings);
 
-    json_object_object_add(d, "transport", json_object_new_string(o->transport == PROBE_TCP ? "tcp" : "rdma"));
+    json_object_object_add(d, "transport", json_object_new_string(o->tp->name));
     json_object_object_add(d, "pattern", json_object_new_string(probe_pattern_name(o->pattern)));
     json_object_object_add(d, "mode", json_object_new_string(o->latency ? "latency" : "bandwidth"));
     json_object_object_add(d, "bidirectional", json_object_new_boolean(o->bidirectional));
@@ -454,30 +450,23 @@ void probe_print_header(FILE *out, const struct probe_results *r)
     else
         snprintf(amount, sizeof amount, "%g s", o->duration);
     fprintf(out, "# fabric-rdma %s: %s %s%s %s, %d ranks on %d node%s, %d link%s in %d round%s\n",
-            FB_VERSION, o->transport == PROBE_TCP ? "tcp" : "rdma", probe_pattern_name(o->pattern),
+            FB_VERSION, o->tp->name, probe_pattern_name(o->pattern),
             o->bidirectional ? " bidirectional" : "", o->latency ? "latency" : "bandwidth",
             r->nranks, r->nnodes, r->nnodes == 1 ? "" : "s", r->sched->nlinks, r->sched->nlinks == 1 ? "" : "s",
             r->sched->nrounds, r->sched->nrounds == 1 ? "" : "s");
-    if (o->transport == PROBE_TCP)
-        fprintf(out, "# %s, %s per stream, %ld stream%s per link\n", sizes, amount, o->streams,
-                o->streams == 1 ? "" : "s");
-    else
-        fprintf(out, "# %s, %s per QP, %ld QP%s per link, tx depth %ld, cq moderation %ld, post list %ld\n",
-                sizes, amount, o->qps, o->qps == 1 ? "" : "s", o->tx_depth, o->cq_mod, o->post_list);
+    const struct probe_transport_ops *tp = o->tp;
+    long lanes = tp->lanes(o);
+    char settings[128] = "";
+    if (tp->describe_options != NULL)
+        tp->describe_options(o, settings, sizeof settings);
+    fprintf(out, "# %s, %s per %s, %ld %s%s per link%s\n", sizes, amount, tp->lane, lanes, tp->lane,
+            lanes == 1 ? "" : "s", settings);
     fprintf(out, "# %4s %-16s %-10s %-10s %-22s %5s %-44s %4s %s\n", "rank", "host", "device",
-            o->transport == PROBE_TCP ? "link" : "port", "rate", "MTU",
-            o->transport == PROBE_TCP ? "address" : "GID (index type address choice)", "NUMA", "memory");
+            tp->port_column, "rate", "MTU", tp->address_column, "NUMA", "memory");
     for (int k = 0; k < r->nranks; k++) {
         const struct probe_endpoint *e = &r->ep[k];
         char port[32], addr[160], mem[96];
-        if (o->transport == PROBE_TCP) {
-            snprintf(port, sizeof port, "%s", e->link_layer);
-            snprintf(addr, sizeof addr, "%s", e->address);
-        } else {
-            snprintf(port, sizeof port, "%d %s", e->port, e->port_state);
-            snprintf(addr, sizeof addr, "%d %s %s %s", e->gid_index, e->gid_type, e->gid,
-                     e->gid_auto ? "auto" : "-x");
-        }
+        tp->describe_endpoint(e, port, sizeof port, addr, sizeof addr);
         if (e->gpu >= 0)
             snprintf(mem, sizeof mem, "gpu %d %s %s", e->gpu, e->gpu_bus_id, e->mem_reg);
         else

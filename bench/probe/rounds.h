@@ -1,6 +1,6 @@
 /* One round of the schedule on this rank: connect the link ends it takes
  * part in (queue pairs or sockets), measure them at each size, tear them
- * down. Transport-neutral for the caller. */
+ * down. The transport's ops do the connecting and measuring. */
 #ifndef FB_PROBE_ROUNDS_H
 #define FB_PROBE_ROUNDS_H
 
@@ -11,6 +11,7 @@
 #include "probe/opts.h"
 #include "probe/schedule.h"
 #include "probe/tcp.h"
+#include "probe/transport.h"
 #include "probe/verbs.h"
 
 /* A rank takes part in at most this many link ends per round (a
@@ -37,14 +38,15 @@ struct probe_end {
     int is_src, peer;
     char *slot;
     char peer_name[FB_HOST_MAX + 96];
-    struct probe_verbs_link *vl;
-    struct probe_tcp_flow flow;
-    int listen_fd;
-    uint8_t record[PROBE_QPINFO_WIRE_MAX];
-    MPI_Request record_req;
+    struct probe_verbs_link *vl;           /* rdma */
+    struct probe_tcp_flow flow;            /* tcp */
+    int listen_fd;                         /* tcp: the destination's listener until it accepts */
+    uint8_t record[PROBE_QPINFO_WIRE_MAX]; /* this end's record for the peer */
+    MPI_Request record_req;                /* tcp: its send */
 };
 
 struct probe_round {
+    const struct probe_transport_ops *tp;
     int index, nends;
     struct probe_end ends[PROBE_ENDS_MAX];
 };
@@ -52,7 +54,8 @@ struct probe_round {
 /* Bytes each slot needs for the options' largest size. */
 uint64_t probe_slot_len(const struct probe_opts *o);
 
-/* Connects this rank's ends of `round`. On error the round is torn down. */
+/* Connects this rank's ends of `round` through the options' transport. On
+ * error the round is torn down. */
 enum fb_status probe_round_setup(const struct probe_rank_env *env, const struct probe_schedule *s,
                                  int round, struct probe_round *rd, struct fb_err *err);
 
@@ -64,9 +67,5 @@ enum fb_status probe_round_measure(const struct probe_rank_env *env, struct prob
                                    struct fb_err *err);
 
 void probe_round_teardown(struct probe_round *rd);
-
-/* The measurement parameters for one size. */
-void probe_run_for(const struct probe_opts *o, uint64_t size, const volatile sig_atomic_t *stop,
-                   struct probe_run *r);
 
 #endif

@@ -3,75 +3,65 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    int ok = fgets(buf, (int)len, f) != NULL;
-    fclose(f);
-    if (!ok)
-        return -1;
-    buf[strcspn(buf, "\n")] = '\0';
-    return 0;
-}
+#include "core/rootfs.h"
+#include "core/text.h"
 
-static long read_long(const char *path, long fallback)
+/* A device attribute as a number, -1 when it is missing or not a number:
+ * these facts are descriptive, never a reason to stop. */
+static long attribute(const char *root, const char *path)
 {
-    char line[64], *end = NULL;
-    if (read_line(path, line, sizeof line) != 0)
-        return fallback;
-    long v = strtol(line, &end, 10);
-    return end != line && *end == '\0' ? v : fallback;
+    struct fb_err ignored = {0};
+    long v = -1;
+    return fb_rootfs_read_long(root, path, &v, &ignored) == FB_OK ? v : -1;
 }
 
 int probe_sysfs_numa_node(const char *root, const char *cls, const char *name)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/sys/class/%s/%s/device/numa_node", root, cls, name);
-    long v = read_long(path, -1);
+    char path[FB_ROOTFS_PATH_MAX];
+    snprintf(path, sizeof path, "/sys/class/%s/%s/device/numa_node", cls, name);
+    long v = attribute(root, path);
     return v < 0 || v > 4096 ? -1 : (int)v;
 }
 
 int probe_sysfs_pci_address(const char *root, const char *cls, const char *name, char *buf,
                             size_t len)
 {
-    char path[1024], line[256];
-    snprintf(path, sizeof path, "%s/sys/class/%s/%s/device/uevent", root, cls, name);
-    FILE *f = fopen(path, "r");
+    static const char key[] = "PCI_SLOT_NAME=";
+    char path[FB_ROOTFS_PATH_MAX], *text = NULL;
+    struct fb_err ignored = {0};
     buf[0] = '\0';
-    if (f == NULL)
+    snprintf(path, sizeof path, "/sys/class/%s/%s/device/uevent", cls, name);
+    if (fb_rootfs_read(root, path, &text, &ignored) != FB_OK)
         return -1;
     int found = -1;
-    while (found != 0 && fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "PCI_SLOT_NAME=", 14) == 0) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(buf, len, "%s", line + 14);
+    size_t pos = 0, n = 0, tlen = strlen(text);
+    const char *line = NULL;
+    while (found != 0 && fb_next_line(text, tlen, &pos, &line, &n)) {
+        if (n >= sizeof key - 1 && strncmp(line, key, sizeof key - 1) == 0) {
+            fb_copy(buf, len, line + sizeof key - 1, n - (sizeof key - 1));
             found = 0;
         }
     }
-    fclose(f);
+    free(text);
     return found;
 }
 
 long probe_sysfs_net_speed_mbps(const char *root, const char *iface)
 {
-    char path[1024];
-    struct stat st;
+    char path[FB_ROOTFS_PATH_MAX];
     /* Only interfaces backed by a device have a real link speed. */
-    snprintf(path, sizeof path, "%s/sys/class/net/%s/device", root, iface);
-    if (stat(path, &st) != 0)
+    snprintf(path, sizeof path, "/sys/class/net/%s/device", iface);
+    if (!fb_rootfs_exists(root, path))
         return -1;
-    snprintf(path, sizeof path, "%s/sys/class/net/%s/speed", root, iface);
-    long v = read_long(path, -1);
+    snprintf(path, sizeof path, "/sys/class/net/%s/speed", iface);
+    long v = attribute(root, path);
     return v > 0 ? v : -1;
 }
 
 long probe_sysfs_net_mtu(const char *root, const char *iface)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/sys/class/net/%s/mtu", root, iface);
-    return read_long(path, -1);
+    char path[FB_ROOTFS_PATH_MAX];
+    snprintf(path, sizeof path, "/sys/class/net/%s/mtu", iface);
+    return attribute(root, path);
 }

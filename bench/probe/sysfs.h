@@ -1,6 +1,7 @@
 /* Device facts verbs and sockets do not give: NUMA node, PCI address, a
- * network interface's speed. Read from sysfs under a root directory ("" for
- * the live system) so tests read recorded trees. Unknown is -1 or "". */
+ * network interface's speed. Read through core/rootfs.h under a root
+ * directory ("" for the live system) so tests read recorded trees. Unknown
+ * is -1 or "". */
 #ifndef FB_PROBE_SYSFS_H
 #define FB_PROBE_SYSFS_H
 

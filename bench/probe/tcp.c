@@ -15,36 +15,42 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/rootfs.h"
 #include "core/text.h"
 #include "probe/devsel.h"
 #include "probe/sysfs.h"
 
-#define HELLO_LEN 16
 #define IFACES_MAX 64
 
-static const uint8_t hello_magic[4] = {'F', 'B', 'T', 'S'};
+/* One route of /proc/net/route: 1 when it is the default route and up. */
+static int is_default_route(const char *line, size_t n, char *ifname, size_t len)
+{
+    char copy[512], name[IF_NAMESIZE + 1];
+    unsigned long dest = 1, mask = 1;
+    unsigned flags = 0;
+    fb_copy(copy, sizeof copy, line, n);
+    /* Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex) */
+    if (sscanf(copy, "%16s %lx %*x %x %*d %*d %*d %lx", name, &dest, &flags, &mask) != 4)
+        return 0;
+    if (dest != 0 || mask != 0 || !(flags & 0x1) /* RTF_UP */)
+        return 0;
+    snprintf(ifname, len, "%s", name);
+    return 1;
+}
 
 int probe_tcp_default_route_iface(const char *root, char *name, size_t len)
 {
-    char path[1024], line[512];
-    snprintf(path, sizeof path, "%s/proc/net/route", root);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
+    char *text = NULL;
+    struct fb_err ignored = {0};
+    if (fb_rootfs_read(root, "/proc/net/route", &text, &ignored) != FB_OK)
         return -1;
     int found = -1;
-    while (found != 0 && fgets(line, sizeof line, f) != NULL) {
-        char ifname[IF_NAMESIZE + 1];
-        unsigned long dest = 1, mask = 1;
-        unsigned flags = 0;
-        /* Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex) */
-        if (sscanf(line, "%16s %lx %*x %x %*d %*d %*d %lx", ifname, &dest, &flags, &mask) != 4)
-            continue;
-        if (dest == 0 && mask == 0 && (flags & 0x1) /* RTF_UP */) {
-            snprintf(name, len, "%s", ifname);
+    size_t pos = 0, n = 0, tlen = strlen(text);
+    const char *line = NULL;
+    while (found != 0 && fb_next_line(text, tlen, &pos, &line, &n))
+        if (is_default_route(line, n, name, len))
             found = 0;
-        }
-    }
-    fclose(f);
+    free(text);
     return found;
 }
 
@@ -285,17 +291,6 @@ static enum fb_status io_all(const struct probe_tcp_cfg *cfg, int fd, void *buf,
     return FB_OK;
 }
 
-static void encode_hello(uint8_t *b, uint32_t link, uint16_t stream)
-{
-    memset(b, 0, HELLO_LEN);
-    memcpy(b, hello_magic, 4);
-    b[4] = PROBE_WIRE_VERSION;
-    b[6] = (uint8_t)stream;
-    b[7] = (uint8_t)(stream >> 8);
-    for (int i = 0; i < 4; i++)
-        b[8 + i] = (uint8_t)(link >> (8 * i));
-}
-
 enum fb_status probe_tcp_connect(struct in_addr local, const struct probe_tcpinfo *peer,
                                  const struct probe_tcp_cfg *cfg, uint32_t link, double timeout,
                                  const char *peer_name, int *fds, struct fb_err *err)
@@ -304,8 +299,8 @@ enum fb_status probe_tcp_connect(struct in_addr local, const struct probe_tcpinf
     for (int s = 0; s < cfg->streams; s++)
         fds[s] = -1;
     for (int s = 0; s < cfg->streams; s++) {
-        uint8_t hello[HELLO_LEN];
-        encode_hello(hello, link, (uint16_t)s);
+        uint8_t hello[PROBE_HELLO_LEN];
+        probe_hello_encode(&(struct probe_hello){link, (uint16_t)s}, hello);
         if (connect_one(local, peer, cfg, deadline, peer_name, &fds[s], err) != FB_OK ||
             io_all(cfg, fds[s], hello, sizeof hello, 1, deadline, peer_name,
                    "the stream greeting", err) != FB_OK)
@@ -331,23 +326,22 @@ enum fb_status probe_tcp_accept(int lfd, const struct probe_tcp_cfg *cfg, uint32
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return fb_fail(err, FB_ERR_RUNTIME, "accept() failed: %s", strerror(errno));
-        uint8_t h[HELLO_LEN];
+        uint8_t h[PROBE_HELLO_LEN];
         if (io_all(cfg, fd, h, sizeof h, 0, deadline, peer_name, "the stream greeting", err) != FB_OK) {
             close(fd);
             return err->code;
         }
-        uint16_t stream = (uint16_t)(h[6] | h[7] << 8);
-        uint32_t l = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 |
-                     (uint32_t)h[11] << 24;
-        if (memcmp(h, hello_magic, 4) != 0 || h[4] != PROBE_WIRE_VERSION || l != link ||
-            stream >= cfg->streams || fds[stream] >= 0) {
+        struct probe_hello hello;
+        if (!probe_hello_decode(h, &hello) || hello.link != link ||
+            hello.stream >= cfg->streams || fds[hello.stream] >= 0) {
             close(fd);
             return fb_fail(err, FB_ERR_LAUNCH,
                            "unexpected connection on the listener for link %u (greeting for link "
-                           "%u stream %u); is another fabric-rdma using this host?", link, l, stream);
+                           "%u stream %u); is another fabric-rdma using this host?", link,
+                           hello.link, hello.stream);
         }
         set_nonblocking_nodelay(fd, cfg->nodelay);
-        fds[stream] = fd;
+        fds[hello.stream] = fd;
     }
     return FB_OK;
 }

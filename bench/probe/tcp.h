@@ -14,7 +14,7 @@
 #include "probe/comm.h"
 #include "probe/endpoint.h"
 #include "probe/measure.h"
-#include "probe/run.h"
+#include "probe/size_spec.h"
 #include "probe/wire.h"
 
 #define PROBE_STREAMS_MAX 64
@@ -73,13 +73,13 @@ struct probe_tcp_flow {
  * them all. The destination measures (first byte read to last), out[i] for
  * receiving flows[i]. */
 enum fb_status probe_tcp_bw(const struct probe_ctx *c, struct probe_tcp_flow *flows, int n,
-                            const struct probe_run *r, struct probe_measure *out,
+                            const struct probe_size_spec *r, struct probe_measure *out,
                             struct fb_err *err);
 
 /* Ping-pong of `size`-byte messages on stream 0; the initiator times the
  * round trips. */
-enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_run *r, int initiator,
-                             struct probe_measure *out, struct fb_err *err);
+enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_size_spec *r,
+                             int initiator, struct probe_measure *out, struct fb_err *err);
 
 void probe_tcp_close_flow(struct probe_tcp_flow *f);
 

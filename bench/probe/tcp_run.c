@@ -67,7 +67,7 @@ static enum fb_status sock_error(const struct flow_state *x, const char *op, str
 
 /* Sends whole messages of r->size bytes; once time is up a stream finishes
  * the message it started and stops. */
-static enum fb_status pump_send(struct flow_state *x, int k, const struct probe_run *r,
+static enum fb_status pump_send(struct flow_state *x, int k, const struct probe_size_spec *r,
                                 int time_up, double now, struct fb_err *err)
 {
     struct stream *st = &x->s[k];
@@ -212,7 +212,7 @@ static int build_pollset(struct flow_state *x, int n, struct pollfd *p, int *own
 }
 
 static enum fb_status run_phase(const struct probe_ctx *c, struct flow_state *x, int n,
-                                const struct probe_run *r, int phase, uint64_t quota,
+                                const struct probe_size_spec *r, int phase, uint64_t quota,
                                 double seconds, struct probe_measure *out, struct fb_err *err)
 {
     int cap = n * PROBE_STREAMS_MAX;
@@ -263,9 +263,8 @@ static enum fb_status run_phase(const struct probe_ctx *c, struct flow_state *x,
                     st = silent(&x[i], r->timeout, err);
             }
         }
-        if (st == FB_OK && !all_done && r->stop != NULL && *r->stop)
-            st = fb_fail(err, *r->stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
-                         "stopped by a signal; sizes already finished are kept in the results file");
+        if (st == FB_OK && !all_done)
+            st = probe_stopped(r->stop, err);
         if (st != FB_OK || all_done)
             break;
     }
@@ -274,7 +273,7 @@ static enum fb_status run_phase(const struct probe_ctx *c, struct flow_state *x,
 }
 
 enum fb_status probe_tcp_bw(const struct probe_ctx *c, struct probe_tcp_flow *flows, int n,
-                            const struct probe_run *r, struct probe_measure *out,
+                            const struct probe_size_spec *r, struct probe_measure *out,
                             struct fb_err *err)
 {
     struct flow_state *x = calloc((size_t)n, sizeof *x);
@@ -334,23 +333,22 @@ static enum fb_status move_all(struct probe_tcp_flow *f, int writing, size_t len
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "%s stopped answering for %.0f s on link %d; check that host or raise "
                            "--timeout", f->peer_name, timeout, f->link);
-        if (stop != NULL && *stop)
-            return fb_fail(err, *stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
-                           "stopped by a signal; sizes already finished are kept in the results file");
+        enum fb_status st = probe_stopped(stop, err);
+        if (st != FB_OK)
+            return st;
     }
     return FB_OK;
 }
 
-enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_run *r, int initiator,
-                             struct probe_measure *out, struct fb_err *err)
+enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_size_spec *r,
+                             int initiator, struct probe_measure *out, struct fb_err *err)
 {
     memset(out, 0, sizeof *out);
     out->link = f->link;
     out->size = r->size;
     long total = r->iters ? r->warmup + r->iters : -1;
-    long cap = r->iters ? r->iters : 1 << 16, n = 0;
-    double *rtt = initiator ? malloc((size_t)cap * sizeof *rtt) : NULL;
-    if (initiator && rtt == NULL)
+    struct probe_rtt_log log = {0};
+    if (initiator && probe_rtt_reserve(&log, r->iters ? r->iters : 1 << 16) != 0)
         return fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples");
     double t_first = fb_now(), t_last = t_first, stop_at = INFINITY;
     enum fb_status st = FB_OK;
@@ -379,26 +377,13 @@ enum fb_status probe_tcp_lat(struct probe_tcp_flow *f, const struct probe_run *r
         if (st == FB_OK)
             st = move_all(f, 0, r->size, r->timeout, r->stop, err);
         t_last = fb_now();
-        if (st == FB_OK && i >= r->warmup) {
-            if (n == cap) {
-                double *grown = realloc(rtt, (size_t)cap * 2 * sizeof *grown);
-                if (grown == NULL) {
-                    st = fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples; use -n");
-                    break;
-                }
-                rtt = grown;
-                cap *= 2;
-            }
-            rtt[n++] = t_last - t0;
+        if (st == FB_OK && i >= r->warmup && probe_rtt_push(&log, t_last - t0) != 0) {
+            st = fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples; use -n");
+            break;
         }
     }
-    if (st == FB_OK && initiator) {
-        out->messages = (uint64_t)n;
-        out->bytes = (double)n * (double)r->size;
-        out->seconds = t_last - t_first;
-        probe_samples_init(&out->samples, t_first, r->interval);
-        probe_latency_from_rtts(rtt, n, &out->lat);
-    }
-    free(rtt);
+    if (st == FB_OK && initiator)
+        probe_latency_finish(out, &log, r->size, t_first, t_last, r->interval);
+    probe_rtt_free(&log);
     return st;
 }

@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "probe/endpoint.h"
 #include "probe/measure.h"
-#include "probe/run.h"
+#include "probe/size_spec.h"
 #include "probe/wire.h"
 
 struct probe_verbs_cfg {
@@ -51,12 +51,12 @@ void probe_verbs_link_destroy(struct probe_verbs_link *l);
  * in a bidirectional ring): warm-up, then the timed part; out[i] for
  * links[i]. Average = bytes / (last completion - first post). */
 enum fb_status probe_verbs_write_bw(struct probe_verbs_link **links, int n,
-                                    const struct probe_run *r, struct probe_measure *out,
+                                    const struct probe_size_spec *r, struct probe_measure *out,
                                     struct fb_err *err);
 
 /* Ping-pong of RDMA WRITEs, each side polling its buffer's last byte (host
  * memory only); the initiator times round trips. */
-enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct probe_run *r,
+enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                      int initiator, struct probe_measure *out, struct fb_err *err);
 
 #endif

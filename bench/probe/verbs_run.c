@@ -34,14 +34,6 @@ static enum fb_status silence(const struct probe_verbs_link *l, double timeout, 
                    what, l->peer_name, timeout, l->dev->name);
 }
 
-static enum fb_status stopped(const struct probe_run *r, struct fb_err *err)
-{
-    if (r->stop == NULL || *r->stop == 0)
-        return FB_OK;
-    return fb_fail(err, *r->stop == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM,
-                   "stopped by a signal; sizes already finished are kept in the results file");
-}
-
 /* ---- bandwidth ---------------------------------------------------------- */
 
 struct qp_state {
@@ -63,7 +55,7 @@ struct sender {
 /* Posts `chain` writes on QP q, signaling every cq_mod-th and the last one
  * the QP will post, so every write is eventually accounted for. */
 static enum fb_status post_chain(struct sender *s, int q, int chain, int force_last_signal,
-                                 const struct probe_run *r, struct fb_err *err)
+                                 const struct probe_size_spec *r, struct fb_err *err)
 {
     struct probe_verbs_link *l = s->l;
     struct qp_state *st = &s->q[q];
@@ -102,7 +94,8 @@ static enum fb_status post_chain(struct sender *s, int q, int chain, int force_l
     return FB_OK;
 }
 
-static enum fb_status post_more(struct sender *s, const struct probe_run *r, struct fb_err *err)
+static enum fb_status post_more(struct sender *s, const struct probe_size_spec *r,
+                                struct fb_err *err)
 {
     for (int q = 0; q < s->l->nqp; q++) {
         struct qp_state *st = &s->q[q];
@@ -123,7 +116,8 @@ static enum fb_status post_more(struct sender *s, const struct probe_run *r, str
  * went unsignaled, so draining sees them complete. A full queue gets its
  * tail once a completion makes room (-t >= -Q + -l - 1 guarantees one is
  * pending). */
-static enum fb_status flush_tails(struct sender *s, const struct probe_run *r, struct fb_err *err)
+static enum fb_status flush_tails(struct sender *s, const struct probe_size_spec *r,
+                                  struct fb_err *err)
 {
     s->flushing = 1;
     for (int q = 0; q < s->l->nqp; q++) {
@@ -135,7 +129,7 @@ static enum fb_status flush_tails(struct sender *s, const struct probe_run *r, s
     return FB_OK;
 }
 
-static enum fb_status reap(struct sender *s, const struct probe_run *r, struct fb_err *err)
+static enum fb_status reap(struct sender *s, const struct probe_size_spec *r, struct fb_err *err)
 {
     struct ibv_wc wc[POLL_BATCH];
     int n = ibv_poll_cq(s->l->cq, POLL_BATCH, wc);
@@ -170,7 +164,7 @@ static int sender_done(const struct sender *s)
     return 1;
 }
 
-static enum fb_status run_phase(struct sender *s, int n, const struct probe_run *r,
+static enum fb_status run_phase(struct sender *s, int n, const struct probe_size_spec *r,
                                 uint64_t target, double seconds, struct fb_err *err)
 {
     double start = fb_now();
@@ -205,13 +199,13 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_run 
         }
         if (all_done)
             return FB_OK;
-        if ((spin & 1023) == 0 && stopped(r, err) != FB_OK)
+        if ((spin & 1023) == 0 && probe_stopped(r->stop, err) != FB_OK)
             return err->code;
     }
 }
 
 enum fb_status probe_verbs_write_bw(struct probe_verbs_link **links, int n,
-                                    const struct probe_run *r, struct probe_measure *out,
+                                    const struct probe_size_spec *r, struct probe_measure *out,
                                     struct fb_err *err)
 {
     struct sender *s = calloc((size_t)n, sizeof *s);
@@ -243,8 +237,8 @@ enum fb_status probe_verbs_write_bw(struct probe_verbs_link **links, int n,
 
 /* ---- latency ------------------------------------------------------------ */
 
-static enum fb_status post_one(struct probe_verbs_link *l, const struct probe_run *r, uint8_t v,
-                               struct fb_err *err)
+static enum fb_status post_one(struct probe_verbs_link *l, const struct probe_size_spec *r,
+                               uint8_t v, struct fb_err *err)
 {
     char *send = l->local + r->stride;
     send[r->size - 1] = (char)v;
@@ -263,7 +257,7 @@ static enum fb_status post_one(struct probe_verbs_link *l, const struct probe_ru
     return FB_OK;
 }
 
-static enum fb_status reap_one(struct probe_verbs_link *l, const struct probe_run *r,
+static enum fb_status reap_one(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                struct fb_err *err)
 {
     struct ibv_wc wc;
@@ -281,8 +275,8 @@ static enum fb_status reap_one(struct probe_verbs_link *l, const struct probe_ru
 
 /* Waits for the peer's write to land: the last byte turns to v (or to the
  * stop marker when *stop_seen may be set). */
-static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_run *r, uint8_t v,
-                                 int *stop_seen, struct fb_err *err)
+static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_size_spec *r,
+                                 uint8_t v, int *stop_seen, struct fb_err *err)
 {
     volatile uint8_t *flag = (volatile uint8_t *)(l->local + r->size - 1);
     double since = fb_now();
@@ -297,35 +291,16 @@ static enum fb_status await_byte(struct probe_verbs_link *l, const struct probe_
         if ((spin & 4095) == 0) {
             if (fb_now() - since > r->timeout)
                 return silence(l, r->timeout, "RDMA write", err);
-            if (stopped(r, err) != FB_OK)
+            if (probe_stopped(r->stop, err) != FB_OK)
                 return err->code;
         }
     }
 }
 
-struct rtt_log {
-    double *v;
-    long n, cap;
-};
-
-static int rtt_push(struct rtt_log *log, double rtt)
-{
-    if (log->n == log->cap) {
-        long cap = log->cap ? log->cap * 2 : 4096;
-        double *grown = realloc(log->v, (size_t)cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        log->v = grown;
-        log->cap = cap;
-    }
-    log->v[log->n++] = rtt;
-    return 0;
-}
-
 static uint8_t next_seq(uint8_t v) { return v >= LAT_SEQ_MAX ? 1 : (uint8_t)(v + 1); }
 
-static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct probe_run *r,
-                                    struct rtt_log *log, double *t_first, double *t_last,
+static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct probe_size_spec *r,
+                                    struct probe_rtt_log *log, double *t_first, double *t_last,
                                     struct fb_err *err)
 {
     uint8_t v = 0;
@@ -344,7 +319,7 @@ static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct pro
             reap_one(l, r, err) != FB_OK)
             return err->code;
         *t_last = fb_now();
-        if (i >= r->warmup && rtt_push(log, *t_last - t0) != 0)
+        if (i >= r->warmup && probe_rtt_push(log, *t_last - t0) != 0)
             return fb_fail(err, FB_ERR_MEMORY, "out of memory for latency samples; use -n");
     }
     if (r->iters == 0 && (post_one(l, r, LAT_STOP, err) != FB_OK || reap_one(l, r, err) != FB_OK))
@@ -352,7 +327,7 @@ static enum fb_status lat_initiator(struct probe_verbs_link *l, const struct pro
     return FB_OK;
 }
 
-static enum fb_status lat_responder(struct probe_verbs_link *l, const struct probe_run *r,
+static enum fb_status lat_responder(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                     struct fb_err *err)
 {
     uint8_t v = 0;
@@ -369,7 +344,7 @@ static enum fb_status lat_responder(struct probe_verbs_link *l, const struct pro
     return FB_OK;
 }
 
-enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct probe_run *r,
+enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct probe_size_spec *r,
                                      int initiator, struct probe_measure *out, struct fb_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -377,16 +352,11 @@ enum fb_status probe_verbs_write_lat(struct probe_verbs_link *l, const struct pr
     out->size = r->size;
     if (!initiator)
         return lat_responder(l, r, err);
-    struct rtt_log log = {0};
+    struct probe_rtt_log log = {0};
     double t_first = fb_now(), t_last = t_first;
     enum fb_status st = lat_initiator(l, r, &log, &t_first, &t_last, err);
-    if (st == FB_OK) {
-        out->messages = (uint64_t)log.n;
-        out->bytes = (double)log.n * (double)r->size;
-        out->seconds = t_last - t_first;
-        probe_samples_init(&out->samples, t_first, r->interval);
-        probe_latency_from_rtts(log.v, log.n, &out->lat);
-    }
-    free(log.v);
+    if (st == FB_OK)
+        probe_latency_finish(out, &log, r->size, t_first, t_last, r->interval);
+    probe_rtt_free(&log);
     return st;
 }

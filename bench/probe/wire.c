@@ -6,51 +6,37 @@
 
 static const uint8_t qp_magic[4] = {'F', 'B', 'Q', 'P'};
 static const uint8_t tcp_magic[4] = {'F', 'B', 'T', 'A'};
+static const uint8_t hello_magic[4] = {'F', 'B', 'T', 'S'};
 
-static uint8_t *put16(uint8_t *p, uint16_t v)
+static uint8_t *put_le(uint8_t *p, uint64_t v, int bytes)
 {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    return p + 2;
-}
-
-static uint8_t *put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < bytes; i++)
         p[i] = (uint8_t)(v >> (8 * i));
-    return p + 4;
+    return p + bytes;
 }
 
-static uint8_t *put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-    return p + 8;
-}
+static uint8_t *put16(uint8_t *p, uint16_t v) { return put_le(p, v, 2); }
+static uint8_t *put32(uint8_t *p, uint32_t v) { return put_le(p, v, 4); }
+static uint8_t *put64(uint8_t *p, uint64_t v) { return put_le(p, v, 8); }
 
-static uint16_t get16(const uint8_t **p)
-{
-    uint16_t v = (uint16_t)((*p)[0] | (*p)[1] << 8);
-    *p += 2;
-    return v;
-}
-
-static uint32_t get32(const uint8_t **p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)(*p)[i] << (8 * i);
-    *p += 4;
-    return v;
-}
-
-static uint64_t get64(const uint8_t **p)
+static uint64_t get_le(const uint8_t **p, int bytes)
 {
     uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < bytes; i++)
         v |= (uint64_t)(*p)[i] << (8 * i);
-    *p += 8;
+    *p += bytes;
     return v;
+}
+
+static uint16_t get16(const uint8_t **p) { return (uint16_t)get_le(p, 2); }
+static uint32_t get32(const uint8_t **p) { return (uint32_t)get_le(p, 4); }
+static uint64_t get64(const uint8_t **p) { return get_le(p, 8); }
+
+/* Magic and version open every record and greeting. */
+static uint8_t *put_header(uint8_t *buf, const uint8_t magic[4])
+{
+    memcpy(buf, magic, 4);
+    return put16(buf + 4, PROBE_WIRE_VERSION);
 }
 
 /* Magic and version come first in every record: check them before
@@ -73,9 +59,7 @@ static enum fb_status check_header(const uint8_t *buf, size_t len, const uint8_t
 
 size_t probe_qpinfo_encode(const struct probe_qpinfo *in, uint8_t *buf)
 {
-    uint8_t *p = buf;
-    memcpy(p, qp_magic, 4);
-    p = put16(p + 4, PROBE_WIRE_VERSION);
+    uint8_t *p = put_header(buf, qp_magic);
     p = put32(p, in->link);
     p = put32(p, (uint32_t)in->rank);
     p = put16(p, in->lid);
@@ -160,9 +144,7 @@ enum fb_status probe_qpinfo_agree(const struct probe_qpinfo *mine,
 
 size_t probe_tcpinfo_encode(const struct probe_tcpinfo *in, uint8_t *buf)
 {
-    uint8_t *p = buf;
-    memcpy(p, tcp_magic, 4);
-    p = put16(p + 4, PROBE_WIRE_VERSION);
+    uint8_t *p = put_header(buf, tcp_magic);
     p = put32(p, in->link);
     p = put32(p, (uint32_t)in->rank);
     memcpy(p, in->ipv4, 4);
@@ -189,4 +171,21 @@ enum fb_status probe_tcpinfo_decode(const uint8_t *buf, size_t len, struct probe
     out->port = get16(&p);
     out->streams = get16(&p);
     return FB_OK;
+}
+
+void probe_hello_encode(const struct probe_hello *in, uint8_t *buf)
+{
+    memset(buf, 0, PROBE_HELLO_LEN);
+    uint8_t *p = put_header(buf, hello_magic);
+    p = put16(p, in->stream);
+    put32(p, in->link);
+}
+
+int probe_hello_decode(const uint8_t *buf, struct probe_hello *out)
+{
+    const uint8_t *p = buf + 4;
+    uint16_t version = get16(&p);
+    out->stream = get16(&p);
+    out->link = get32(&p);
+    return memcmp(buf, hello_magic, 4) == 0 && version == PROBE_WIRE_VERSION;
 }

@@ -1,6 +1,7 @@
-/* Records the two ends of a link exchange over MPI before they connect:
- * fixed little-endian binary layouts with a magic and a version, so a peer
- * running another build is told so instead of misreading a field. */
+/* Records the two ends of a link exchange over MPI before they connect,
+ * and the greeting on each TCP stream: fixed little-endian binary layouts
+ * with a magic and a version, so a peer running another build is told so
+ * instead of misreading a field. */
 #ifndef FB_PROBE_WIRE_H
 #define FB_PROBE_WIRE_H
 
@@ -59,5 +60,19 @@ struct probe_tcpinfo {
 size_t probe_tcpinfo_encode(const struct probe_tcpinfo *in, uint8_t *buf);
 enum fb_status probe_tcpinfo_decode(const uint8_t *buf, size_t len, struct probe_tcpinfo *out,
                                     struct fb_err *err);
+
+/* The greeting every TCP stream opens with, so that the listener knows
+ * which link and stream a connection carries. */
+struct probe_hello {
+    uint32_t link;
+    uint16_t stream;
+};
+
+#define PROBE_HELLO_LEN 16
+
+void probe_hello_encode(const struct probe_hello *in, uint8_t *buf);
+/* Fills `out` from whatever arrived (for the error); 1 when it is a
+ * greeting of this wire version. */
+int probe_hello_decode(const uint8_t *buf, struct probe_hello *out);
 
 #endif

@@ -12,8 +12,8 @@ else
   not_ok "fabric-rdma builds with CUDA_HOME pointing nowhere" "$(grep -m3 'error' "$T_DIR/make.log")"
   exit 0
 fi
-if grep -q 'mem_gpu_nccl' "$T_DIR/make.log"; then
-  not_ok "the CUDA back-end is left out" "mem_gpu_nccl.c was compiled"
+if grep -q 'mem_gpu_cuda' "$T_DIR/make.log"; then
+  not_ok "the CUDA back-end is left out" "mem_gpu_cuda.c was compiled"
 else
   ok "the CUDA back-end is left out"
 fi

@@ -6,7 +6,7 @@
 #include "check.h"
 #include "probe/measure.h"
 #include "probe/outliers.h"
-#include "probe/run.h"
+#include "probe/size_spec.h"
 
 static void test_units_are_decimal_bits_and_bytes(void)
 {
@@ -95,6 +95,27 @@ static void test_latency_is_half_the_round_trip(void)
     CHECK(!l.valid);
 }
 
+static void test_rtt_log_grows_past_its_room_and_finishes_a_measure(void)
+{
+    struct probe_rtt_log log = {0};
+    CHECK_INT(probe_rtt_reserve(&log, 2), 0);
+    CHECK_INT(log.cap, 2);
+    for (int i = 0; i < 5; i++)
+        CHECK_INT(probe_rtt_push(&log, (5 - i) * 2e-6), 0); /* 10 .. 2 us */
+    CHECK_INT(log.n, 5);
+    CHECK(log.cap >= 5);
+    struct probe_measure m = {0};
+    probe_latency_finish(&m, &log, 64, 1.0, 1.5, 0.001);
+    CHECK_INT(m.messages, 5);
+    CHECK_NEAR(m.bytes, 320, 0);
+    CHECK_NEAR(m.seconds, 0.5, 1e-12);
+    CHECK(m.lat.valid);
+    CHECK_NEAR(m.lat.min_us, 1.0, 1e-9); /* one way: half the round trip */
+    CHECK_NEAR(m.lat.max_us, 5.0, 1e-9);
+    probe_rtt_free(&log);
+    CHECK(log.v == NULL && log.n == 0 && log.cap == 0);
+}
+
 static void test_median(void)
 {
     double v[] = {5, 1, 4, 2, 3};
@@ -164,14 +185,14 @@ static void test_single_slow_pair_names_no_suspect(void)
 
 static void test_wait_bound_covers_the_slowest_acceptable_run(void)
 {
-    struct probe_run r = {.size = 1 << 20, .iters = 5000, .warmup = 100};
+    struct probe_size_spec r = {.size = 1 << 20, .iters = 5000, .warmup = 100};
     /* 5100 x 1 MiB x 2 QPs at 1 Gb/s, plus 1 ms per message, plus 1 s. */
     double want = 5100.0 * 2 * ((double)(1 << 20) * 8 / 1e9 + 1e-3) + 1;
-    CHECK_NEAR(probe_run_bound_s(&r, 2), want, 1e-9);
+    CHECK_NEAR(probe_size_spec_bound_s(&r, 2), want, 1e-9);
     r.iters = 0;
     r.duration = 10;
     r.margin = 0.5;
-    CHECK_NEAR(probe_run_bound_s(&r, 2), 11.5, 1e-12);
+    CHECK_NEAR(probe_size_spec_bound_s(&r, 2), 11.5, 1e-12);
 }
 
 int main(void)
@@ -181,6 +202,7 @@ int main(void)
     RUN(test_samples_merge_when_full);
     RUN(test_peak_finds_the_fast_interval_and_ignores_a_short_tail);
     RUN(test_latency_is_half_the_round_trip);
+    RUN(test_rtt_log_grows_past_its_room_and_finishes_a_measure);
     RUN(test_median);
     RUN(test_flags_use_line_rate_when_known);
     RUN(test_flags_fall_back_to_median);

@@ -147,10 +147,10 @@ static void teardown(struct bench *b)
     free(b->remote);
 }
 
-static struct probe_run run_of(uint64_t size, uint64_t stride, long iters, int cq_mod, int post_list,
-                               int depth)
+static struct probe_size_spec run_of(uint64_t size, uint64_t stride, long iters, int cq_mod,
+                                     int post_list, int depth)
 {
-    return (struct probe_run){.size = size, .stride = stride, .iters = iters, .warmup = 50,
+    return (struct probe_size_spec){.size = size, .stride = stride, .iters = iters, .warmup = 50,
                               .cq_mod = cq_mod, .post_list = post_list, .tx_depth = depth,
                               .interval = 1e-4, .timeout = 2.0};
 }
@@ -167,7 +167,7 @@ static void test_iterations_are_counted_exactly(void)
 {
     static struct bench b;
     setup(&b, 3, 16, 4096, 4096);
-    struct probe_run r = run_of(4096, 4096, 1000, 8, 4, 16);
+    struct probe_size_spec r = run_of(4096, 4096, 1000, 8, 4, 16);
     struct probe_verbs_link *links[1] = {&b.link};
     struct probe_measure m;
     struct fb_err err = {0};
@@ -195,7 +195,7 @@ static void test_shallowest_allowed_queue_never_stalls(void)
 {
     static struct bench b;
     setup(&b, 2, 100 + 7 - 1, 64, 64);
-    struct probe_run r = run_of(64, 64, 997, 100, 7, 106);
+    struct probe_size_spec r = run_of(64, 64, 997, 100, 7, 106);
     r.warmup = 13;
     struct probe_verbs_link *links[1] = {&b.link};
     struct probe_measure m;
@@ -213,7 +213,7 @@ static void test_duration_mode_drains_every_write(void)
 {
     static struct bench b;
     setup(&b, 2, 32, 1024, 1024);
-    struct probe_run r = run_of(1024, 1024, 0, 5, 1, 32);
+    struct probe_size_spec r = run_of(1024, 1024, 0, 5, 1, 32);
     r.duration = 0.05;
     r.margin = 0.01;
     struct probe_verbs_link *links[1] = {&b.link};
@@ -235,7 +235,7 @@ static void test_completion_error_names_status_qp_and_peer(void)
     static struct bench b;
     setup(&b, 1, 16, 256, 256);
     b.sim.fail_at = 5;
-    struct probe_run r = run_of(256, 256, 500, 4, 1, 16);
+    struct probe_size_spec r = run_of(256, 256, 500, 4, 1, 16);
     struct probe_verbs_link *links[1] = {&b.link};
     struct probe_measure m;
     struct fb_err err = {0};
@@ -252,7 +252,7 @@ static void test_silent_peer_times_out(void)
     static struct bench b;
     setup(&b, 1, 16, 256, 256);
     b.sim.stall = 1;
-    struct probe_run r = run_of(256, 256, 500, 4, 1, 16);
+    struct probe_size_spec r = run_of(256, 256, 500, 4, 1, 16);
     r.timeout = 0.2;
     struct probe_verbs_link *links[1] = {&b.link};
     struct probe_measure m;
@@ -269,7 +269,7 @@ static void test_two_links_at_once(void)
     setup(&a, 2, 16, 512, 512);
     setup(&c, 1, 16, 512, 512);
     c.link.link_id = 4;
-    struct probe_run r = run_of(512, 512, 300, 4, 2, 16);
+    struct probe_size_spec r = run_of(512, 512, 300, 4, 2, 16);
     struct probe_verbs_link *links[2] = {&a.link, &c.link};
     struct probe_measure m[2];
     struct fb_err err = {0};
@@ -294,7 +294,7 @@ static void test_latency_loopback(void)
     b.sim.remote_lo = (uintptr_t)b.local;
     b.sim.remote_hi = b.sim.remote_lo + 64;
     b.link.max_inline = 64;
-    struct probe_run r = run_of(2, 64, 300, 1, 1, 16);
+    struct probe_size_spec r = run_of(2, 64, 300, 1, 1, 16);
     r.warmup = 20;
     struct probe_measure m;
     struct fb_err err = {0};
@@ -317,7 +317,7 @@ static void test_latency_duration_ends_with_the_stop_mark(void)
     b.link.remote_addr = (uintptr_t)b.local;
     b.sim.remote_lo = (uintptr_t)b.local;
     b.sim.remote_hi = b.sim.remote_lo + 64;
-    struct probe_run r = run_of(8, 64, 0, 1, 1, 16);
+    struct probe_size_spec r = run_of(8, 64, 0, 1, 1, 16);
     r.duration = 0.02;
     struct probe_measure m;
     struct fb_err err = {0};

@@ -128,6 +128,25 @@ static void test_tcpinfo_round_trip(void)
     CHECK_INT(probe_tcpinfo_decode(qbuf, qlen, &out, &err), FB_ERR_LAUNCH);
 }
 
+static void test_stream_greeting_layout_and_checks(void)
+{
+    uint8_t b[PROBE_HELLO_LEN];
+    probe_hello_encode(&(struct probe_hello){0x01020304, 0x0506}, b);
+    const uint8_t want[PROBE_HELLO_LEN] = {'F', 'B', 'T', 'S', PROBE_WIRE_VERSION, 0, 6, 5,
+                                           4, 3, 2, 1, 0, 0, 0, 0};
+    CHECK(memcmp(b, want, sizeof want) == 0);
+    struct probe_hello h;
+    CHECK_INT(probe_hello_decode(b, &h), 1);
+    CHECK_INT(h.link, 0x01020304);
+    CHECK_INT(h.stream, 0x0506);
+    b[4] = PROBE_WIRE_VERSION + 1;
+    CHECK_INT(probe_hello_decode(b, &h), 0);
+    CHECK_INT(h.link, 0x01020304); /* still read, for the error */
+    b[4] = PROBE_WIRE_VERSION;
+    b[0] = 'X';
+    CHECK_INT(probe_hello_decode(b, &h), 0);
+}
+
 int main(void)
 {
     RUN(test_qpinfo_round_trip);
@@ -135,5 +154,6 @@ int main(void)
     RUN(test_qpinfo_rejects_other_versions_and_garbage);
     RUN(test_ends_must_agree_on_gid_type_and_mtu);
     RUN(test_tcpinfo_round_trip);
+    RUN(test_stream_greeting_layout_and_checks);
     return fbt_done();
 }

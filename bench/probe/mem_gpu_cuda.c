@@ -19,8 +19,6 @@ typedef CUresult (*get_handle_fn)(void *handle, CUdeviceptr dptr, size_t size,
                                   CUmemRangeHandleType type, unsigned long long flags);
 typedef CUresult (*error_name_fn)(CUresult error, const char **str);
 
-int probe_gpu_compiled(void) { return 1; }
-
 /* "cudaErrorInsufficientDriver (CUDA driver version is insufficient ...)" */
 static void cuda_text(cudaError_t e, char *buf, size_t len)
 {
@@ -56,20 +54,16 @@ static enum fb_status pick_device(int device, int local_rank, int *out, struct f
     return FB_OK;
 }
 
-enum fb_status probe_gpu_alloc(struct probe_mem *m, size_t len, int device, int local_rank,
-                               struct fb_err *err)
+static enum fb_status gpu_alloc(struct probe_mem *m, const struct probe_mem_request *rq,
+                                struct fb_err *err)
 {
-    memset(m, 0, sizeof *m);
-    m->kind = PROBE_MEM_GPU;
-    m->numa_node = -1;
-    m->gpu = -1;
     int dev = 0;
-    if (pick_device(device, local_rank, &dev, err) != FB_OK)
+    if (pick_device(rq->gpu, rq->local_rank, &dev, err) != FB_OK)
         return err->code;
     char text[256];
     cudaError_t e = cudaSetDevice(dev);
     /* dma-buf export works on whole pages; 2 MiB covers every GPU page size. */
-    size_t rounded = (len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    size_t rounded = (rq->len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
     void *p = NULL;
     if (e == cudaSuccess)
         e = cudaMalloc(&p, rounded);
@@ -145,8 +139,8 @@ static struct ibv_mr *register_dmabuf(struct probe_mem *m, struct ibv_pd *pd, in
     return mr;
 }
 
-enum fb_status probe_gpu_register(struct probe_mem *m, struct ibv_pd *pd, int access,
-                                  struct ibv_mr **mr, struct fb_err *err)
+static enum fb_status gpu_register(struct probe_mem *m, struct ibv_pd *pd, int access,
+                                   struct ibv_mr **mr, struct fb_err *err)
 {
     char why[512];
     *mr = register_dmabuf(m, pd, access, why, sizeof why);
@@ -168,12 +162,19 @@ enum fb_status probe_gpu_register(struct probe_mem *m, struct ibv_pd *pd, int ac
                                : "");
 }
 
-void probe_gpu_free(struct probe_mem *m)
+static void gpu_release(struct probe_mem *m)
 {
     if (m->addr != NULL)
         cudaFree(m->addr);
     if (m->impl != NULL)
         dlclose(m->impl);
-    m->addr = NULL;
-    m->impl = NULL;
 }
+
+const struct probe_mem_backend probe_mem_gpu = {
+    .kind = "gpu",
+    .cpu_visible = 0,
+    .before_device = 1,
+    .alloc = gpu_alloc,
+    .register_mr = gpu_register,
+    .release = gpu_release,
+};

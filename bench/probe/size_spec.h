@@ -1,13 +1,15 @@
 /* How one size is measured, whatever the transport: iterations or a
  * duration, the warm-up before the timed part, sampling, and how long
  * silence from the peer is tolerated. */
-#ifndef FB_PROBE_RUN_H
-#define FB_PROBE_RUN_H
+#ifndef FB_PROBE_SIZE_SPEC_H
+#define FB_PROBE_SIZE_SPEC_H
 
 #include <signal.h>
 #include <stdint.h>
 
-struct probe_run {
+#include "core/status.h"
+
+struct probe_size_spec {
     uint64_t size;       /* message bytes */
     uint64_t stride;     /* distance between per-QP/stream regions (largest size) */
     long iters;          /* timed messages per QP/stream; 0 selects duration mode */
@@ -28,6 +30,17 @@ struct probe_run {
 
 /* Upper bound of one size's run at PROBE_FLOOR_GBPS (and 1 ms per message),
  * for waits that cover another rank's measurement. */
-double probe_run_bound_s(const struct probe_run *r, int lanes);
+double probe_size_spec_bound_s(const struct probe_size_spec *r, int lanes);
+
+/* FB_EXIT_SIGINT or FB_EXIT_SIGTERM, with the message, once a stop signal
+ * arrived (`stop` as in the spec); else FB_OK. Measurement loops call it. */
+enum fb_status probe_stopped(const volatile sig_atomic_t *stop, struct fb_err *err);
+
+struct probe_opts;
+
+/* The spec the options give for `size`; `stop` is the signal flag long
+ * loops watch. */
+void probe_size_spec_for(const struct probe_opts *o, uint64_t size,
+                         const volatile sig_atomic_t *stop, struct probe_size_spec *r);
 
 #endif
