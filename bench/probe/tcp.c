@@ -103,8 +103,10 @@ static const struct iface *default_iface(const struct iface *v, int n, int singl
     if (probe_tcp_default_route_iface("", route, sizeof route) == 0 &&
         (best = find_iface(v, n, route)) != NULL)
         return best;
+    /* The first by name in version order (eth2 before eth10), as devices
+     * are ordered everywhere else. */
     for (int i = 0; i < n; i++)
-        if (!v[i].loopback && (best == NULL || strcmp(v[i].name, best->name) < 0))
+        if (!v[i].loopback && (best == NULL || strverscmp(v[i].name, best->name) < 0))
             best = &v[i];
     return best;
 }
