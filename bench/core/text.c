@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -175,4 +176,84 @@ bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, siz
         s++;
     *start = s;
     return true;
+}
+
+static char *skip_blanks(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+/* Length of an Open MPI output tag at s ("[1,0]<stdout>:", "<stderr>:"),
+ * or 0. */
+static size_t mpi_tag_len(const char *s)
+{
+    if (s[0] != '[' || !isdigit((unsigned char)s[1]))
+        return 0;
+    size_t i = 1;
+    while (isdigit((unsigned char)s[i]) || s[i] == ',')
+        i++;
+    static const char *const streams[] = {"]<stdout>:", "]<stderr>:", "]<stddiag>:"};
+    for (size_t k = 0; k < sizeof streams / sizeof *streams; k++)
+        if (strncmp(s + i, streams[k], strlen(streams[k])) == 0)
+            return i + strlen(streams[k]);
+    return 0;
+}
+
+/* "2026-12-01T19:21:43.123456789Z " or "...+00:00 ": kubectl logs
+ * --timestamps. */
+static size_t rfc3339_len(const char *s)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    size_t i = 0;
+    for (; shape[i]; i++)
+        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
+            return 0;
+    if (s[i] == '.')
+        for (i++; isdigit((unsigned char)s[i]); i++)
+            ;
+    if (s[i] == 'Z')
+        i++;
+    else if ((s[i] == '+' || s[i] == '-') && isdigit((unsigned char)s[i + 1]))
+        i += 6;
+    return s[i] == ' ' ? i + 1 : 0;
+}
+
+/* "12: " from srun -l; digits then a colon and a blank, nothing else. */
+static size_t srun_rank_len(const char *s)
+{
+    size_t i = 0;
+    while (isdigit((unsigned char)s[i]))
+        i++;
+    return i > 0 && i <= 6 && s[i] == ':' && s[i + 1] == ' ' ? i + 2 : 0;
+}
+
+static void remove_inner_mpi_tags(char *s)
+{
+    for (char *at = strchr(s, '['); at != NULL; at = strchr(at, '[')) {
+        size_t n = mpi_tag_len(at);
+        if (n == 0) {
+            at++;
+            continue;
+        }
+        memmove(at, at + n, strlen(at + n) + 1);
+    }
+}
+
+char *fb_strip_launcher_prefixes(char *line)
+{
+    char *s = skip_blanks(line);
+    for (;;) {
+        size_t n = mpi_tag_len(s);
+        if (n == 0)
+            n = rfc3339_len(s);
+        if (n == 0)
+            n = srun_rank_len(s);
+        if (n == 0)
+            break;
+        s = skip_blanks(s + n);
+    }
+    remove_inner_mpi_tags(s);
+    return s;
 }

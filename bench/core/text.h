@@ -42,6 +42,13 @@ bool fb_next_line(const char *text, size_t len, size_t *pos, const char **line, 
  * at its first character that is not a blank or tab. */
 bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, size_t size, char **start);
 
+/* Removes, in place, what launchers add to a program's lines, so readers
+ * see the program's own text: Open MPI's --tag-output tags ("[1,0]<stdout>:",
+ * also where they land inside a line when ranks' output interleaves),
+ * Slurm's `srun -l` rank ("12: "), kubectl --timestamps' RFC 3339 stamp,
+ * and the blanks before them. Returns the new start of the line. */
+char *fb_strip_launcher_prefixes(char *line);
+
 /* Splits a line copy in place on blanks; returns the number of tokens
  * stored (at most max). */
 int fb_tokens(char *line, char **tok, int max);

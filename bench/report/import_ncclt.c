@@ -222,15 +222,19 @@ static bool parse_place(struct parser *p, char **tok, struct fb_place *out)
     return true;
 }
 
-/* Without a header (a table cut from a larger log), 13 columns mean the
- * format with a root column, 12 the older one without. */
+/* Without a header (a table cut from a larger log) the column count tells
+ * the layout: 8 measured columns (4 when only in-place was printed) after
+ * size, count, type and then redop (2.x) and root (2.x rooted and later). */
 static void infer_layout(struct parser *p, int n)
 {
+    static const char *const names[] = {"size count type", "size count type redop",
+                                        "size count type redop root"};
     p->lay.known = true;
     p->lay.per = 4;
-    p->lay.root = n != 12 && n != 8;
-    p->lay.pre = p->lay.root ? 5 : 4;
-    ncclt_warn(&p->run, "no column header: %s layout assumed", p->lay.root ? "size count type redop root" : "size count type redop");
+    int pre = n >= 11 ? n - 8 : n - 4;
+    p->lay.pre = pre < 3 ? 3 : pre > 5 ? 5 : pre;
+    p->lay.root = p->lay.pre == 5;
+    ncclt_warn(&p->run, "no column header: %s layout assumed", names[p->lay.pre - 3]);
 }
 
 static enum fb_status on_data(struct parser *p, const char *line, struct fb_err *err)
@@ -250,14 +254,18 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     row.bytes = bytes;
     row.count = count;
     int pre = p->lay.pre, per = p->lay.per;
-    if (pre < 4 || n < pre + 4)
+    if (pre < 3 || n < pre + 4)
         return fb_fail(err, FB_ERR_INPUT, "%s: table line cut short (%d columns): \"%.80s\"; the file is truncated or not an nccl-tests output", p->name, n, line);
     struct ncclt_record *r = &p->run;
     if (r->nrows == 0) {
         fb_copy(r->dtype, sizeof r->dtype, tok[2], strlen(tok[2]));
-        fb_copy(r->op, sizeof r->op, tok[3], strlen(tok[3]));
+        if (pre >= 4) /* the oldest layout has no redop column */
+            fb_copy(r->op, sizeof r->op, tok[3], strlen(tok[3]));
         if (p->lay.root)
+        {
             r->root = strtol(tok[4], NULL, 10);
+            r->root_printed = true;
+        }
     }
     bool ok;
     if (n >= pre + 2 * per) {
@@ -342,6 +350,7 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
     char buf[2048], *s = NULL;
     enum fb_status st = FB_OK;
     while (st == FB_OK && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
+        s = fb_strip_launcher_prefixes(s);
         if (strstr(s, "NCCL INFO ") != NULL)
             continue; /* fed to the log reader as a whole */
         if (is_failure_line(s) && p->open)
@@ -415,7 +424,7 @@ static bool has_table_line(const char *text, size_t len)
         fb_copy(buf, sizeof buf, line, n);
         char *tok[16];
         unsigned long long a, b;
-        if (fb_tokens(buf, tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
+        if (fb_tokens(fb_strip_launcher_prefixes(buf), tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
             continue;
         for (size_t i = 0; i < sizeof types / sizeof *types; i++)
             if (strcmp(tok[2], types[i]) == 0)

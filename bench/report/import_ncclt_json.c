@@ -204,6 +204,7 @@ static enum fb_status read_results(struct ncclt_record *r, json_object *results,
             copy_string(r->dtype, sizeof r->dtype, string_member(e, "type"));
             copy_string(r->op, sizeof r->op, string_member(e, "redop"));
             r->root = loose_long(e, "root", -1);
+            r->root_printed = fb_json_member(e, "root") != NULL;
         }
         long iters = loose_long(e, "actual_iterations", r->iters * (r->agg > 0 ? r->agg : 1));
         enum fb_status st = ncclt_add_row(r, &row, iters, err);

@@ -111,20 +111,43 @@ void ncclt_version_from_code(long code, char *out, size_t len)
         out[0] = '\0';
 }
 
+/* The row whose numbers carry the most digits: the largest size with both
+ * bandwidths printed. NULL when there is none. */
+static const struct fb_row *telling_row(const struct ncclt_record *r, const struct fb_place **place)
+{
+    const struct fb_row *best = NULL;
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct fb_place *p = r->rows[i].oop.present ? &r->rows[i].oop : &r->rows[i].ip;
+        if (p->algbw_GBps > 0 && p->busbw_GBps > 0 && r->rows[i].count > 0 &&
+            (best == NULL || r->rows[i].bytes > best->bytes)) {
+            best = &r->rows[i];
+            *place = p;
+        }
+    }
+    return best;
+}
+
+/* Ranks as the device lines say: the highest rank listed plus one (an
+ * excerpt may keep only the last line), 0 when none are listed. */
+static long listed_ranks(const struct ncclt_record *r)
+{
+    long n = 0;
+    for (size_t i = 0; i < r->ndevs; i++)
+        if (r->devs[i].rank + 1 > n)
+            n = r->devs[i].rank + 1;
+    return n;
+}
+
 /* Without device lines the rank count still shows in busBW / algBW: the
  * collective's bus factor, inverted. */
 static long ranks_from_factor(const struct ncclt_record *r)
 {
     const struct fb_collective *c = fb_collective_named(r->collective);
-    for (size_t i = 0; c != NULL && i < r->nrows; i++) {
-        const struct fb_place *p = r->rows[i].oop.present ? &r->rows[i].oop : &r->rows[i].ip;
-        if (!(p->algbw_GBps > 0) || !(p->busbw_GBps > 0))
-            continue;
-        long n = c->ranks_for_factor(p->busbw_GBps / p->algbw_GBps);
-        if (n >= 1 && n < 1000000)
-            return n;
-    }
-    return 0;
+    const struct fb_place *p = NULL;
+    if (c == NULL || telling_row(r, &p) == NULL)
+        return 0;
+    long n = c->ranks_for_factor(p->busbw_GBps / p->algbw_GBps);
+    return n >= 1 && n < 1000000 ? n : 0;
 }
 
 /* Sizes the header's sweep plans; -1 when it cannot say (no header, or a
@@ -232,13 +255,89 @@ static const char *file_base(const char *name)
     return slash ? slash + 1 : name;
 }
 
-enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
-                               json_object **doc, struct fb_err *err)
+/* Whether collective c could have printed this row: the count its size
+ * gives and its bus factor at the rank count (with no device lines, the
+ * rank count the count column implies, or anywhere in the factor's range),
+ * its taking a reduction (the redop column: "none" or an operator) and a
+ * root (the root column: -1 or a rank). Printed numbers have two decimals. */
+static bool rows_fit(const struct fb_collective *c, const struct ncclt_record *r, const struct fb_row *row,
+                     double f, long n)
+{
+    if (r->op[0] != '\0' && c->reduces != (strcmp(r->op, "none") != 0))
+        return false;
+    if (r->root_printed && c->rooted != (r->root >= 0))
+        return false;
+    int t = fb_dtype_parse(r->dtype);
+    size_t esz = t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
+    if (n == 0 && esz > 0 && row->count * esz < row->bytes && row->bytes % (row->count * esz) == 0)
+        n = (long)(row->bytes / (row->count * esz)); /* the gathers' count is per rank */
+    const double tol = 0.02;
+    if (n > 1) {
+        if (esz > 0 && c->counts(row->bytes, esz, (int)n).param != row->count)
+            return false;
+        return fabs(c->bus_factor((int)n) - f) <= tol * f + 0.005;
+    }
+    double lo = c->bus_factor(2), hi = c->bus_factor(1 << 20);
+    return f >= lo * (1 - tol) - 0.005 && f <= hi * (1 + tol) + 0.005;
+}
+
+/* The collective the rows prove when the output names none; NULL unless
+ * exactly one fits. `what` says what decided, or which remain. */
+static const struct fb_collective *infer_collective(const struct ncclt_record *r, char *what, size_t len)
+{
+    const struct fb_place *p = NULL;
+    const struct fb_row *row = telling_row(r, &p);
+    what[0] = '\0';
+    if (row == NULL)
+        return NULL;
+    double f = p->busbw_GBps / p->algbw_GBps;
+    long n = listed_ranks(r);
+    const struct fb_collective *found = NULL;
+    const struct fb_collective *fits[FB_NCOLLS];
+    size_t nfit = 0;
+    for (int i = 0; i < FB_NCOLLS; i++) {
+        const struct fb_collective *c = fb_collective((enum fb_coll_id)i);
+        if (rows_fit(c, r, row, f, n))
+            fits[nfit++] = found = c;
+    }
+    if (nfit == 1) {
+        snprintf(what, len, "busBW/algBW %.3f%s%s, redop %s%s", f, r->ndevs ? " on " : "",
+                 r->ndevs ? "the listed ranks" : "", r->op[0] ? r->op : "not printed",
+                 r->root_printed ? (r->root >= 0 ? ", a root" : ", no root") : "");
+        return found;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < nfit; i++)
+        fb_strbuf_append(what, len, &used, "%s%s", i ? " or " : "", fits[i]->name);
+    return NULL;
+}
+
+/* The collective from --collective, the output, its file name, or what its
+ * rows prove, in that order. */
+static enum fb_status settle_collective(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
+                                        struct fb_err *err)
 {
     if (r->collective[0] == '\0' && o->collective != NULL)
         snprintf(r->collective, sizeof r->collective, "%s", o->collective);
-    if (r->collective[0] == '\0' && !ncclt_collective_in(name, r->collective, sizeof r->collective))
-        return fb_fail(err, FB_ERR_INPUT, "%s does not say which collective it ran (no \"# Collective test starting\" line, no name in the file name); add --collective NAME", name);
+    if (r->collective[0] != '\0' || ncclt_collective_in(name, r->collective, sizeof r->collective))
+        return FB_OK;
+    char what[256];
+    const struct fb_collective *c = infer_collective(r, what, sizeof what);
+    if (c != NULL) {
+        snprintf(r->collective, sizeof r->collective, "%s", c->name);
+        ncclt_warn(r, "collective inferred from the rows: %s (%s); give --collective NAME if that is wrong", c->name, what);
+        return FB_OK;
+    }
+    return fb_fail(err, FB_ERR_INPUT, "%s does not say which collective it ran (no \"# Collective test starting\" line, no name in the file name%s%s%s); add --collective NAME",
+                   name, what[0] ? ", and its rows fit " : "", what, what[0] ? " alike" : "");
+}
+
+enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
+                               json_object **doc, struct fb_err *err)
+{
+    enum fb_status st = settle_collective(r, name, o, err);
+    if (st != FB_OK)
+        return st;
     if (!fb_collective_known(r->collective)) {
         char names[FB_COLL_NAMES_MAX];
         fb_collective_names(names, sizeof names, ", ");
@@ -249,7 +348,7 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object *hosts = json_object_new_array();
     long rpn = 0;
     json_object *devices = devices_json(r, hosts, &rpn);
-    long ranks = (long)r->ndevs;
+    long ranks = listed_ranks(r);
     if (ranks == 0) {
         ranks = ranks_from_factor(r);
         ncclt_warn(r, "no device lines: rank count %s", ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");

@@ -28,6 +28,7 @@ struct ncclt_record {
     char nccl_version[32];
     char dtype[16], op[16];
     long root;
+    bool root_printed; /* the output has a root column (else root is unknown) */
     char time_reduction[8];
     char invoked_as[512];
     char started[32]; /* as the input wrote it, for the record */

@@ -152,7 +152,7 @@ expect_exit "an imported killed run is INCOMPLETE" 23 "$R" check "$T_DIR/importe
 expect_exit "import to stdout" 0 "$R" import "$FIX/ncclt/all_reduce_perf-J.json"
 check "import stdout is JSON" jq -e '.kind == "collective"' "$T_OUT"
 bad "several results need a directory" 2 '-o DIR/' "$R" import "$FIX/ncclt/nccl-tests-two-collectives.txt"
-bad "table without a collective name" 10 '--collective' "$R" import "$FIX/ncclt/table-only.txt"
+bad "table whose rows fit two collectives" 10 '--collective' "$R" import "$FIX/ncclt/table-rows-fit-two.txt"
 # The probe schema names fabric-rdma as the only tool; imports say perftest.
 /usr/bin/python3 - "$SCHEMA/probe.schema.json" "$T_DIR/probe.schema.json" <<'PY'
 import json, sys

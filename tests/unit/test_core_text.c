@@ -1,6 +1,7 @@
 /* The shared helpers of core that every module uses instead of its own copy:
  * text building, name order, JSON parsing and look-ups, time and labels,
  * results paths. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,8 +137,34 @@ static void test_labels_and_results_paths(void)
     CHECK_CONTAINS(err.msg, "--results-dir");
 }
 
+static void test_launcher_prefixes_are_removed(void)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"[1,0]<stdout>:# nThread 1 nGpus 1", "# nThread 1 nGpus 1"},
+        {"[1,12]<stderr>:  1024  256  float", "1024  256  float"},
+        {"0: #  Rank  0 Group  0", "#  Rank  0 Group  0"},
+        {"  13:   8388608   2097152", "8388608   2097152"},
+        {"2026-12-01T19:21:43.123456789Z # Avg bus bandwidth : 1.5", "# Avg bus bandwidth : 1.5"},
+        {"2026-12-01T19:21:43+01:00 1: [1,1]<stdout>:x", "x"},
+        /* Interleaved ranks: a tag inside a row goes too. */
+        {"  1048576  262144  float  sum  -1[1,1]<stdout>:   93.64", "1048576  262144  float  sum  -1   93.64"},
+        /* Not prefixes: a host:pid:tid NCCL line, a number ending a line. */
+        {"node-1:21:21 [0] NCCL INFO Using network IB", "node-1:21:21 [0] NCCL INFO Using network IB"},
+        {"12:34 is a time", "12:34 is a time"},
+        {"[0x07] NVIDIA A100", "[0x07] NVIDIA A100"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", cases[i].in);
+        CHECK_STR(fb_strip_launcher_prefixes(buf), cases[i].want);
+    }
+}
+
 int main(void)
 {
+    RUN(test_launcher_prefixes_are_removed);
     RUN(test_strbuf_truncates_visibly);
     RUN(test_join_names);
     RUN(test_names_sort_in_version_order);
