@@ -314,10 +314,13 @@ static bool on_message(struct endpoint *e, const char *msg)
         on_channel(e, via + 5);
     if (strstr(msg, "NVLS comm") != NULL || strstr(msg, "Connected NVLS") != NULL)
         e->intra |= INTRA_NVLS;
-    if (fb_starts_with(msg, "Using network ")) {
-        const char *name = msg + strlen("Using network ");
+    if (fb_starts_with(msg, "Using network ") || fb_starts_with(msg, "Assigned NET plugin ")) {
+        /* "Using network X" (NCCL 2.x), "Assigned NET plugin X to comm"
+         * (2.27 and later, after it tried the others). */
+        const char *name = msg + (msg[0] == 'U' ? strlen("Using network ") : strlen("Assigned NET plugin "));
+        const char *end = strstr(name, " to comm");
         char raw[NAME_MAX_LEN];
-        fb_copy(raw, sizeof raw, name, strlen(name));
+        fb_copy(raw, sizeof raw, name, end ? (size_t)(end - name) : strlen(name));
         const char *canon = fb_net_canonical(raw);
         fb_copy(e->chosen, sizeof e->chosen, canon, strlen(canon));
     }
@@ -409,14 +412,36 @@ static int endpoint_order(const void *a, const void *b)
 
 /* A rank whose channels crossed more than one network reports the TCP one
  * if any: that is the one that limits it. */
+/* The one network whose devices this rank listed ("NET/IB : Using ..."),
+ * or NULL when it listed none or several. */
+static const char *listed_net(const struct endpoint *e)
+{
+    const char *net = NULL;
+    for (size_t i = 0; i < e->nifaces; i++) {
+        if (net != NULL && strcmp(net, e->ifaces[i].net) != 0)
+            return NULL;
+        net = e->ifaces[i].net;
+    }
+    return net;
+}
+
+/* The network a rank used: what its channels went over (TCP on any of them
+ * makes it TCP; channels all inside the node mean none). Without channel
+ * lines (a log cut short, or NCCL_DEBUG_SUBSYS without them), the network
+ * NCCL said it chose ("Using network X", "Assigned NET plugin X"), else the
+ * only one whose devices it listed. */
 static const char *endpoint_net(const struct endpoint *e)
 {
-    if (e->nnets == 0)
-        return NULL;
     for (int i = 0; i < e->nnets; i++)
         if (strcmp(e->nets[i], "Socket") == 0)
             return "Socket";
-    return e->nets[0];
+    if (e->nnets > 0)
+        return e->nets[0];
+    if (e->intra != 0)
+        return NULL;
+    if (e->chosen[0] != '\0')
+        return e->chosen;
+    return listed_net(e);
 }
 
 static json_object *endpoint_gdr(const struct endpoint *e)
@@ -444,6 +469,8 @@ static enum fb_status check_consistent(const struct fb_nccl_log *log, struct fb_
             const struct endpoint *b = &log->ep[j];
             if (b->nranks < 0)
                 continue;
+            if (a->pid == b->pid && strcmp(a->host, b->host) == 0)
+                continue; /* one process: its GPUs or communicators, one run */
             char da[FB_HOST_MAX + 512], db[FB_HOST_MAX + 512];
             describe(log, a, da, sizeof da);
             describe(log, b, db, sizeof db);
@@ -501,6 +528,26 @@ static json_object *rank_json(const struct fb_nccl_log *log, const struct endpoi
             json_object_array_add(intra, json_object_new_string(intra_names[i].name));
     json_object_object_add(r, "intra", intra);
     return r;
+}
+
+/* One rank of one process logged under two device tags (its threads print
+ * their own): one entry, the one whose channels were seen. `ep` is sorted
+ * by rank, host and pid, so such entries are neighbours. */
+static size_t drop_relogged_ranks(const struct endpoint **ep, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct endpoint *e = ep[i];
+        const struct endpoint *prev = kept > 0 ? ep[kept - 1] : NULL;
+        if (prev != NULL && e->rank >= 0 && e->rank == prev->rank && e->pid == prev->pid &&
+            strcmp(e->host, prev->host) == 0) {
+            if (e->nnets > prev->nnets)
+                ep[kept - 1] = e;
+            continue;
+        }
+        ep[kept++] = e;
+    }
+    return kept;
 }
 
 /* The run's network: TCP on any rank makes the run a TCP run; otherwise the
@@ -571,6 +618,7 @@ enum fb_status fb_nccl_log_transport(const struct fb_nccl_log *log, json_object 
         if (log->ep[i].rank >= 0 || has_facts(&log->ep[i]))
             ep[n++] = &log->ep[i];
     qsort(ep, n, sizeof *ep, endpoint_order);
+    n = drop_relogged_ranks(ep, n);
 
     json_object *t = json_object_new_object();
     const char *net = overall_net(ep, n);

@@ -70,3 +70,18 @@ check "an excerpt without a collective says it was inferred" \
 check "a run that failed before its first row is kept, incomplete, with its fault" \
   jq -e '.complete == false and (.rows | length) == 0 and (.fault.message | test("failure"))' \
   "$T_DIR/out/xxrjun_ib_h100_alltoall_fail_then_sendrecv-alltoall.json"
+
+# Real NCCL INFO logs: the network NCCL chose and whether GPUDirect RDMA was
+# used (null: the log does not show it).
+while read -r file net gdr; do
+  [ -n "$file" ] || continue
+  got=$("$R" transport --json "$REAL/nccl-logs/$file" 2>"$T_DIR/transport.err" | jq -r '"\(.net) \(.gdr)"')
+  if [ "$got" = "$net $gdr" ]; then ok "$file: NET/$net, GPUDirect $gdr"; else not_ok "$file: NET/$net, GPUDirect $gdr" "got '$got' $(head -c 200 "$T_DIR/transport.err")"; fi
+done <<'TABLE'
+alcf_polaris_awsofi_cxi_gdrdma.log OFI true
+alcf_polaris_ib_nodevice_socket.log Socket false
+eks_efa_p3dn_libfabric_nogdr.log OFI false
+nccl_ebpf_nccl229_ib_fail_socket.log Socket null
+nebius_h100_ib_sharp_nvls.log IBext true
+stas00_ib_completion_error_warn.txt IB null
+TABLE

@@ -1,6 +1,7 @@
 /* Transport detection from NCCL INFO logs, on hand-written logs in each
  * form NCCL and its network plugins print. */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -238,6 +239,50 @@ static void test_text_feed_and_canonical_names(void)
     CHECK_STR(fb_net_canonical("FastSocket"), "FastSocket");
 }
 
+static const char *net_of_text(const char *text, struct fb_err *err)
+{
+    static char net[64];
+    struct fb_nccl_log *log = fb_nccl_log_new();
+    json_object *t = NULL;
+    net[0] = '\0';
+    if (fb_nccl_log_feed(log, "text", text, strlen(text), err) == FB_OK &&
+        fb_nccl_log_transport(log, &t, err) == FB_OK)
+        snprintf(net, sizeof net, "%s", str_at(t, "net"));
+    json_object_put(t);
+    fb_nccl_log_free(log);
+    return net;
+}
+
+/* The network NCCL says it chose counts without channel lines: a GKE
+ * TCPXO log cut before the rings, an NCCL 2.27+ plugin assignment, a bare
+ * device list. Channels all inside a node still mean no network. */
+static void test_chosen_network_without_channels(void)
+{
+    struct fb_err err = {0};
+    CHECK_STR(net_of_text("a3m-0:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 8000 - Init START\n"
+                          "a3m-0:10:10 [0] NCCL INFO Using network FasTrak\n"
+                          "a3m-1:10:10 [0] NCCL INFO comm 0x2 rank 8 nranks 16 cudaDev 0 busId 8000 - Init START\n"
+                          "a3m-1:10:10 [0] NCCL INFO Using network FasTrak\n", &err), "FasTrak");
+    CHECK_STR(net_of_text("lab:5:5 [0] NCCL INFO Failed to initialize NET plugin IB\n"
+                          "lab:5:5 [0] NCCL INFO Initialized NET plugin Socket\n"
+                          "lab:5:5 [0] NCCL INFO Assigned NET plugin Socket to comm\n", &err), "Socket");
+    CHECK_STR(net_of_text("n2:7:7 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.2<0>\n", &err), "IB");
+    CHECK_STR(net_of_text("n1:3:3 [0] NCCL INFO Using network IB\n"
+                          "n1:3:3 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0\n"
+                          "n1:3:3 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n", &err), "(null)");
+}
+
+/* A rank whose process logs under two device tags is one rank, not two
+ * runs mixed. */
+static void test_relogged_rank_is_one_rank(void)
+{
+    struct fb_err err = {0};
+    CHECK_STR(net_of_text("h1:9:9 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0\n"
+                          "h1:9:12 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0\n"
+                          "h1:9:9 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/Socket/0\n", &err), "Socket");
+    CHECK_INT(err.code, FB_OK);
+}
+
 static void test_directories_and_the_table(void)
 {
     const char *args[] = {LOGS "ib-nogdr", LOGS "relay-tagged/output.log"};
@@ -275,5 +320,7 @@ int main(void)
     RUN(test_bad_logs_give_one_line);
     RUN(test_text_feed_and_canonical_names);
     RUN(test_directories_and_the_table);
+    RUN(test_chosen_network_without_channels);
+    RUN(test_relogged_rank_is_one_rank);
     return fbt_done();
 }
