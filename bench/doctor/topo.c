@@ -10,6 +10,7 @@
 #define PCI_VENDOR_AMD 0x1002
 #define PCI_CLASS_DISPLAY 0x03
 #define PCI_CLASS_NETWORK 0x02
+#define PCI_CLASS_INFINIBAND_OLD 0x0c06 /* serial bus/InfiniBand: ConnectX-2 era HCAs */
 
 const char *fb_link_name(enum fb_link l)
 {
@@ -45,7 +46,8 @@ static bool is_gpu(hwloc_obj_t o)
 
 static bool is_nic(hwloc_obj_t o)
 {
-    return (o->attr->pcidev.class_id >> 8) == PCI_CLASS_NETWORK;
+    return (o->attr->pcidev.class_id >> 8) == PCI_CLASS_NETWORK ||
+           o->attr->pcidev.class_id == PCI_CLASS_INFINIBAND_OLD;
 }
 
 static void append_name(char *buf, size_t len, const char *name)

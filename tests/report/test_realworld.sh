@@ -85,3 +85,19 @@ nccl_ebpf_nccl229_ib_fail_socket.log Socket null
 nebius_h100_ib_sharp_nvls.log IBext true
 stas00_ib_completion_error_warn.txt IB null
 TABLE
+
+# Real hwloc exports: GPU-to-NIC closeness as nvidia-smi names it, and an
+# InfiniBand HCA of the old PCI class (0c06) counted as a NIC.
+T=$FB_BIN/fabric-topo
+v2=$REAL/hwloc/hwloc_v2_supermicro_x9drg_gpu_ib.xml
+while read -r gpu level; do
+  got=$("$T" --topology "$v2" --json | jq -r --arg g "$gpu" '.gpus[] | select(.pci_bus_id == $g) | "\(.nearest_nics | join(",")) \(.nearest_level)"')
+  if [ "$got" = "mlx5_0 $level" ]; then ok "hwloc 2.0: GPU $gpu to mlx5_0 is $level"; else not_ok "hwloc 2.0: GPU $gpu to mlx5_0 is $level" "got '$got'"; fi
+done <<'TABLE'
+0000:84:00.0 PIX
+0000:83:00.0 PHB
+0000:03:00.0 SYS
+TABLE
+check "hwloc 1.x: the ConnectX IB HCA (class 0c06) is a NIC" \
+  jq -e '[.nics[] | select(.pci_bus_id == "0000:51:00.0")] | length == 1' \
+  <("$T" --topology "$REAL/hwloc/hwloc_v1_dell_r410_ib.xml" --json)
