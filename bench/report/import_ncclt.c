@@ -43,6 +43,7 @@ struct parser {
     bool saw_header; /* "# nThread" of the open run */
     struct layout lay;
     int runs_emitted;
+    int fault_weight; /* of the run's recorded failure line (failure_weight) */
 };
 
 static void run_begin(struct parser *p)
@@ -50,6 +51,7 @@ static void run_begin(struct parser *p)
     ncclt_record_init(&p->run, "nccl-tests-text");
     p->open = true;
     p->saw_header = false;
+    p->fault_weight = 0;
     memset(&p->lay, 0, sizeof p->lay);
 }
 
@@ -287,10 +289,27 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     return ncclt_add_row(r, &row, r->iters > 0 ? r->iters * (r->agg > 0 ? r->agg : 1) : 0, err);
 }
 
-static bool is_failure_line(const char *line)
+/* How much a line says about why a run failed: the NCCL or CUDA error
+ * itself (3) names the cause; a WARN (2) is often its symptom; the
+ * ".. Test failure common.cu:N" lines (1) every rank prints after it say
+ * only that it failed. 0: not a failure line. */
+static int failure_weight(const char *line)
 {
-    return strstr(line, "NCCL failure") != NULL || strstr(line, "CUDA failure") != NULL ||
-           strstr(line, "Test failure") != NULL || strstr(line, "NCCL WARN") != NULL;
+    if (strstr(line, "NCCL failure") != NULL || strstr(line, "CUDA failure") != NULL)
+        return 3;
+    if (strstr(line, "NCCL WARN") != NULL)
+        return 2;
+    return strstr(line, "Test failure") != NULL ? 1 : 0;
+}
+
+/* The run's fault is the first of its most telling failure lines. */
+static void note_failure(struct parser *p, const char *line)
+{
+    int w = failure_weight(line);
+    if (w > p->fault_weight && p->open) {
+        fb_copy(p->run.fault, sizeof p->run.fault, line, strlen(line));
+        p->fault_weight = w;
+    }
 }
 
 static enum fb_status on_comment(struct parser *p, const char *line, struct fb_err *err)
@@ -353,8 +372,7 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
         s = fb_strip_launcher_prefixes(s);
         if (strstr(s, "NCCL INFO ") != NULL)
             continue; /* fed to the log reader as a whole */
-        if (is_failure_line(s) && p->open)
-            fb_copy(p->run.fault, sizeof p->run.fault, s, strlen(s));
+        note_failure(p, s);
         if (s[0] == '#')
             st = on_comment(p, s, err);
         else if (isdigit((unsigned char)s[0]))

@@ -44,7 +44,7 @@ struct ncclt_record {
     bool finished;      /* the footer ("Avg bus bandwidth") was reached */
     long long oob;      /* "Out of bounds values", -1 when absent */
     double avg_footer;  /* "Avg bus bandwidth", NAN when absent */
-    char fault[512];    /* the last failure line, "" when none */
+    char fault[512];    /* the failure line that says most, "" when none */
     json_object *env;   /* relevant variables only (fb_env_is_relevant) */
     json_object *warnings;
     json_object *transport; /* from NCCL INFO lines in the output, or NULL */
