@@ -44,6 +44,7 @@ struct parser {
     struct layout lay;
     int runs_emitted;
     int fault_weight; /* of the run's recorded failure line (failure_weight) */
+    long lineno;      /* of the line being read, from 1 */
 };
 
 static void run_begin(struct parser *p)
@@ -282,6 +283,7 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     if (!ok)
         return fb_fail(err, FB_ERR_INPUT, "%s: table line with a value that is not a number >= 0: \"%.80s\"", p->name, line);
     row.run = 0;
+    row.line = p->lineno;
     if (r->nrows > 0) {
         const struct fb_row *prev = &r->rows[r->nrows - 1];
         row.run = prev->run + (bytes <= prev->bytes ? 1 : 0);
@@ -369,6 +371,7 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
     char buf[2048], *s = NULL;
     enum fb_status st = FB_OK;
     while (st == FB_OK && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
+        p->lineno++;
         s = fb_strip_launcher_prefixes(s);
         if (strstr(s, "NCCL INFO ") != NULL)
             continue; /* fed to the log reader as a whole */

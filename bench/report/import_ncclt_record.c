@@ -332,10 +332,60 @@ static enum fb_status settle_collective(struct ncclt_record *r, const char *name
                    name, what[0] ? ", and its rows fit " : "", what, what[0] ? " alike" : "");
 }
 
+/* busBW = algBW x the bus factor, both printed with two decimals. */
+static bool busbw_agrees(const struct fb_place *p, double factor)
+{
+    if (!p->present || !(p->algbw_GBps > 0))
+        return true;
+    double want = p->algbw_GBps * factor;
+    return fabs(p->busbw_GBps - want) <= 0.02 + 0.01 * want;
+}
+
+/* Rows must be what the collective prints: the count its size and type
+ * give on these ranks, and busBW = algBW x its bus factor. A row that is
+ * not was cut, merged with another line or edited, and a verdict on it
+ * would mislead; it is refused with where it stands. */
+static enum fb_status check_rows(const struct ncclt_record *r, const struct fb_collective *c, long n,
+                                 const char *name, struct fb_err *err)
+{
+    int t = fb_dtype_parse(r->dtype);
+    size_t esz = t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
+    /* Elements of size per element of count: 1, or the rank count for the
+     * gathers, scatters and alltoall (their count is per rank). Asked of the
+     * table at a size every version's alignment leaves alone; checked as
+     * size = count x type size x that, which holds for every version. */
+    size_t probe = esz * (size_t)(n > 0 ? n : 1) * 4096;
+    struct fb_counts k = esz > 0 && n > 0 ? c->counts(probe, esz, (int)n) : (struct fb_counts){0};
+    size_t per_count = k.param > 0 ? k.bytes / esz / k.param : 0;
+    for (size_t i = 0; n > 0 && i < r->nrows; i++) {
+        const struct fb_row *row = &r->rows[i];
+        char where[64];
+        if (row->line > 0)
+            snprintf(where, sizeof where, "line %ld", row->line);
+        else
+            snprintf(where, sizeof where, "the row of %llu bytes", row->bytes);
+        size_t want = per_count > 0 ? row->bytes / esz / per_count : row->count;
+        if (per_count > 0 && row->count * esz * per_count != row->bytes)
+            return fb_fail(err, FB_ERR_INPUT, "%s, %s: count %llu does not fit %llu bytes of %s for %s on %ld ranks (%zu expected); the row is damaged",
+                           name, where, row->count, row->bytes, r->dtype, c->name, n, want);
+        double f = c->bus_factor((int)n);
+        const struct fb_place *bad = !busbw_agrees(&row->oop, f) ? &row->oop : !busbw_agrees(&row->ip, f) ? &row->ip : NULL;
+        if (bad != NULL)
+            return fb_fail(err, FB_ERR_INPUT, "%s, %s: busBW %.2f is not algBW %.2f x %.4f (the %s bus factor on %ld ranks); the row is damaged",
+                           name, where, bad->busbw_GBps, bad->algbw_GBps, f, c->name, n);
+    }
+    return FB_OK;
+}
+
 enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
                                json_object **doc, struct fb_err *err)
 {
     enum fb_status st = settle_collective(r, name, o, err);
+    if (st != FB_OK)
+        return st;
+    const struct fb_collective *coll = fb_collective_named(r->collective);
+    long known_ranks = listed_ranks(r) > 0 ? listed_ranks(r) : ranks_from_factor(r);
+    st = coll != NULL ? check_rows(r, coll, known_ranks, name, err) : FB_OK;
     if (st != FB_OK)
         return st;
     if (!fb_collective_known(r->collective)) {

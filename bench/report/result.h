@@ -24,6 +24,7 @@ struct fb_place {
 struct fb_row {
     unsigned long long bytes, count;
     long run;
+    long line; /* where an imported text printed it; 0 when unknown */
     struct fb_place oop, ip;
 };
 

@@ -385,8 +385,50 @@ static void test_format_detection(void)
     CHECK_INT(fb_import_format_parse("csv", &f, &err), FB_ERR_USAGE);
 }
 
+/* Rows that cannot be what the collective printed are refused with their
+ * line: a count that does not fit the size, a busBW that is not algBW x
+ * the bus factor. The same rows, whole, import. */
+static void test_damaged_rows_are_refused_with_their_line(void)
+{
+    const char *head = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+                       "#  Rank  0 Group  0 Pid 1 on a device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+                       "#  Rank  1 Group  0 Pid 1 on b device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+                       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+    static const struct {
+        const char *rows, *want;
+    } cases[] = {
+        {"     1048576        262144     float     sum      -1    93.64   11.20   11.20      0    94.59   11.09   11.09      0\n"
+         "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   12.05      0\n",
+         NULL},
+        {"     1048576        262144     float     sum      -1    93.64   11.20   11.20      0    94.59   11.09   11.09      0\n"
+         "     2097152        524289     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   12.05      0\n",
+         "all_reduce.txt, line 6: count 524289 does not fit 2097152 bytes of float"},
+        {"     1048576        262144     float     sum      -1    93.64   11.20   11.20      0    94.59   11.09   11.09      0\n"
+         "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   18.08      0\n",
+         "all_reduce.txt, line 6: busBW 18.08 is not algBW 12.05 x 1.0000"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s", head, cases[i].rows);
+        struct fb_import_opts o = {.mtime = 0};
+        struct fb_import_out out = {0};
+        struct fb_err err = {0};
+        enum fb_status st = fb_import_text("all_reduce.txt", text, strlen(text), FB_IMPORT_AUTO, &o, &out, &err);
+        if (cases[i].want == NULL) {
+            CHECK_INT(st, FB_OK);
+            CHECK_INT(out.n, 1);
+        } else {
+            CHECK_INT(st, FB_ERR_INPUT);
+            CHECK_CONTAINS(err.msg, cases[i].want);
+            CHECK_INT(out.n, 0);
+        }
+        fb_import_out_free(&out);
+    }
+}
+
 int main(void)
 {
+    RUN(test_damaged_rows_are_refused_with_their_line);
     RUN(test_nccl_tests_2_19_with_nccl_info);
     RUN(test_old_format_without_root_and_markers);
     RUN(test_one_file_several_collectives);
