@@ -213,13 +213,13 @@ static enum fb_status choose_profile(const struct fb_result *r, const struct fb_
     return FB_OK;
 }
 
-static void note_incomplete(const struct fb_result *r, struct fb_str *out)
+static void note_incomplete(const struct fb_result *r, bool fault_told, struct fb_str *out)
 {
     fb_str_addf(out, " The run did not finish: %zu row%s", r->nrows, r->nrows == 1 ? "" : "s");
     if (r->sizes_planned >= 0)
         fb_str_addf(out, " of %ld planned", r->sizes_planned);
     fb_str_addf(out, " measured");
-    if (r->fault != NULL) {
+    if (r->fault != NULL && !fault_told) {
         const char *status = str_member(r->fault, "status"), *msg = str_member(r->fault, "message");
         const char *host = str_member(r->fault, "host");
         fb_str_addf(out, "; it stopped with %s%s%s%s%s", status ? status : "a fault", host ? " on " : "",
@@ -339,6 +339,17 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
         fb_str_addf(out, ": a multi-node run on sockets is the TCP fallback, whatever its numbers say.");
         decided = true;
     }
+    /* NCCL or CUDA failing before the first row measured: the fabric (or the
+     * GPU path) did not carry one message. After some rows, the run is only
+     * cut short (a peer killed, a node lost) and what it measured stands. */
+    const char *msg = r->fault ? str_member(r->fault, "message") : NULL;
+    bool failed = r->nrows == 0 && msg != NULL &&
+                  (strstr(msg, "NCCL failure") != NULL || strstr(msg, "CUDA failure") != NULL);
+    if (failed) {
+        set_verdict(v, FB_VERDICT_FAIL);
+        fb_str_addf(out, " The run failed: %s.", msg);
+        decided = true;
+    }
     /* A sweep fabric-coll ended on purpose (TCP fallback plain at 64M)
      * skipped sizes by decision: it is not an unfinished run. */
     bool short_sweep = r->sizes_planned >= 0 && r->sizes_done >= 0 && r->sizes_done < r->sizes_planned;
@@ -348,10 +359,38 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
     if (incomplete) {
         if (!decided)
             set_verdict(v, FB_VERDICT_INCOMPLETE);
-        note_incomplete(r, out);
+        note_incomplete(r, failed, out);
         decided = true;
     }
     return decided;
+}
+
+/* On GPUs busBW grows with the message size until the links are full and
+ * then holds: large messages far slower than the run's own best mean the
+ * path broke down mid-sweep (a link flapping, retransmits, a congested
+ * switch), whatever a profile says. Host memory is exempt: caches make its
+ * curve fall by nature. */
+#define COLLAPSE_SHARE 0.5
+#define COLLAPSE_MIN_PEAK_BYTES (1ULL << 20)
+
+static bool collapsed(const struct fb_result *r, const struct fb_point *pts, size_t npts, struct fb_str *out)
+{
+    bool gpu = (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0) ||
+               (r->backend != NULL && strcmp(r->backend, "nccl") == 0);
+    if (!gpu || npts < 2)
+        return false;
+    const struct fb_point *peak = &pts[0], *last = &pts[npts - 1];
+    for (size_t i = 1; i < npts; i++)
+        if (pts[i].best > peak->best)
+            peak = &pts[i];
+    if (peak == last || peak->bytes < COLLAPSE_MIN_PEAK_BYTES || !(last->best < COLLAPSE_SHARE * peak->best))
+        return false;
+    char at[32], end[32];
+    size_label(peak->bytes, at, sizeof at);
+    size_label(last->bytes, end, sizeof end);
+    fb_str_addf(out, " busBW collapses from %.2f GB/s at %s to %.2f GB/s at %s (%.0f %%): the path broke down at large messages.",
+                peak->best, at, last->best, end, 100 * last->best / peak->best);
+    return true;
 }
 
 static enum fb_status no_profile(const struct fb_result *r, const struct fb_profiles *ps,
@@ -379,10 +418,6 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
     set_verdict(v, FB_OK);
     struct fb_str *out = &v->reasons;
     bool decided = judge_without_profile(r, v, out);
-    if (!decided && v->expect == NULL) {
-        fb_verdict_free(v);
-        return no_profile(r, ps, v, err);
-    }
     struct fb_point *pts = NULL;
     size_t npts = 0;
     st = fb_result_points(r, &pts, &npts, err);
@@ -390,10 +425,22 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
         fb_verdict_free(v);
         return st;
     }
+    /* A collapse makes a run that would pass (or has no profile) DEGRADED;
+     * a profile's FAIL stays FAIL. */
+    bool collapse = !decided && collapsed(r, pts, npts, out);
+    if (collapse && v->expect == NULL) {
+        set_verdict(v, FB_VERDICT_DEGRADED);
+        decided = true;
+    }
+    if (!decided && v->expect == NULL) {
+        free(pts);
+        fb_verdict_free(v);
+        return no_profile(r, ps, v, err);
+    }
     if (v->expect != NULL) {
         enum fb_status band = judge_bandwidth(pts, npts, v, out);
         if (!decided)
-            set_verdict(v, band);
+            set_verdict(v, collapse && band == FB_OK ? FB_VERDICT_DEGRADED : band);
         note_profile_fit(r, v, out);
     } else if (npts > 0) {
         v->measured_bytes = pts[npts - 1].bytes;

@@ -102,3 +102,13 @@ TABLE
 check "hwloc 1.x: the ConnectX IB HCA (class 0c06) is a NIC" \
   jq -e '[.nics[] | select(.pci_bus_id == "0000:51:00.0")] | length == 1' \
   <("$T" --topology "$REAL/hwloc/hwloc_v1_dell_r410_ib.xml" --json)
+
+# Verdicts on real runs, no profile named: exit code = verdict class.
+while read -r json code class; do
+  [ -n "$json" ] || continue
+  expect_exit "check $json is $class" "$code" "$R" check "$T_DIR/out/$json"
+done <<'TABLE'
+xxrjun_ib_h100_alltoall_fail_then_sendrecv-alltoall.json 22 FAIL
+xxrjun_ib_h100_alltoall_fail_then_sendrecv-sendrecv.json 20 DEGRADED
+xxrjun_nvlink_h100_8gpu_5collectives-all_reduce.json 0 PASS
+TABLE

@@ -140,7 +140,8 @@ fi
 mkdir -p "$T_DIR/imported"
 for f in "$FIX"/ncclt/nccl-tests-2.19-socket-16rank.txt "$FIX"/ncclt/old-format-8rank-all_gather.txt \
          "$FIX"/ncclt/nccl-tests-two-collectives.txt "$FIX"/ncclt/all_reduce_perf-J.json \
-         "$FIX"/ncclt/nccl-tests-killed.txt "$FIX"/ncclt/fabric-coll-mpi-allreduce-4.txt; do
+         "$FIX"/ncclt/nccl-tests-killed.txt "$FIX"/ncclt/fabric-coll-mpi-allreduce-4.txt \
+         "$FIX"/ncclt/nccl-tests-collapse.txt "$FIX"/ncclt/nccl-tests-init-failure.txt; do
   expect_exit "import $(basename "$f")" 0 "$R" import "$f" -o "$T_DIR/imported/"
 done
 for f in "$T_DIR"/imported/*.json; do
@@ -149,6 +150,10 @@ done
 expect_exit "two runs in one file become two results" 0 test -f "$T_DIR/imported/nccl-tests-two-collectives-all_gather.json"
 expect_exit "an imported TCP fallback is judged TCP-FALLBACK" 21 "$R" check "$T_DIR/imported/nccl-tests-2.19-socket-16rank.json"
 expect_exit "an imported killed run is INCOMPLETE" 23 "$R" check "$T_DIR/imported/nccl-tests-killed.json"
+expect_exit "a run NCCL failed before its first row is FAIL" 22 "$R" check "$T_DIR/imported/nccl-tests-init-failure.json"
+expect_grep "the FAIL names the NCCL error" "The run failed: node1: Test NCCL failure common.cu:892 'unhandled system error" "$T_OUT"
+expect_exit "a GPU run whose busBW collapses at large sizes is DEGRADED without a profile" 20 "$R" check "$T_DIR/imported/nccl-tests-collapse.json"
+expect_grep "the DEGRADED says where it collapsed" 'busBW collapses from 41.65 GB/s at 16M to 8.00 GB/s at 128M' "$T_OUT"
 expect_exit "import to stdout" 0 "$R" import "$FIX/ncclt/all_reduce_perf-J.json"
 check "import stdout is JSON" jq -e '.kind == "collective"' "$T_OUT"
 bad "several results need a directory" 2 '-o DIR/' "$R" import "$FIX/ncclt/nccl-tests-two-collectives.txt"
