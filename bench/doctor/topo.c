@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/files.h"
+
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_AMD 0x1002
 #define PCI_CLASS_DISPLAY 0x03
@@ -167,6 +169,28 @@ static int compare_busid(const void *a, const void *b)
     return (kx > ky) - (kx < ky);
 }
 
+/* hwloc 3.0 exports differ from 2.x in ways this reading never looks at
+ * (an extra prog-if byte in pci_type, new optional attributes), but the
+ * 2.x parser refuses their version number. Such a file is read from memory
+ * with its version said to be 2.0. Returns the text to load (free it), or
+ * NULL to load the file as it is. */
+static char *xml_readable_by_hwloc2(const char *xml_path, size_t *len)
+{
+    char *text = NULL;
+    struct fb_err ignored = {0};
+    if (fb_read_file(xml_path, &text, len, &ignored) != FB_OK)
+        return NULL;
+    char *v = strstr(text, "<topology version=\"");
+    if (v == NULL || v - text > 1024 || v[19] < '3' || v[19] > '9' || v[20] != '.') {
+        free(text);
+        return NULL;
+    }
+    memcpy(v + 19, "2.0", 3);
+    memmove(v + 22, v + 21 + strcspn(v + 21, "\""), strlen(v + 21 + strcspn(v + 21, "\"")) + 1);
+    *len = strlen(text);
+    return text;
+}
+
 static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
                                     struct fb_err *err)
 {
@@ -194,12 +218,19 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
     if (xml_path == NULL)
         hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 #endif
-    if (xml_path != NULL && hwloc_topology_set_xml(topo, xml_path) != 0) {
+    size_t len = 0;
+    char *newer = xml_path != NULL ? xml_readable_by_hwloc2(xml_path, &len) : NULL;
+    int set = newer != NULL ? hwloc_topology_set_xmlbuffer(topo, newer, (int)len + 1)
+              : xml_path != NULL ? hwloc_topology_set_xml(topo, xml_path) : 0;
+    if (set != 0) {
+        free(newer);
         hwloc_topology_destroy(topo);
         return fb_fail(err, FB_ERR_INPUT, "cannot use %s as a topology: %s", xml_path,
                        strerror(errno));
     }
-    if (hwloc_topology_load(topo) != 0) {
+    int loaded = hwloc_topology_load(topo);
+    free(newer);
+    if (loaded != 0) {
         hwloc_topology_destroy(topo);
         if (xml_path != NULL)
             return fb_fail(err, FB_ERR_INPUT, "%s is not an hwloc XML topology; export one "

@@ -23,6 +23,13 @@ if [ "$T_RC" -eq 0 ]; then ok "healthy: exit 0"; else not_ok "healthy: exit 0" "
 check "healthy: document valid against topology.schema.json" json_valid "$SCHEMA" "$T_DIR/healthy.json"
 expect_grep "healthy: host name from the export" '"hosts": \[ "gpu-healthy" \]|"gpu-healthy"' "$T_DIR/healthy.json"
 
+# hwloc's 3.0 format (an extra prog-if byte in pci_type) reads as 2.0 does.
+sed 's/topology version="2.0"/topology version="3.0"/; s/pci_type="\(0[0-9a-f]*\) \(\[[^"]*\)"/pci_type="\1 \2 00"/' \
+  "$TOPO/h100-8gpu-8nic.xml" >"$T_DIR/v3.xml"
+run topo --topology "$T_DIR/v3.xml"
+expect_grep "hwloc 3.0 export: the same GPU-to-NIC table" '^GPU5 +0000:aa:00.0 .* mlx5_5 +PIX$' "$T_OUT"
+if [ "$T_RC" -eq 0 ]; then ok "hwloc 3.0 export: exit 0"; else not_ok "hwloc 3.0 export: exit 0" "exit $T_RC"; fi
+
 run topo --topology "$TOPO/h100-nic-wrong-socket.xml"
 expect_grep "wrong socket: the idle NIC is named" '^WARN nic-unused +mlx5_5 ' "$T_OUT"
 expect_grep "wrong socket: the imbalance is named" '^WARN socket-imbalance .*idle there: mlx5_5' "$T_OUT"

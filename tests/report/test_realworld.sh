@@ -112,3 +112,6 @@ xxrjun_ib_h100_alltoall_fail_then_sendrecv-alltoall.json 22 FAIL
 xxrjun_ib_h100_alltoall_fail_then_sendrecv-sendrecv.json 20 DEGRADED
 xxrjun_nvlink_h100_8gpu_5collectives-all_reduce.json 0 PASS
 TABLE
+got=$("$T" --topology "$REAL/hwloc/hwloc_v3_power8_4gpu_nvlink.xml" --json | jq -r '[.gpus[] | "\(.pci_bus_id)@\(.numa)"] | join(" ")')
+want="0002:01:00.0@0 0003:01:00.0@0 000a:01:00.0@1 000b:01:00.0@1"
+if [ "$got" = "$want" ]; then ok "hwloc 3.0: four P100s on their NUMA nodes"; else not_ok "hwloc 3.0: four P100s on their NUMA nodes" "got '$got'"; fi
