@@ -241,8 +241,28 @@ static void remove_inner_mpi_tags(char *s)
     }
 }
 
+/* ANSI terminal sequences (ESC [ parameters letter): colour from a
+ * launcher, a wrapper script or kubectl writing to a terminal. */
+static void remove_ansi(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r;) {
+        if (r[0] == '\033' && r[1] == '[') {
+            r += 2;
+            while (*r && !isalpha((unsigned char)*r))
+                r++;
+            if (*r)
+                r++;
+            continue;
+        }
+        *w++ = *r++;
+    }
+    *w = '\0';
+}
+
 char *fb_strip_launcher_prefixes(char *line)
 {
+    remove_ansi(line);
     char *s = skip_blanks(line);
     for (;;) {
         size_t n = mpi_tag_len(s);

@@ -46,7 +46,8 @@ bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, siz
  * see the program's own text: Open MPI's --tag-output tags ("[1,0]<stdout>:",
  * also where they land inside a line when ranks' output interleaves),
  * Slurm's `srun -l` rank ("12: "), kubectl --timestamps' RFC 3339 stamp,
- * and the blanks before them. Returns the new start of the line. */
+ * ANSI colour anywhere, and the blanks before them. Returns the new start
+ * of the line. */
 char *fb_strip_launcher_prefixes(char *line);
 
 /* Splits a line copy in place on blanks; returns the number of tokens

@@ -154,6 +154,8 @@ static void test_launcher_prefixes_are_removed(void)
         {"node-1:21:21 [0] NCCL INFO Using network IB", "node-1:21:21 [0] NCCL INFO Using network IB"},
         {"12:34 is a time", "12:34 is a time"},
         {"[0x07] NVIDIA A100", "[0x07] NVIDIA A100"},
+        {"\033[32m# Avg bus bandwidth\033[0m : 1.5", "# Avg bus bandwidth : 1.5"},
+        {"\033[1;33m[1,0]<stdout>:\033[0m     8388608", "8388608"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char buf[256];

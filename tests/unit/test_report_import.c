@@ -426,8 +426,30 @@ static void test_damaged_rows_are_refused_with_their_line(void)
     }
 }
 
+/* One table wearing everything launchers and terminals add: kubectl
+ * --timestamps, srun -l, mpirun --tag-output, ANSI colour, tabs, CRLF. */
+static void test_decorated_lines_read_as_plain(void)
+{
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_file(NCCLT "all_reduce-decorated.txt", NULL, &out, &err), FB_OK);
+    CHECK_INT(out.n, 1);
+    if (out.n == 1) {
+        CHECK_STR(s_at(out.docs[0], "topology.ranks"), "2");
+        json_object *rows = fb_json_member(out.docs[0], "rows");
+        CHECK_INT(json_object_array_length(rows), 3);
+        json_object *last = json_object_array_get_idx(rows, 2);
+        double bw = 0;
+        CHECK(fb_json_get_double(fb_json_member(last, "out_of_place"), "busbw_GBps", &bw));
+        CHECK_NEAR(bw, 34.04, 1e-9);
+        CHECK(strstr(json_object_to_json_string(fb_json_member(out.docs[0], "warnings")), "layout assumed") == NULL);
+    }
+    fb_import_out_free(&out);
+}
+
 int main(void)
 {
+    RUN(test_decorated_lines_read_as_plain);
     RUN(test_damaged_rows_are_refused_with_their_line);
     RUN(test_nccl_tests_2_19_with_nccl_info);
     RUN(test_old_format_without_root_and_markers);
