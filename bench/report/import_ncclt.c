@@ -317,7 +317,7 @@ static void note_failure(struct parser *p, const char *line)
 static enum fb_status on_comment(struct parser *p, const char *line, struct fb_err *err)
 {
     const char *body = line + 1;
-    while (*body == ' ')
+    while (*body == ' ' || *body == '\t')
         body++;
     if (fb_starts_with(body, "Collective test starting:")) {
         /* The version line comes just before: keep a run that holds nothing else. */
@@ -352,7 +352,7 @@ static enum fb_status on_comment(struct parser *p, const char *line, struct fb_e
         on_version(p, body);
     else if (fb_starts_with(body, "Rank "))
         return on_rank(p, body, err);
-    else if (fb_starts_with(body, "size "))
+    else if (fb_starts_with(body, "size") && (body[4] == ' ' || body[4] == '\t'))
         on_columns(p, line);
     else if (fb_starts_with(body, "Out of bounds values")) {
         const char *v = strchr(body, ':');
