@@ -21,6 +21,7 @@
 #include "nccl/nccl_log.h"
 #include "nccl/collective.h"
 #include "report/plot.h"
+#include "report/probe_verdict.h"
 #include "report/profile_match.h"
 #include "report/result.h"
 #include "core/text.h"
@@ -143,11 +144,40 @@ static const struct fb_opt check_options[] = {
     FB_OPT_END,
 };
 
+/* A fabric-rdma result is judged by its flags, not against a profile. */
+static bool is_probe_file(const char *path)
+{
+    json_object *doc = NULL;
+    struct fb_err ignored = {0};
+    bool probe = fb_json_read_file(path, &doc, &ignored) == FB_OK && fb_is_probe_doc(doc);
+    json_object_put(doc);
+    return probe;
+}
+
+static enum fb_status judge_probe(const char *path, bool json, struct fb_err *err)
+{
+    if (json)
+        return fb_fail(err, FB_ERR_USAGE, "check --json describes collective verdicts; a probe result's verdict is text (its flags are in the file)");
+    json_object *doc = NULL;
+    enum fb_status st = fb_json_read_file(path, &doc, err);
+    enum fb_status verdict = FB_OK;
+    struct fb_str text = {0};
+    if (st == FB_OK)
+        st = fb_probe_judge(doc, path, &text, &verdict, err);
+    if (st == FB_OK)
+        print_str(stdout, &text);
+    fb_str_free(&text);
+    json_object_put(doc);
+    return st == FB_OK ? verdict : st;
+}
+
 static enum fb_status judge_one(const void *args, int npaths, char **paths, struct fb_err *err)
 {
     const struct check_args *a = args;
     if (npaths != 1)
         return fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", npaths);
+    if (is_probe_file(paths[0]))
+        return judge_probe(paths[0], a->json, err);
     struct fb_profiles ps = {0};
     enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     struct fb_result r;

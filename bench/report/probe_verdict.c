@@ -1,0 +1,91 @@
+#include "report/probe_verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jsonio.h"
+
+bool fb_is_probe_doc(json_object *doc)
+{
+    const char *schema = fb_json_get_string(doc, "schema"), *kind = fb_json_get_string(doc, "kind");
+    return schema != NULL && strcmp(schema, "fabric-bench.result") == 0 && kind != NULL &&
+           strcmp(kind, "probe") == 0;
+}
+
+/* "host:device[rank]", as fabric-rdma prints an endpoint. */
+static void end_label(json_object *end, char *buf, size_t len)
+{
+    const char *host = fb_json_get_string(end, "host"), *dev = fb_json_get_string(end, "device");
+    int64_t rank = -1;
+    fb_json_get_int64(end, "rank", &rank);
+    snprintf(buf, len, "%s:%s[%lld]", host ? host : "?", dev ? dev : "-", (long long)rank);
+}
+
+static void describe_flags(json_object *flags, struct fb_str *out)
+{
+    size_t n = json_object_is_type(flags, json_type_array) ? json_object_array_length(flags) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *f = json_object_array_get_idx(flags, i);
+        char src[160], dst[160];
+        end_label(fb_json_member(f, "src"), src, sizeof src);
+        end_label(fb_json_member(f, "dst"), dst, sizeof dst);
+        double avg = NAN, ref = NAN;
+        fb_json_get_double(f, "avg_Gbps", &avg);
+        fb_json_get_double(f, "reference_Gbps", &ref);
+        const char *what = fb_json_get_string(f, "reference");
+        fb_str_addf(out, " Slow: %s -> %s at %.2f Gb/s, %.0f %% of its %s (%.2f Gb/s).", src, dst, avg,
+                    ref > 0 ? 100 * avg / ref : NAN, what && strcmp(what, "line-rate") == 0 ? "line rate" : "links' median",
+                    ref);
+    }
+}
+
+static void describe_suspects(json_object *suspects, struct fb_str *out)
+{
+    size_t n = json_object_is_type(suspects, json_type_array) ? json_object_array_length(suspects) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *s = json_object_array_get_idx(suspects, i);
+        char who[160];
+        end_label(s, who, sizeof who);
+        int64_t slow = 0, links = 0;
+        fb_json_get_int64(s, "slow_links", &slow);
+        fb_json_get_int64(s, "links", &links);
+        fb_str_addf(out, " Suspect: %s, slow in %lld of its %lld links: look at its cable, port and NIC first.",
+                    who, (long long)slow, (long long)links);
+    }
+}
+
+enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str *text,
+                              enum fb_status *verdict, struct fb_err *err)
+{
+    json_object *summary = fb_json_member(doc, "summary");
+    int64_t flagged = 0, done = 0, planned = 0;
+    bool complete = false;
+    if (!fb_json_get_int64(summary, "flagged", &flagged) || !fb_json_get_int64(summary, "measurements_done", &done) ||
+        !fb_json_get_int64(summary, "measurements_planned", &planned) || !fb_json_get_bool(doc, "complete", &complete))
+        return fb_fail(err, FB_ERR_INPUT, "%s: a probe result needs \"complete\" and summary.flagged, measurements_done and measurements_planned", path);
+    const char *transport = fb_json_get_string(doc, "transport"), *pattern = fb_json_get_string(doc, "pattern");
+    const char *cluster = fb_json_get_string(doc, "cluster");
+    double min = NAN, median = NAN;
+    fb_json_get_double(summary, "min_avg_Gbps", &min);
+    fb_json_get_double(summary, "median_avg_Gbps", &median);
+    const char *name = !complete || done < planned ? "INCOMPLETE" : flagged > 0 ? "DEGRADED" : "PASS";
+    *verdict = name[0] == 'I' ? FB_VERDICT_INCOMPLETE : name[0] == 'D' ? FB_VERDICT_DEGRADED : FB_OK;
+    fb_str_addf(text, "%s: %s probe (%s) on %s, %lld of %lld measurements\n", name, transport ? transport : "?",
+                pattern ? pattern : "?", cluster ? cluster : "?", (long long)done, (long long)planned);
+    struct fb_str reasons = {0};
+    if (*verdict == FB_VERDICT_INCOMPLETE) {
+        const char *why = fb_json_get_string(fb_json_member(doc, "fault"), "message");
+        fb_str_addf(&reasons, " The probe did not finish%s%s; what it measured is judged below.", why ? ": " : "",
+                    why ? why : "");
+    }
+    if (flagged > 0)
+        fb_str_addf(&reasons, " %lld link%s below the threshold.", (long long)flagged, flagged == 1 ? "" : "s");
+    describe_flags(fb_json_member(doc, "flags"), &reasons);
+    describe_suspects(fb_json_member(doc, "suspects"), &reasons);
+    if (!isnan(min))
+        fb_str_addf(&reasons, " Slowest link %.2f Gb/s, median %.2f Gb/s at the reference size.", min, median);
+    fb_str_addf(text, "%s\n", fb_str_get(&reasons) + (reasons.len > 0 ? 1 : 0));
+    fb_str_free(&reasons);
+    return FB_OK;
+}

@@ -1,0 +1,24 @@
+/* A verdict on a fabric-rdma results document (kind "probe"), so a link
+ * check gates a job as a collective run does: INCOMPLETE when it did not
+ * finish, DEGRADED when links were flagged slow (each named with its share
+ * of the reference, and the endpoints they share), else PASS with the
+ * slowest link's figure. */
+#ifndef FB_REPORT_PROBE_VERDICT_H
+#define FB_REPORT_PROBE_VERDICT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "core/status.h"
+#include "core/text.h"
+
+/* True when `doc` is a fabric-bench probe document. */
+bool fb_is_probe_doc(json_object *doc);
+
+/* Writes the verdict paragraph to `text` and its exit code (FB_OK,
+ * FB_VERDICT_DEGRADED or FB_VERDICT_INCOMPLETE) to *verdict. FB_ERR_INPUT
+ * naming `path` when the document lacks what a probe result holds. */
+enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str *text,
+                              enum fb_status *verdict, struct fb_err *err);
+
+#endif
