@@ -1,10 +1,14 @@
 /* fabric-topo: GPU <-> NIC affinity from hwloc, live or from an XML export. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/files.h"
 #include "core/options.h"
 #include "core/status.h"
 #include "doctor/affinity.h"
+#include "doctor/smi_topo.h"
 #include "doctor/topo.h"
 #include "doctor/topo_out.h"
 
@@ -21,7 +25,7 @@ struct topo_opts {
 #define OFF(f) offsetof(struct topo_opts, f)
 
 static const struct fb_opt topo_options[] = {
-    {0, "topology", FB_OPT_STRING, OFF(xml), "FILE", "an hwloc XML export (lstopo --of xml FILE) instead of this machine"},
+    {0, "topology", FB_OPT_STRING, OFF(xml), "FILE", "an hwloc XML export (lstopo --of xml FILE) instead of this machine, or nvidia-smi topo -m output (the GPU-to-NIC table only)"},
     {0, "nics", FB_OPT_STRING, OFF(nics), "LIST", "which NICs carry the fabric, NCCL_IB_HCA syntax ([^][=]name,...) "
                                                   "matched against RDMA device and interface names (default: every "
                                                   "RDMA NIC, else every NIC)"},
@@ -72,8 +76,42 @@ static enum fb_status parse(int argc, char **argv, struct topo_opts *o, struct f
     return st;
 }
 
+/* A pasted `nvidia-smi topo -m` instead of an hwloc export: the closeness
+ * table only. *handled says whether the file was one. */
+static enum fb_status run_smi(const struct topo_opts *o, bool *handled, struct fb_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    *handled = false;
+    if (fb_read_text_file(o->xml, &text, &len, err) != FB_OK || !fb_smi_topo_detect(text, len)) {
+        free(text);
+        fb_err_clear(err);
+        return FB_OK;
+    }
+    *handled = true;
+    enum fb_status st = FB_OK;
+    struct fb_smi_topo *t = malloc(sizeof *t);
+    if (o->json_path != NULL)
+        st = fb_fail(err, FB_ERR_USAGE, "%s is nvidia-smi topo -m output: the topology document (--json, -J) needs an hwloc export (lstopo --of xml FILE)", o->xml);
+    else if (t == NULL)
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", o->xml);
+    else
+        st = fb_smi_topo_parse(o->xml, text, len, t, err);
+    if (st == FB_OK)
+        fb_smi_topo_print(stdout, o->xml, t);
+    free(t);
+    free(text);
+    return st;
+}
+
 static enum fb_status run(const struct topo_opts *o, const char *argv0, struct fb_err *err)
 {
+    if (o->xml != NULL) {
+        bool handled = false;
+        enum fb_status smi = run_smi(o, &handled, err);
+        if (handled)
+            return smi;
+    }
     struct fb_topo t;
     enum fb_status st = fb_topo_load(o->xml, &t, err);
     if (st != FB_OK)

@@ -115,3 +115,17 @@ TABLE
 got=$("$T" --topology "$REAL/hwloc/hwloc_v3_power8_4gpu_nvlink.xml" --json | jq -r '[.gpus[] | "\(.pci_bus_id)@\(.numa)"] | join(" ")')
 want="0002:01:00.0@0 0003:01:00.0@0 000a:01:00.0@1 000b:01:00.0@1"
 if [ "$got" = "$want" ]; then ok "hwloc 3.0: four P100s on their NUMA nodes"; else not_ok "hwloc 3.0: four P100s on their NUMA nodes" "got '$got'"; fi
+
+# Real nvidia-smi topo -m matrices: the closest NIC of each GPU.
+run "$T" --topology "$REAL/hwloc/nvidia_smi_topo_h100_6nic_princeton.txt"
+while read -r gpu nics level numa; do
+  expect_grep "nvidia-smi: $gpu nearest $nics at $level, NUMA $numa" "^$gpu +$nics +$level +$numa " "$T_OUT"
+done <<'TABLE'
+GPU0 mlx5_0,mlx5_1 PIX 0
+GPU1 mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5 NODE 0
+GPU3 mlx5_2 PIX 0
+GPU4 mlx5_3,mlx5_4 PIX 1
+GPU6 mlx5_5 PIX 1
+TABLE
+run "$T" --topology "$REAL/hwloc/nvidia_smi_topo_a100_space_separated.txt"
+expect_grep "nvidia-smi pasted with spaces: GPU4's CPUs and NUMA node" '^GPU4 +- +- +1 +24-47$' "$T_OUT"
