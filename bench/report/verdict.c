@@ -260,8 +260,10 @@ static void note_fallback_lookalike(const struct fb_result *r, const struct fb_p
 }
 
 /* Compares busBW with the profile; returns the rule-4 verdict. */
-static enum fb_status judge_bandwidth(const struct fb_point *pts, size_t npts, struct fb_verdict *v,
-                                      struct fb_str *out)
+#define NOT_COMPARABLE_FACTOR 16ULL
+
+static enum fb_status judge_bandwidth(const struct fb_point *pts, size_t npts, bool stopped_on_purpose,
+                                      struct fb_verdict *v, struct fb_str *out)
 {
     const struct fb_expect *e = v->expect;
     const struct fb_point *pt = compared_point(pts, npts, e->at_bytes);
@@ -291,6 +293,14 @@ static enum fb_status judge_bandwidth(const struct fb_point *pts, size_t npts, s
     if (pt->bytes != e->at_bytes)
         fb_str_addf(out, " The profile's figure is for %s; this run's closest size is %s, so a lower number is expected (rerun with -e %s).",
                     at, measured_at, at);
+    /* Sixteen times smaller and more, busBW is still climbing: neither a
+     * pass nor a failure can be read off it. A sweep fabric-coll stopped on
+     * the fallback band was already judged by that band. */
+    if (!stopped_on_purpose && pt->bytes * NOT_COMPARABLE_FACTOR < e->at_bytes) {
+        fb_str_addf(out, " Not comparable: the sweep stops %.0fx short of the profile's size.",
+                    (double)e->at_bytes / (double)pt->bytes);
+        return FB_VERDICT_INCOMPLETE;
+    }
     return band;
 }
 
@@ -438,7 +448,7 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
         return no_profile(r, ps, v, err);
     }
     if (v->expect != NULL) {
-        enum fb_status band = judge_bandwidth(pts, npts, v, out);
+        enum fb_status band = judge_bandwidth(pts, npts, r->early_stop != NULL, v, out);
         if (!decided)
             set_verdict(v, collapse && band == FB_OK ? FB_VERDICT_DEGRADED : band);
         note_profile_fit(r, v, out);

@@ -181,6 +181,36 @@ static void test_early_stop_is_not_incomplete(void)
     fb_verdict_free(&v);
 }
 
+/* A sweep that stops far short of the profile's size is not comparable:
+ * neither PASS nor FAIL. Eight times short it is still judged. */
+static void test_far_short_sweep_is_not_comparable(void)
+{
+    static const struct {
+        unsigned long long keep_up_to;
+        const char *name;
+    } cases[] = {{256ULL << 20, "INCOMPLETE"}, {2ULL << 30, "PASS"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        json_object *doc = fixture_doc("gke-tcpxo-allreduce.json");
+        json_object *rows = json_object_object_get(doc, "rows"), *kept = json_object_new_array();
+        for (size_t i = 0; i < json_object_array_length(rows); i++) {
+            json_object *row = json_object_array_get_idx(rows, i);
+            if ((unsigned long long)json_object_get_int64(json_object_object_get(row, "bytes")) <= cases[c].keep_up_to)
+                json_object_array_add(kept, json_object_get(row));
+        }
+        json_object_object_add(doc, "rows", kept);
+        struct fb_verdict v;
+        struct fb_err err = {0};
+        CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+        if (strcmp(cases[c].name, "INCOMPLETE") == 0) {
+            CHECK_STR(v.name, "INCOMPLETE");
+            CHECK_CONTAINS(fb_str_get(&v.reasons), "Not comparable: the sweep stops 64x short of the profile's size");
+        } else {
+            CHECK(strstr(fb_str_get(&v.reasons), "Not comparable") == NULL);
+        }
+        fb_verdict_free(&v);
+    }
+}
+
 static void test_profile_choice(void)
 {
     struct fb_verdict v;
@@ -305,6 +335,7 @@ int main(void)
     RUN(test_wrong_results_fail_first);
     RUN(test_unfinished_run_is_incomplete);
     RUN(test_early_stop_is_not_incomplete);
+    RUN(test_far_short_sweep_is_not_comparable);
     RUN(test_profile_choice);
     RUN(test_profile_errors);
     RUN(test_fallback_without_profile_still_judged);
