@@ -84,23 +84,24 @@ static void print_str(FILE *f, const struct fb_str *s)
 }
 
 /* A result given separately captured NCCL logs: their transport replaces
- * whatever the file says (the file is not changed). */
-static enum fb_status load_with_logs(const char *path, const char *const *logs, int nlogs,
-                                     struct fb_result *r, struct fb_err *err)
+ * whatever the file says (the file is not changed). `doc` is the file
+ * already parsed (taken), or NULL to read it here, where a file that is not
+ * JSON gets the reader's pointer to `import`. */
+static enum fb_status load_with_logs(const char *path, json_object *doc, const char *const *logs,
+                                     int nlogs, struct fb_result *r, struct fb_err *err)
 {
-    if (nlogs == 0)
+    if (doc == NULL && nlogs == 0)
         return fb_result_load(path, r, err);
     json_object *t = NULL;
-    enum fb_status st = fb_transport_from_args(logs, nlogs, &t, err);
-    if (st != FB_OK)
-        return st;
-    json_object *doc = NULL;
-    st = fb_json_read_file(path, &doc, err);
+    enum fb_status st = nlogs > 0 ? fb_transport_from_args(logs, nlogs, &t, err) : FB_OK;
+    if (st == FB_OK && doc == NULL)
+        st = fb_json_read_file(path, &doc, err);
     if (st != FB_OK) {
         json_object_put(t);
+        json_object_put(doc);
         return st;
     }
-    if (json_object_is_type(doc, json_type_object))
+    if (t != NULL && json_object_is_type(doc, json_type_object))
         json_object_object_add(doc, "transport", t);
     else
         json_object_put(t);
@@ -145,25 +146,14 @@ static const struct fb_opt check_options[] = {
 };
 
 /* A fabric-rdma result is judged by its flags, not against a profile. */
-static bool is_probe_file(const char *path)
+/* A fabric-rdma result is judged by its flags, not against a profile;
+ * takes `doc`. */
+static enum fb_status judge_probe(json_object *doc, const char *path, bool json, struct fb_err *err)
 {
-    json_object *doc = NULL;
-    struct fb_err ignored = {0};
-    bool probe = fb_json_read_file(path, &doc, &ignored) == FB_OK && fb_is_probe_doc(doc);
-    json_object_put(doc);
-    return probe;
-}
-
-static enum fb_status judge_probe(const char *path, bool json, struct fb_err *err)
-{
-    if (json)
-        return fb_fail(err, FB_ERR_USAGE, "check --json describes collective verdicts; a probe result's verdict is text (its flags are in the file)");
-    json_object *doc = NULL;
-    enum fb_status st = fb_json_read_file(path, &doc, err);
     enum fb_status verdict = FB_OK;
     struct fb_str text = {0};
-    if (st == FB_OK)
-        st = fb_probe_judge(doc, path, &text, &verdict, err);
+    enum fb_status st = json ? fb_fail(err, FB_ERR_USAGE, "check --json describes collective verdicts; a probe result's verdict is text (its flags are in the file)")
+                             : fb_probe_judge(doc, path, &text, &verdict, err);
     if (st == FB_OK)
         print_str(stdout, &text);
     fb_str_free(&text);
@@ -176,13 +166,19 @@ static enum fb_status judge_one(const void *args, int npaths, char **paths, stru
     const struct check_args *a = args;
     if (npaths != 1)
         return fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", npaths);
-    if (is_probe_file(paths[0]))
-        return judge_probe(paths[0], a->json, err);
+    /* The file is parsed once: its kind picks the verdict. When it does not
+     * parse, the collective reader reads it again for its own message. */
+    json_object *doc = NULL;
+    struct fb_err unread = {0};
+    if (fb_json_read_file(paths[0], &doc, &unread) == FB_OK && fb_is_probe_doc(doc))
+        return judge_probe(doc, paths[0], a->json, err);
     struct fb_profiles ps = {0};
     enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     struct fb_result r;
     if (st == FB_OK)
-        st = load_with_logs(paths[0], a->logs, a->nlogs, &r, err);
+        st = load_with_logs(paths[0], doc, a->logs, a->nlogs, &r, err);
+    else
+        json_object_put(doc);
     if (st != FB_OK) {
         fb_profiles_free(&ps);
         return st;
