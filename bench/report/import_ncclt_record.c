@@ -255,6 +255,33 @@ static const char *file_base(const char *name)
     return slash ? slash + 1 : name;
 }
 
+/* The size in bytes of the record's element type, 0 when unknown. */
+static size_t element_size(const struct ncclt_record *r)
+{
+    int t = fb_dtype_parse(r->dtype);
+    return t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
+}
+
+/* Elements of size per element of count for c on n ranks: 1, or n for the
+ * gathers, scatters and alltoall (their count is per rank). Asked of the
+ * table at a size every version's alignment leaves alone, and checked as
+ * size = count x type size x that, which holds for every nccl-tests
+ * version (the 16-byte alignment of newer ones included). 0 when unknown. */
+static size_t size_per_count(const struct fb_collective *c, size_t esz, long n)
+{
+    if (esz == 0 || n < 1)
+        return 0;
+    struct fb_counts k = c->counts(esz * (size_t)n * 4096, esz, (int)n);
+    return k.param > 0 ? k.bytes / esz / k.param : 0;
+}
+
+/* Whether a row's count and size fit c on n ranks (true when unknown). */
+static bool count_fits(const struct fb_collective *c, const struct fb_row *row, size_t esz, long n)
+{
+    size_t per = size_per_count(c, esz, n);
+    return per == 0 || row->count * esz * per == row->bytes;
+}
+
 /* Whether collective c could have printed this row: the count its size
  * gives and its bus factor at the rank count (with no device lines, the
  * rank count the count column implies, or anywhere in the factor's range),
@@ -267,13 +294,12 @@ static bool rows_fit(const struct fb_collective *c, const struct ncclt_record *r
         return false;
     if (r->root_printed && c->rooted != (r->root >= 0))
         return false;
-    int t = fb_dtype_parse(r->dtype);
-    size_t esz = t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
+    size_t esz = element_size(r);
     if (n == 0 && esz > 0 && row->count * esz < row->bytes && row->bytes % (row->count * esz) == 0)
         n = (long)(row->bytes / (row->count * esz)); /* the gathers' count is per rank */
     const double tol = 0.02;
     if (n > 1) {
-        if (esz > 0 && c->counts(row->bytes, esz, (int)n).param != row->count)
+        if (!count_fits(c, row, esz, n))
             return false;
         return fabs(c->bus_factor((int)n) - f) <= tol * f + 0.005;
     }
@@ -348,15 +374,7 @@ static bool busbw_agrees(const struct fb_place *p, double factor)
 static enum fb_status check_rows(const struct ncclt_record *r, const struct fb_collective *c, long n,
                                  const char *name, struct fb_err *err)
 {
-    int t = fb_dtype_parse(r->dtype);
-    size_t esz = t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
-    /* Elements of size per element of count: 1, or the rank count for the
-     * gathers, scatters and alltoall (their count is per rank). Asked of the
-     * table at a size every version's alignment leaves alone; checked as
-     * size = count x type size x that, which holds for every version. */
-    size_t probe = esz * (size_t)(n > 0 ? n : 1) * 4096;
-    struct fb_counts k = esz > 0 && n > 0 ? c->counts(probe, esz, (int)n) : (struct fb_counts){0};
-    size_t per_count = k.param > 0 ? k.bytes / esz / k.param : 0;
+    size_t esz = element_size(r), per_count = size_per_count(c, esz, n);
     for (size_t i = 0; n > 0 && i < r->nrows; i++) {
         const struct fb_row *row = &r->rows[i];
         char where[64];
@@ -364,10 +382,9 @@ static enum fb_status check_rows(const struct ncclt_record *r, const struct fb_c
             snprintf(where, sizeof where, "line %ld", row->line);
         else
             snprintf(where, sizeof where, "the row of %llu bytes", row->bytes);
-        size_t want = per_count > 0 ? row->bytes / esz / per_count : row->count;
-        if (per_count > 0 && row->count * esz * per_count != row->bytes)
+        if (!count_fits(c, row, esz, n))
             return fb_fail(err, FB_ERR_INPUT, "%s, %s: count %llu does not fit %llu bytes of %s for %s on %ld ranks (%zu expected); the row is damaged",
-                           name, where, row->count, row->bytes, r->dtype, c->name, n, want);
+                           name, where, row->count, row->bytes, r->dtype, c->name, n, (size_t)(row->bytes / esz / per_count));
         double f = c->bus_factor((int)n);
         const struct fb_place *bad = !busbw_agrees(&row->oop, f) ? &row->oop : !busbw_agrees(&row->ip, f) ? &row->ip : NULL;
         if (bad != NULL)
@@ -384,23 +401,22 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     if (st != FB_OK)
         return st;
     const struct fb_collective *coll = fb_collective_named(r->collective);
-    long known_ranks = listed_ranks(r) > 0 ? listed_ranks(r) : ranks_from_factor(r);
-    st = coll != NULL ? check_rows(r, coll, known_ranks, name, err) : FB_OK;
-    if (st != FB_OK)
-        return st;
-    if (!fb_collective_known(r->collective)) {
+    if (coll == NULL) {
         char names[FB_COLL_NAMES_MAX];
         fb_collective_names(names, sizeof names, ", ");
         return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of %s", r->collective, names);
     }
+    /* The device lines' count, else what busBW/algBW implies, else 1. */
+    long listed = listed_ranks(r), ranks = listed > 0 ? listed : ranks_from_factor(r);
+    st = check_rows(r, coll, ranks, name, err);
+    if (st != FB_OK)
+        return st;
 
     json_object *d = json_object_new_object();
     json_object *hosts = json_object_new_array();
     long rpn = 0;
     json_object *devices = devices_json(r, hosts, &rpn);
-    long ranks = listed_ranks(r);
-    if (ranks == 0) {
-        ranks = ranks_from_factor(r);
+    if (listed == 0) {
         ncclt_warn(r, "no device lines: rank count %s", ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
         if (ranks == 0)
             ranks = 1;
