@@ -32,14 +32,14 @@ static void finish(struct sweep *r)
     fb_world_free(&r->world);
 }
 
-/* Decided before MPI_Init (the threading level depends on it), so read
- * straight from argv; the option table parses it again later. */
-static int watchdog_wanted(int argc, char **argv)
+/* Flags decided before MPI_Init (the threading level, an answer without
+ * MPI) are read straight from argv; the option table parses them again. */
+static int argv_has(int argc, char **argv, const char *flag)
 {
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--no-watchdog") == 0)
-            return 0;
-    return 1;
+        if (strcmp(argv[i], flag) == 0)
+            return 1;
+    return 0;
 }
 
 static void start_watchdog(struct sweep *r, int wanted)
@@ -57,14 +57,6 @@ static void start_watchdog(struct sweep *r, int wanted)
 
 /* `fabric-coll --list`: the collectives, one per line, for scripts that offer
  * them (the launchers). Answered without MPI so it works on any machine. */
-static int list_wanted(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--list") == 0)
-            return 1;
-    return 0;
-}
-
 static int print_collectives(void)
 {
     for (int i = 0; i < FB_NCOLLS; i++)
@@ -75,9 +67,9 @@ static int print_collectives(void)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (list_wanted(argc, argv))
+    if (argv_has(argc, argv, "--list"))
         return print_collectives();
-    int watchdog = watchdog_wanted(argc, argv);
+    int watchdog = !argv_has(argc, argv, "--no-watchdog");
     if (watchdog)
         fb_signals_block();
     int provided = 0;
