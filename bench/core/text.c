@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static bool grow(struct fb_str *b, size_t need)
 {
@@ -164,20 +163,6 @@ int fb_name_order(const void *a, const void *b)
     return strverscmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, size_t size, char **start)
-{
-    const char *line = NULL;
-    size_t n = 0;
-    if (!fb_next_line(text, len, pos, &line, &n))
-        return false;
-    fb_copy(buf, size, line, n);
-    char *s = buf;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    *start = s;
-    return true;
-}
-
 static char *skip_blanks(char *s)
 {
     while (*s == ' ' || *s == '\t')
@@ -185,7 +170,18 @@ static char *skip_blanks(char *s)
     return s;
 }
 
-/* Length of an Open MPI output tag at s ("[1,0]<stdout>:", "<stderr>:"),
+bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, size_t size, char **start)
+{
+    const char *line = NULL;
+    size_t n = 0;
+    if (!fb_next_line(text, len, pos, &line, &n))
+        return false;
+    fb_copy(buf, size, line, n);
+    *start = skip_blanks(buf);
+    return true;
+}
+
+/* Length of an Open MPI output tag at s ("[1,0]<stdout>:", "[1,3]<stderr>:"),
  * or 0. */
 static size_t mpi_tag_len(const char *s)
 {

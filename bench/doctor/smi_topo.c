@@ -64,15 +64,22 @@ static enum fb_link level_of(const char *cell)
     return FB_LINK_NONE;
 }
 
+/* The header starts with GPU0 as GPU0's row does; only the row has its
+ * self cell "X". */
+static bool is_header(const char *s)
+{
+    return fb_starts_with(s, "GPU0") && strchr(s, 'X') == NULL;
+}
+
 bool fb_smi_topo_detect(const char *text, size_t len)
 {
     size_t pos = 0;
     char buf[1024], *s = NULL;
     bool header = false;
     for (int lines = 0; lines < 64 && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s); lines++) {
-        if (fb_starts_with(s, "GPU0") && header)
+        if (header && fb_starts_with(s, "GPU0"))
             return true;
-        header = header || (fb_starts_with(s, "GPU0") && strstr(s, "GPU0") == s && strchr(s, 'X') == NULL);
+        header = header || is_header(s);
     }
     return false;
 }
@@ -146,11 +153,10 @@ enum fb_status fb_smi_topo_parse(const char *name, const char *text, size_t len,
     while (fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
         lineno++;
         int idx = 0;
-        char kind = 0;
         char first[16];
         fb_copy(first, sizeof first, s, strcspn(s, " \t:"));
-        kind = device_label(first, &idx);
-        if (c.n == 0 && kind == 'G' && idx == 0 && strchr(s, 'X') == NULL) {
+        char kind = device_label(first, &idx);
+        if (c.n == 0 && is_header(s)) {
             read_header(s, &c, t);
             continue;
         }
