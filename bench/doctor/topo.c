@@ -1,5 +1,6 @@
 #include "doctor/topo.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -169,25 +170,28 @@ static int compare_busid(const void *a, const void *b)
     return (kx > ky) - (kx < ky);
 }
 
-/* hwloc 3.0 exports differ from 2.x in ways this reading never looks at
- * (an extra prog-if byte in pci_type, new optional attributes), but the
- * 2.x parser refuses their version number. Such a file is read from memory
- * with its version said to be 2.0. Returns the text to load (free it), or
- * NULL to load the file as it is. */
-static char *xml_readable_by_hwloc2(const char *xml_path, size_t *len)
+/* The export as hwloc 2.x will parse it, read once and handed to hwloc
+ * from memory. hwloc 3.0 exports differ from 2.x in ways this reading never
+ * looks at (an extra prog-if byte in pci_type, new optional attributes), but
+ * the 2.x parser refuses their version number, so a 3.x version is said to
+ * be 2.0. NULL when the file cannot be read whole (hwloc then reads it and
+ * says why). */
+static char *xml_for_hwloc2(const char *xml_path, size_t *len)
 {
     char *text = NULL;
     struct fb_err ignored = {0};
     if (fb_read_file(xml_path, &text, len, &ignored) != FB_OK)
         return NULL;
     char *v = strstr(text, "<topology version=\"");
-    if (v == NULL || v - text > 1024 || v[19] < '3' || v[19] > '9' || v[20] != '.') {
-        free(text);
-        return NULL;
+    if (v != NULL && v - text <= 1024 && v[19] >= '3' && v[19] <= '9' && v[20] == '.' &&
+        isdigit((unsigned char)v[21])) {
+        char *quote = strchr(v + 21, '"'); /* "3.0" or longer: "2.0" fits in its place */
+        if (quote != NULL) {
+            memcpy(v + 19, "2.0", 3);
+            memmove(v + 22, quote, strlen(quote) + 1);
+            *len = strlen(text);
+        }
     }
-    memcpy(v + 19, "2.0", 3);
-    memmove(v + 22, v + 21 + strcspn(v + 21, "\""), strlen(v + 21 + strcspn(v + 21, "\"")) + 1);
-    *len = strlen(text);
     return text;
 }
 
@@ -219,17 +223,17 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
         hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 #endif
     size_t len = 0;
-    char *newer = xml_path != NULL ? xml_readable_by_hwloc2(xml_path, &len) : NULL;
-    int set = newer != NULL ? hwloc_topology_set_xmlbuffer(topo, newer, (int)len + 1)
+    char *xml = xml_path != NULL ? xml_for_hwloc2(xml_path, &len) : NULL;
+    int set = xml != NULL ? hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1)
               : xml_path != NULL ? hwloc_topology_set_xml(topo, xml_path) : 0;
     if (set != 0) {
-        free(newer);
+        free(xml);
         hwloc_topology_destroy(topo);
         return fb_fail(err, FB_ERR_INPUT, "cannot use %s as a topology: %s", xml_path,
                        strerror(errno));
     }
     int loaded = hwloc_topology_load(topo);
-    free(newer);
+    free(xml);
     if (loaded != 0) {
         hwloc_topology_destroy(topo);
         if (xml_path != NULL)
