@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/jsonio.h"
+#include "report/verdict.h"
 
 bool fb_is_probe_doc(json_object *doc)
 {
@@ -69,9 +70,9 @@ enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str 
     double min = NAN, median = NAN;
     fb_json_get_double(summary, "min_avg_Gbps", &min);
     fb_json_get_double(summary, "median_avg_Gbps", &median);
-    const char *name = !complete || done < planned ? "INCOMPLETE" : flagged > 0 ? "DEGRADED" : "PASS";
-    *verdict = name[0] == 'I' ? FB_VERDICT_INCOMPLETE : name[0] == 'D' ? FB_VERDICT_DEGRADED : FB_OK;
-    fb_str_addf(text, "%s: %s probe (%s) on %s, %lld of %lld measurements\n", name, transport ? transport : "?",
+    *verdict = !complete || done < planned ? FB_VERDICT_INCOMPLETE : flagged > 0 ? FB_VERDICT_DEGRADED : FB_OK;
+    fb_str_addf(text, "%s: %s probe (%s) on %s, %lld of %lld measurements\n", fb_verdict_name(*verdict),
+                transport ? transport : "?",
                 pattern ? pattern : "?", cluster ? cluster : "?", (long long)done, (long long)planned);
     struct fb_str reasons = {0};
     if (*verdict == FB_VERDICT_INCOMPLETE) {

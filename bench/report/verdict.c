@@ -171,16 +171,23 @@ static const struct fb_point *compared_point(const struct fb_point *pts, size_t 
     return below ? below : (n ? &pts[n - 1] : NULL);
 }
 
+const char *fb_verdict_name(enum fb_status code)
+{
+    switch (code) {
+    case FB_OK: return "PASS";
+    case FB_VERDICT_DEGRADED: return "DEGRADED";
+    case FB_VERDICT_TCP_FALLBACK: return "TCP-FALLBACK";
+    case FB_VERDICT_FAIL: return "FAIL";
+    default: return "INCOMPLETE";
+    }
+}
+
 static void set_verdict(struct fb_verdict *v, enum fb_status code)
 {
-    v->code = code;
-    switch (code) {
-    case FB_OK: v->name = "PASS"; break;
-    case FB_VERDICT_DEGRADED: v->name = "DEGRADED"; break;
-    case FB_VERDICT_TCP_FALLBACK: v->name = "TCP-FALLBACK"; break;
-    case FB_VERDICT_FAIL: v->name = "FAIL"; break;
-    default: v->code = FB_VERDICT_INCOMPLETE; v->name = "INCOMPLETE"; break;
-    }
+    bool verdict = code == FB_OK || code == FB_VERDICT_DEGRADED || code == FB_VERDICT_TCP_FALLBACK ||
+                   code == FB_VERDICT_FAIL;
+    v->code = verdict ? code : FB_VERDICT_INCOMPLETE;
+    v->name = fb_verdict_name(v->code);
 }
 
 static enum fb_status choose_profile(const struct fb_result *r, const struct fb_profiles *ps,

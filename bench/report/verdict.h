@@ -35,6 +35,10 @@ struct fb_verdict {
     struct fb_str reasons;
 };
 
+/* "PASS", "DEGRADED", "TCP-FALLBACK", "FAIL"; "INCOMPLETE" for any other
+ * code: the one spelling of a verdict, for collective and probe results. */
+const char *fb_verdict_name(enum fb_status code);
+
 /* Judges `r`. `profile_name` NULL picks one automatically. Errors (usage):
  * an unknown or symptom profile named, a profile without figures for the
  * collective, and no profile applying when rule 4 is reached. */
