@@ -57,6 +57,24 @@ struct endpoint {
     size_t nifaces;
 };
 
+/* A line worth quoting back to the user, with where it stands. */
+struct quoted {
+    char text[256];
+    char where[PATH_MAX + 32]; /* "FILE:LINE" */
+};
+
+/* Facts of the whole run, whichever rank printed them first. */
+struct run_facts {
+    char nccl_version[32];  /* "NCCL version 2.20.5+cuda12.4" */
+    char net_plugin[96];    /* "NET/Plugin: Loaded net plugin AWS Libfabric (v6)" */
+    char plugin_version[64]; /* "NET/OFI Using aws-ofi-nccl 1.6.0" */
+    char provider[32];      /* "NET/OFI Selected Provider is cxi" */
+    char coll_plugin[64];   /* "Loaded coll plugin SHARP (v6)" */
+    struct quoted warn;     /* the first NCCL WARN line */
+    struct quoted fallback; /* why NCCL gave up a network: "NET/IB : No device found." */
+    struct quoted no_gdr;   /* a network channel without GPUDirect RDMA */
+};
+
 struct fb_nccl_log {
     struct endpoint *ep;
     size_t nep, cap;
@@ -64,6 +82,7 @@ struct fb_nccl_log {
     size_t nsources;
     size_t info_lines;
     size_t last; /* endpoint of the previous line: lines come in runs */
+    struct run_facts facts;
 };
 
 const char *fb_net_canonical(const char *name)
@@ -77,6 +96,9 @@ const char *fb_net_canonical(const char *name)
     if (strcasecmp(name, "OFI") == 0 || strcasecmp(name, "AWS Libfabric") == 0 ||
         strcasecmp(name, "Libfabric") == 0 || strcasecmp(name, "AWS OFI") == 0)
         return "OFI";
+    /* GKE A3 High: "Using network GPUDirectTCPX_v7", the plugin's ABI. */
+    if (strncasecmp(name, "GPUDirectTCPX", strlen("GPUDirectTCPX")) == 0)
+        return "GPUDirectTCPX";
     return name;
 }
 
@@ -163,6 +185,14 @@ static bool endpoint_is(const struct endpoint *e, const char *host, long pid, in
            (host[0] != '\0' || e->source == source);
 }
 
+static bool host_known(const struct fb_nccl_log *log, const char *host)
+{
+    for (size_t i = 0; i < log->nep; i++)
+        if (strcmp(log->ep[i].host, host) == 0)
+            return true;
+    return false;
+}
+
 static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, long pid, int dev,
                                      size_t source)
 {
@@ -173,6 +203,21 @@ static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, 
             log->last = i;
             return &log->ep[i];
         }
+    }
+    /* Two processes writing one file can cut a line's start off: the host
+     * "x3006c0s1b1n0" then reads "06c0s1b1n0". Same pid and device, and a
+     * host that ends the known one: the same GPU, not a new rank. */
+    for (size_t i = 0; host[0] != '\0' && i < log->nep; i++) {
+        struct endpoint *e = &log->ep[i];
+        if (e->pid != pid || e->dev != dev || !(fb_has_suffix(e->host, host) || fb_has_suffix(host, e->host)))
+            continue;
+        /* The first line seen may be the damaged one
+         * ("x3006c0s25b0x3006c0s25b0n0"): a shorter name that other
+         * ranks carry is the whole one. */
+        if (strlen(host) < strlen(e->host) && host_known(log, host))
+            fb_copy(e->host, sizeof e->host, host, strlen(host));
+        log->last = i;
+        return e;
     }
     if (log->nep == log->cap) {
         size_t cap = log->cap ? log->cap * 2 : 16;
@@ -299,6 +344,41 @@ static bool on_using_list(struct endpoint *e, const char *net, const char *list)
     return true;
 }
 
+static void quote(struct quoted *q, const char *text, const char *source, long lineno)
+{
+    if (q->text[0] != '\0')
+        return; /* the first one says it */
+    fb_copy(q->text, sizeof q->text, text, strlen(text));
+    snprintf(q->where, sizeof q->where, "%s:%ld", source, lineno);
+}
+
+static void copy_word_after(char *dst, size_t len, const char *msg, const char *key, const char *stop)
+{
+    const char *p = strstr(msg, key);
+    if (p == NULL || dst[0] != '\0')
+        return;
+    p += strlen(key);
+    fb_copy(dst, len, p, strcspn(p, stop));
+}
+
+/* Versions, plugins and why a network was given up: said once per process,
+ * they describe the run. */
+static void on_run_fact(struct run_facts *f, const char *msg, const char *source, long lineno)
+{
+    copy_word_after(f->nccl_version, sizeof f->nccl_version, msg, "NCCL version ", " \t");
+    copy_word_after(f->net_plugin, sizeof f->net_plugin, msg, "Loaded net plugin ", "");
+    copy_word_after(f->coll_plugin, sizeof f->coll_plugin, msg, "Loaded coll plugin ", "");
+    copy_word_after(f->plugin_version, sizeof f->plugin_version, msg, "NET/OFI Using ", "");
+    copy_word_after(f->plugin_version, sizeof f->plugin_version, msg, "NET/OFI Initializing ", "");
+    copy_word_after(f->provider, sizeof f->provider, msg, "Selected Provider is ", " ,;(");
+    if (strstr(msg, "No device found") != NULL || strstr(msg, "Failed to initialize NET plugin") != NULL ||
+        strstr(msg, "Failed to open") != NULL)
+        quote(&f->fallback, msg, source, lineno);
+    const char *via = strstr(msg, " via NET/");
+    if (via != NULL && strstr(via, "GDRDMA") == NULL && strstr(via, "NET/Socket") == NULL)
+        quote(&f->no_gdr, msg, source, lineno);
+}
+
 static bool on_message(struct endpoint *e, const char *msg)
 {
     long v = 0;
@@ -361,14 +441,27 @@ enum fb_status fb_nccl_log_feed(struct fb_nccl_log *log, const char *source, con
     size_t src = add_source(log, source);
     if (src == (size_t)-1)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL log %s", source);
-    static const char tag[] = "NCCL INFO ";
+    static const char tag[] = "NCCL INFO ", warn[] = "NCCL WARN ";
     size_t pos = 0, n = 0;
     const char *line = NULL;
     char buf[LINE_MAX_LEN];
+    long lineno = 0;
     while (fb_next_line(text, len, &pos, &line, &n)) {
-        const char *at = memmem(line, n, tag, sizeof tag - 1);
-        if (at == NULL)
+        lineno++;
+        const char *w = memmem(line, n, warn, sizeof warn - 1);
+        if (w != NULL) {
+            fb_copy(buf, sizeof buf, w + sizeof warn - 1, n - (size_t)(w - line) - (sizeof warn - 1));
+            quote(&log->facts.warn, buf, log->sources[src], lineno);
             continue;
+        }
+        const char *at = memmem(line, n, tag, sizeof tag - 1);
+        if (at == NULL) {
+            /* rank 0 prints "NCCL version 2.20.5+cuda12.4" bare on stdout */
+            fb_copy(buf, sizeof buf, line, n);
+            if (fb_starts_with(fb_strip_launcher_prefixes(buf), "NCCL version "))
+                on_run_fact(&log->facts, fb_strip_launcher_prefixes(buf), log->sources[src], lineno);
+            continue;
+        }
         log->info_lines++;
         fb_copy(buf, sizeof buf, line, n);
         size_t off = (size_t)(at - line);
@@ -382,6 +475,7 @@ enum fb_status fb_nccl_log_feed(struct fb_nccl_log *log, const char *source, con
             pid = -1;
             dev = -1;
         }
+        on_run_fact(&log->facts, buf + off + sizeof tag - 1, log->sources[src], lineno);
         struct endpoint *e = endpoint_for(log, host, pid, dev, src);
         if (e == NULL || !on_message(e, buf + off + sizeof tag - 1))
             return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL log %s", log->sources[src]);
@@ -589,6 +683,50 @@ static json_object *overall_gdr(const struct endpoint *const *ep, size_t n)
     return any ? json_object_new_boolean(all) : NULL;
 }
 
+static json_object *string_or_null(const char *s)
+{
+    return s[0] != '\0' ? json_object_new_string(s) : NULL;
+}
+
+static json_object *quoted_json(const struct quoted *q)
+{
+    if (q->text[0] == '\0')
+        return NULL;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "text", json_object_new_string(q->text));
+    json_object_object_add(o, "where", json_object_new_string(q->where));
+    return o;
+}
+
+/* Ranks (the communicator's size) and hosts (distinct prefixes) of the run;
+ * NVLS on any rank. */
+static void add_run_facts(json_object *t, const struct fb_nccl_log *log, const struct endpoint *const *ep, size_t n)
+{
+    const struct run_facts *f = &log->facts;
+    long nranks = -1, hosts = 0;
+    bool nvls = false;
+    for (size_t i = 0; i < n; i++) {
+        if (ep[i]->nranks > nranks)
+            nranks = ep[i]->nranks;
+        nvls = nvls || (ep[i]->intra & INTRA_NVLS) != 0;
+        bool seen = ep[i]->host[0] == '\0';
+        for (size_t k = 0; !seen && k < i; k++)
+            seen = strcmp(ep[k]->host, ep[i]->host) == 0;
+        hosts += !seen;
+    }
+    json_object_object_add(t, "ranks", nranks > 0 ? json_object_new_int64(nranks) : NULL);
+    json_object_object_add(t, "hosts", hosts > 0 ? json_object_new_int64(hosts) : NULL);
+    json_object_object_add(t, "nvls", json_object_new_boolean(nvls));
+    json_object_object_add(t, "nccl_version", string_or_null(f->nccl_version));
+    json_object_object_add(t, "net_plugin", string_or_null(f->net_plugin));
+    json_object_object_add(t, "plugin_version", string_or_null(f->plugin_version));
+    json_object_object_add(t, "provider", string_or_null(f->provider));
+    json_object_object_add(t, "coll_plugin", string_or_null(f->coll_plugin));
+    json_object_object_add(t, "warn", quoted_json(&f->warn));
+    json_object_object_add(t, "fallback_reason", quoted_json(&f->fallback));
+    json_object_object_add(t, "no_gdr_channel", quoted_json(&f->no_gdr));
+}
+
 enum fb_status fb_nccl_log_transport(const struct fb_nccl_log *log, json_object **transport_out,
                                      struct fb_err *err)
 {
@@ -614,9 +752,17 @@ enum fb_status fb_nccl_log_transport(const struct fb_nccl_log *log, json_object 
     if (ep == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading NCCL logs");
     size_t n = 0;
+    /* Where ranks are named, an entry without a rank that saw no network
+     * is a fragment of an interleaved line or a helper thread: not a rank. */
+    bool ranked = false;
     for (size_t i = 0; i < log->nep; i++)
-        if (log->ep[i].rank >= 0 || has_facts(&log->ep[i]))
-            ep[n++] = &log->ep[i];
+        ranked = ranked || log->ep[i].rank >= 0;
+    for (size_t i = 0; i < log->nep; i++) {
+        const struct endpoint *e = &log->ep[i];
+        bool fragment = ranked && e->rank < 0 && e->nnets == 0 && e->nifaces == 0 && e->chosen[0] == '\0';
+        if (e->rank >= 0 || (has_facts(e) && !fragment))
+            ep[n++] = e;
+    }
     qsort(ep, n, sizeof *ep, endpoint_order);
     n = drop_relogged_ranks(ep, n);
 
@@ -629,6 +775,7 @@ enum fb_status fb_nccl_log_transport(const struct fb_nccl_log *log, json_object 
         json_object_array_add(per_rank, rank_json(log, ep[i]));
     json_object_object_add(t, "per_rank", per_rank);
     json_object_object_add(t, "source", json_object_new_string("nccl-log"));
+    add_run_facts(t, log, ep, n);
     free(ep);
     *transport_out = t;
     return FB_OK;
@@ -743,6 +890,50 @@ static const char *yes_no(json_object *o, const char *key)
     return json_object_get_boolean(v) ? "yes" : "no";
 }
 
+static void quoted_text(json_object *t, const char *key, const char *label, struct fb_str *out)
+{
+    json_object *q = NULL;
+    if (!json_object_object_get_ex(t, key, &q) || !json_object_is_type(q, json_type_object))
+        return;
+    const char *text = fb_json_get_string(q, "text"), *where = fb_json_get_string(q, "where");
+    fb_str_addf(out, "%s: %s (%s)\n", label, text ? text : "?", where ? where : "?");
+}
+
+/* The run's own lines: who ran, which plugin carried it, what went wrong. */
+static void run_facts_text(json_object *t, struct fb_str *out)
+{
+    int64_t ranks = 0, hosts = 0;
+    const char *version = fb_json_get_string(t, "nccl_version");
+    bool has_ranks = fb_json_get_int64(t, "ranks", &ranks), has_hosts = fb_json_get_int64(t, "hosts", &hosts);
+    if (has_ranks || has_hosts || version != NULL) {
+        fb_str_addf(out, "run:");
+        if (has_ranks)
+            fb_str_addf(out, " %lld rank%s", (long long)ranks, ranks == 1 ? "" : "s");
+        if (has_hosts)
+            fb_str_addf(out, "%s %lld host%s", has_ranks ? " on" : "", (long long)hosts, hosts == 1 ? "" : "s");
+        if (version != NULL)
+            fb_str_addf(out, "%sNCCL %s", has_ranks || has_hosts ? ", " : " ", version);
+        fb_str_addf(out, "\n");
+    }
+    static const struct {
+        const char *key, *label;
+    } plain[] = {
+        {"net_plugin", "net plugin"}, {"plugin_version", "plugin"},
+        {"provider", "libfabric provider"}, {"coll_plugin", "collective plugin (CollNet/SHARP)"},
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
+        const char *v = fb_json_get_string(t, plain[i].key);
+        if (v != NULL)
+            fb_str_addf(out, "%s: %s\n", plain[i].label, v);
+    }
+    bool nvls = false;
+    if (fb_json_get_bool(t, "nvls", &nvls) && nvls)
+        fb_str_addf(out, "NVLS: NVLink SHARP in use inside the node\n");
+    quoted_text(t, "fallback_reason", "a network NCCL gave up", out);
+    quoted_text(t, "no_gdr_channel", "a channel without GPUDirect RDMA", out);
+    quoted_text(t, "warn", "NCCL WARN", out);
+}
+
 void fb_transport_text(json_object *t, struct fb_str *out)
 {
     const char *net = fb_json_get_string(t, "net");
@@ -758,6 +949,7 @@ void fb_transport_text(json_object *t, struct fb_str *out)
                     socket ? " (TCP sockets)" : strcmp(gdr, "yes") == 0 ? " with GPUDirect RDMA"
                                               : strcmp(gdr, "no") == 0  ? " without GPUDirect RDMA" : "",
                     n, n == 1 ? "" : "s", socket ? ": on several nodes this is the TCP fallback" : "");
+    run_facts_text(t, out);
     fb_str_addf(out, "%-5s %-20s %-8s %-4s %-40s %s\n", "rank", "host", "net", "gdr", "interfaces", "intra-node");
     for (size_t i = 0; i < n; i++) {
         json_object *e = json_object_array_get_idx(pr, i), *rank = NULL, *ifaces = NULL, *intra = NULL;

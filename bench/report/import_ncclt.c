@@ -330,8 +330,12 @@ static enum fb_status on_comment(struct parser *p, const char *line, struct fb_e
         ncclt_collective_in(body + strlen("Collective test starting:"), p->run.collective, sizeof p->run.collective);
         return FB_OK;
     }
-    if (fb_starts_with(body, "Collective test concluded:"))
+    if (fb_starts_with(body, "Collective test concluded:")) {
+        /* A log's tail may keep only this line's name. */
+        if (p->open && p->run.collective[0] == '\0')
+            ncclt_collective_in(body + strlen("Collective test concluded:"), p->run.collective, sizeof p->run.collective);
         return run_end(p, err);
+    }
     if (fb_starts_with(body, "nThread ")) {
         if (p->open && p->saw_header) {
             if (!p->run.finished)
@@ -357,6 +361,7 @@ static enum fb_status on_comment(struct parser *p, const char *line, struct fb_e
     else if (fb_starts_with(body, "Out of bounds values")) {
         const char *v = strchr(body, ':');
         p->run.oob = v ? strtoll(v + 1, NULL, 10) : -1;
+        p->run.finished = true; /* the footer's first line: the table ended */
     } else if (fb_starts_with(body, "Avg bus bandwidth")) {
         const char *v = strchr(body, ':');
         p->run.avg_footer = v ? strtod(v + 1, NULL) : NAN;

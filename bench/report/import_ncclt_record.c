@@ -347,6 +347,12 @@ static enum fb_status settle_collective(struct ncclt_record *r, const char *name
         snprintf(r->collective, sizeof r->collective, "%s", o->collective);
     if (r->collective[0] != '\0' || ncclt_collective_in(name, r->collective, sizeof r->collective))
         return FB_OK;
+    /* A run that failed or hung before its first row proves no collective;
+     * it is still kept (its verdict needs none), the name left unknown. */
+    if (r->nrows == 0) {
+        ncclt_warn(r, "the output names no collective and has no rows: collective unknown");
+        return FB_OK;
+    }
     char what[256];
     const struct fb_collective *c = infer_collective(r, what, sizeof what);
     if (c != NULL) {
@@ -394,6 +400,21 @@ static enum fb_status check_rows(const struct ncclt_record *r, const struct fb_c
     return FB_OK;
 }
 
+/* Finished: the footer was printed; or, with no footer, the sweep reached
+ * the header's maxBytes (an excerpt with rows elided), or there is no
+ * header either (an excerpt that never showed the plan to fall short of).
+ * A failure line or no rows at all is never finished. */
+static bool run_finished(const struct ncclt_record *r)
+{
+    if (r->finished)
+        return true;
+    if (r->nrows == 0 || r->fault[0] != '\0')
+        return false;
+    if (!r->have_config)
+        return true;
+    return r->maxbytes > 0 && r->rows[r->nrows - 1].bytes == r->maxbytes;
+}
+
 enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
                                json_object **doc, struct fb_err *err)
 {
@@ -401,28 +422,33 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     if (st != FB_OK)
         return st;
     const struct fb_collective *coll = fb_collective_named(r->collective);
-    if (coll == NULL) {
+    if (coll == NULL && r->collective[0] != '\0') {
         char names[FB_COLL_NAMES_MAX];
         fb_collective_names(names, sizeof names, ", ");
         return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of %s", r->collective, names);
     }
     /* The device lines' count, else what busBW/algBW implies, else 1. */
     long listed = listed_ranks(r), ranks = listed > 0 ? listed : ranks_from_factor(r);
-    st = check_rows(r, coll, ranks, name, err);
+    st = coll != NULL ? check_rows(r, coll, ranks, name, err) : FB_OK;
     if (st != FB_OK)
         return st;
+    bool finished = run_finished(r);
 
     json_object *d = json_object_new_object();
     json_object *hosts = json_object_new_array();
     long rpn = 0;
     json_object *devices = devices_json(r, hosts, &rpn);
     if (listed == 0) {
-        ncclt_warn(r, "no device lines: rank count %s", ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
+        ncclt_warn(r, "no device lines: rank count %s; nodes unknown", ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
         if (ranks == 0)
             ranks = 1;
-        rpn = ranks;
     }
-    long nodes = json_object_array_length(hosts) > 0 ? (long)json_object_array_length(hosts) : 1;
+    /* Hosts count nodes only when every rank is listed: an excerpt that
+     * keeps the last device line shows one host of many. */
+    bool all_listed = listed > 0 && (long)r->ndevs == listed;
+    long nodes = all_listed ? (long)json_object_array_length(hosts) : 0;
+    if (!all_listed)
+        rpn = 0;
     const char *cluster = o->cluster;
     if (cluster == NULL)
         cluster = r->ndevs > 0 ? r->devs[0].host : file_base(name);
@@ -432,13 +458,16 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     fb_utc_iso_at(o->mtime, when, sizeof when);
     ncclt_warn(r, "start_time is the imported file's modification time%s%s%s", r->started[0] ? " (the input says " : "",
                r->started, r->started[0] ? ", local time)" : "");
-    if (!r->finished)
+    if (!finished)
         ncclt_warn(r, "the output ends before the nccl-tests footer: the run did not finish");
+    else if (!r->finished)
+        ncclt_warn(r, "%s", r->have_config ? "no footer, but the rows reach the header's maxBytes: the sweep ran to its end (rows may be elided)"
+                                           : "an excerpt without header or footer: judged on the rows it holds");
 
     json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
     json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
     json_object_object_add(d, "kind", json_object_new_string("collective"));
-    json_object_object_add(d, "complete", json_object_new_boolean(r->finished));
+    json_object_object_add(d, "complete", json_object_new_boolean(finished));
     json_object *fault = NULL;
     if (r->fault[0] != '\0') {
         fault = json_object_new_object();
@@ -455,11 +484,11 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object_object_add(d, "tool", tool);
     json_object_object_add(d, "cluster", json_object_new_string(cluster));
     json_object_object_add(d, "start_time", json_object_new_string(when));
-    json_object_object_add(d, "end_time", r->finished ? json_object_new_string(when) : NULL);
+    json_object_object_add(d, "end_time", finished ? json_object_new_string(when) : NULL);
     json_object_object_add(d, "hosts", hosts);
     json_object_object_add(d, "env", r->env ? json_object_get(r->env) : json_object_new_object());
     json_object_object_add(d, "warnings", json_object_get(r->warnings));
-    json_object_object_add(d, "collective", json_object_new_string(r->collective));
+    json_object_object_add(d, "collective", coll != NULL ? json_object_new_string(r->collective) : NULL);
     bool host_memory = r->ndevs > 0 && r->devs[0].host_memory;
     json_object_object_add(d, "backend", json_object_new_string(host_memory ? "mpi" : "nccl"));
     json_object_object_add(d, "dtype", json_object_new_string(r->dtype[0] ? r->dtype : "float"));
@@ -469,8 +498,8 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object_object_add(d, "config", config_json(r));
     json_object *topo = json_object_new_object();
     json_object_object_add(topo, "ranks", json_object_new_int64(ranks));
-    json_object_object_add(topo, "nodes", json_object_new_int64(nodes));
-    json_object_object_add(topo, "ranks_per_node", json_object_new_int64(rpn > 0 ? rpn : ranks));
+    json_object_object_add(topo, "nodes", nodes > 0 ? json_object_new_int64(nodes) : NULL);
+    json_object_object_add(topo, "ranks_per_node", rpn > 0 ? json_object_new_int64(rpn) : NULL);
     json_object_object_add(d, "topology", topo);
     json_object_object_add(d, "devices", devices);
     json_object *versions = json_object_new_object();
@@ -486,7 +515,7 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     /* Unfinished: what the header planned for every repetition seen. */
     long planned = planned_sizes(r);
     long runs = r->nrows > 0 ? r->rows[r->nrows - 1].run + 1 : 1;
-    if (r->finished || planned < 0 || runs > 1000 || planned * runs < (long)r->nrows)
+    if (finished || planned < 0 || runs > 1000 || planned * runs < (long)r->nrows)
         planned = (long)r->nrows;
     else
         planned *= runs;

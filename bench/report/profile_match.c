@@ -116,6 +116,78 @@ const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const str
     return best;
 }
 
+/* Whether p describes r's family, and what had to be assumed for it. */
+static bool family_fits(const struct fb_profile *p, const struct fb_result *r, struct fb_str *assumed)
+{
+    const struct fb_match *m = &p->match;
+    bool gpu = r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL;
+    if (!p->target || m->gpu[0] == '\0' || !gpu || strcasestr(r->device_name, m->gpu) == NULL ||
+        fb_profile_expect(p, r->collective) == NULL || m->intra[0] != '\0')
+        return false;
+    if (m->backend[0] != '\0' && (r->backend == NULL || strcmp(r->backend, m->backend) != 0))
+        return false;
+    if (m->ranks > 0 && r->ranks != m->ranks)
+        return false;
+    long rpn = r->ranks_per_node, nodes = r->nodes;
+    if (m->ranks_per_node > 0 && rpn == 0) {
+        if (r->ranks < m->ranks_per_node || r->ranks % m->ranks_per_node != 0)
+            return false;
+        rpn = m->ranks_per_node;
+        if (nodes == 0)
+            nodes = r->ranks / rpn;
+        fb_str_addf(assumed, "%s%ld ranks per node", assumed->len ? ", " : "", rpn);
+    }
+    if (m->ranks_per_node > 0 && rpn != m->ranks_per_node)
+        return false;
+    if (nodes == 0 && (m->nodes_min > 0 || m->nodes_max > 0))
+        fb_str_addf(assumed, "%sthe node count", assumed->len ? ", " : "");
+    else if ((m->nodes_min > 0 && nodes < m->nodes_min) || (m->nodes_max > 0 && nodes > m->nodes_max))
+        return false;
+    /* A run the log shows on sockets, with no word of what it was meant to
+     * use, is judged by the sockets rule, not by an assumed fabric. */
+    const char *net = match_net(r);
+    if (net == NULL && r->net != NULL)
+        return false;
+    if (m->net[0] != '\0' && net != NULL && strcmp(net, m->net) != 0)
+        return false;
+    if (m->net[0] != '\0' && net == NULL)
+        fb_str_addf(assumed, "%snetwork %s", assumed->len ? ", " : "", m->net);
+    return assumed->len > 0; /* nothing assumed: the exact match said no */
+}
+
+const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const struct fb_result *r,
+                                           char *assumed, size_t len)
+{
+    const struct fb_profile *best = NULL;
+    struct fb_str best_assumed = {0}, others = {0};
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        struct fb_str a = {0};
+        if (family_fits(p, r, &a)) {
+            const struct fb_expect *e = fb_profile_expect(p, r->collective);
+            const struct fb_expect *be = best ? fb_profile_expect(best, r->collective) : NULL;
+            if (best == NULL || e->floor < be->floor) {
+                if (best != NULL)
+                    fb_str_addf(&others, "%s%s", others.len ? ", " : "", best->name);
+                best = p;
+                fb_str_free(&best_assumed);
+                best_assumed = a;
+                continue;
+            }
+            fb_str_addf(&others, "%s%s", others.len ? ", " : "", p->name);
+        }
+        fb_str_free(&a);
+    }
+    if (best != NULL) {
+        snprintf(assumed, len, "family: GPU %s; assumed %s (not in the output)%s%s%s", best->match.gpu,
+                 fb_str_get(&best_assumed), others.len ? "; the most lenient of its family, others: " : "",
+                 fb_str_get(&others), "");
+    }
+    fb_str_free(&best_assumed);
+    fb_str_free(&others);
+    return best;
+}
+
 static const char *model_token(const char *name, char *buf, size_t len)
 {
     /* "NVIDIA H100 80GB HBM3" -> "H100": the token that names the model. */

@@ -23,6 +23,16 @@ const char *fb_intended_net(const struct fb_result *r);
 const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const struct fb_result *r,
                                          char *why, size_t whylen);
 
+/* When no profile applies exactly: the target profiles of the run's family.
+ * The run's GPU model must be known and named by the profile, and every
+ * criterion the run shows must hold; what it does not show (the network
+ * without a log, the node count or ranks per node of an excerpt) is assumed
+ * to be the profile's. Returns the most lenient such profile (lowest floor
+ * for the collective), NULL when none; `assumed` says what was assumed and
+ * which other profiles were candidates. */
+const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const struct fb_result *r,
+                                           char *assumed, size_t len);
+
 /* True when the profile's criteria hold for the run; `why` names the first
  * that does not. */
 bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen);

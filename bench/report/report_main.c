@@ -119,14 +119,17 @@ static enum fb_status fail_collective_option(const char *given, struct fb_err *e
 
 static const char check_help[] =
     "usage: fabric-report check RESULT.json [--profile NAME] [--profiles DIR] [--json]\n"
-    "         [--nccl-log FILE|DIR]...\n"
+    "         [--nccl-log FILE|DIR]... [--single-node ONE-NODE.json]\n"
     "Judges one collective result against a reference profile, picked from the GPU model,\n"
-    "node count and network unless --profile names one. Exit code = verdict:\n"
+    "node count and network unless --profile names one; a run no profile describes is\n"
+    "judged by physics (the TCP-fallback band) and its GPU family. Exit code = verdict:\n"
     "0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE (docs/report.md).\n"
-    "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport.\n";
+    "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport; --single-node\n"
+    "holds a multi-node run against a run of the same GPUs on one node.\n";
 
 struct check_args {
     const char *profile;
+    const char *single_node;
     const char *profile_dirs[PROFILE_DIRS_MAX];
     int nprofile_dirs;
     const char *logs[LOG_ARGS_MAX];
@@ -141,6 +144,7 @@ static const struct fb_opt check_options[] = {
     PROFILES_OPTION(struct check_args),
     {'j', "json", FB_OPT_FLAG, CHECK_ARG(json), NULL, "the verdict as a document (docs/schema/report-check.schema.json)"},
     NCCL_LOG_OPTION(struct check_args),
+    {0, "single-node", FB_OPT_STRING, CHECK_ARG(single_node), "FILE", "a run of the same GPUs on one node: the figure each GPU should get across nodes"},
     HELP_OPTION(struct check_args),
     FB_OPT_END,
 };
@@ -183,8 +187,19 @@ static enum fb_status judge_one(const void *args, int npaths, char **paths, stru
         fb_profiles_free(&ps);
         return st;
     }
-    struct fb_verdict v;
-    st = fb_verdict_judge(&r, &ps, a->profile, &v, err);
+    struct fb_result one = {0};
+    struct fb_verdict_ask ask = {.profile_name = a->profile};
+    if (a->single_node != NULL) {
+        st = fb_result_load(a->single_node, &one, err);
+        if (st == FB_OK && one.nodes != 1)
+            st = fb_fail(err, FB_ERR_USAGE, "--single-node %s ran on %ld nodes; give a run on one node of the same GPUs", a->single_node, one.nodes);
+        if (st == FB_OK && strcmp(one.collective, r.collective) != 0)
+            st = fb_fail(err, FB_ERR_USAGE, "--single-node %s is %s, the run is %s; give a single-node run of the same collective", a->single_node, one.collective, r.collective);
+        ask.single_node = &one;
+    }
+    struct fb_verdict v = {0};
+    if (st == FB_OK)
+        st = fb_verdict_judge_with(&r, &ps, &ask, &v, err);
     if (st == FB_OK) {
         if (a->json) {
             json_object *o = fb_verdict_json(&v, &r);
@@ -199,6 +214,7 @@ static enum fb_status judge_one(const void *args, int npaths, char **paths, stru
         st = v.code;
     }
     fb_verdict_free(&v);
+    fb_result_free(&one);
     fb_result_free(&r);
     fb_profiles_free(&ps);
     return st;

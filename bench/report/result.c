@@ -169,7 +169,9 @@ static enum fb_status read_placement_facts(json_object *doc, const char *name, s
     json_object *hosts = fb_json_member(doc, "hosts");
     if (hosts != NULL && !json_object_is_type(hosts, json_type_array))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"hosts\" must be an array of host names", name);
-    if (r->nodes == 0 && hosts != NULL)
+    /* nodes null: the output did not show every rank's host. */
+    bool nodes_given = topo != NULL && json_object_object_get_ex(topo, "nodes", NULL);
+    if (r->nodes == 0 && !nodes_given && hosts != NULL)
         r->nodes = (long)json_object_array_length(hosts);
     json_object *devs = fb_json_member(doc, "devices");
     if (devs != NULL && !json_object_is_type(devs, json_type_array))
@@ -224,8 +226,13 @@ static enum fb_status read_envelope(json_object *doc, const char *name, struct f
         return fb_fail(err, FB_ERR_INPUT, "%s is a \"%s\" result; this command reads collective results (fabric-coll)", name, kind);
     if (!fb_json_get_bool(doc, "complete", &r->complete))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"complete\" is missing or not true/false", name);
+    /* null: a run that failed before its first row and never named it. */
+    json_object *coll = fb_json_member(doc, "collective"), *rows = fb_json_member(doc, "rows");
+    bool rowless = rows != NULL && json_object_is_type(rows, json_type_array) && json_object_array_length(rows) == 0;
     r->collective = opt_string(doc, "collective");
-    if (r->collective == NULL || !fb_collective_known(r->collective))
+    if (r->collective == NULL && json_object_object_get_ex(doc, "collective", NULL) && coll == NULL && rowless)
+        r->collective = FB_COLLECTIVE_UNKNOWN;
+    else if (r->collective == NULL || !fb_collective_known(r->collective))
         return fail_collective(name, err);
     json_object *fault = fb_json_member(doc, "fault");
     if (fault != NULL && !json_object_is_type(fault, json_type_object))

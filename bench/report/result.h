@@ -49,6 +49,10 @@ struct fb_point {
     int nruns;
 };
 
+/* The collective of a run that failed before its first row without
+ * naming it (results "collective": null). */
+#define FB_COLLECTIVE_UNKNOWN "unknown"
+
 struct fb_result {
     json_object *doc; /* owns every string below */
     char *path;

@@ -142,7 +142,7 @@ static void describe_transport(const struct fb_result *r, long nodes, struct fb_
         return;
     }
     if (r->net == NULL) {
-        fb_str_addf(out, " Transport: no inter-node channel%s.", nodes > 1 ? " in the log" : " (one node)");
+        fb_str_addf(out, " Transport: no inter-node channel%s.", nodes == 1 ? " (one node)" : " in the log");
         return;
     }
     if (strcmp(r->net, "Socket") == 0)
@@ -205,6 +205,10 @@ static enum fb_status choose_profile(const struct fb_result *r, const struct fb_
         if (!v->profile->target)
             return fb_fail(err, FB_ERR_USAGE, "profile '%s' describes a failure, not a target; name a target profile (known: %s)", name, known);
         snprintf(v->profile_how, sizeof v->profile_how, "named");
+    }
+    if (v->profile == NULL && name == NULL) {
+        v->profile = fb_profile_family(ps, r, v->profile_how, sizeof v->profile_how);
+        v->family = v->profile != NULL;
     }
     if (v->profile == NULL)
         return FB_OK;
@@ -316,8 +320,8 @@ static void note_profile_fit(const struct fb_result *r, struct fb_verdict *v, st
     char why[128];
     if (!v->auto_picked && !fb_profile_applies(v->profile, r, why, sizeof why))
         fb_str_addf(out, " Note: profile %s may not describe this run (%s).", v->profile->name, why);
-    bool want_gdr = strcmp(v->profile->fabric, "IB") == 0 || strcmp(v->profile->fabric, "OFI") == 0;
-    if (want_gdr && r->net != NULL && strcmp(r->net, "Socket") != 0 && r->gdr == 0)
+    bool want_gdr = strcmp(v->profile->fabric, "OFI") == 0; /* IB: judge_gdr */
+    if (want_gdr && r->net != NULL && strcmp(r->net, "OFI") == 0 && r->gdr == 0)
         fb_str_addf(out, " NET/%s ran without GPUDirect RDMA (no GDRDMA on its channels): check nvidia_peermem in /proc/modules or dma-buf support.",
                     r->net);
 }
@@ -336,11 +340,38 @@ static void summary_sentence(const struct fb_summary *s, struct fb_str *out)
     fb_str_addf(out, " (nccl-tests average over all sizes %.2f).", s->avg_busbw);
 }
 
+static bool on_gpus(const struct fb_result *r)
+{
+    return (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0) ||
+           (r->backend != NULL && strcmp(r->backend, "nccl") == 0);
+}
+
+/* More than one node, as the run shows it; a run that does not show its
+ * nodes spans them when it has more ranks than a node holds GPUs. */
+#define GPUS_PER_NODE_MAX 8
+
+static bool spans_nodes(const struct fb_result *r, const struct fb_verdict *v, bool *assumed)
+{
+    *assumed = v->nodes == 0 && r->ranks > GPUS_PER_NODE_MAX;
+    return v->nodes > 1 || *assumed;
+}
+
+/* One rank: every busBW formula gives 0 (nothing crosses a link), so
+ * there is nothing to compare with any fabric. */
+static bool judge_one_rank(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
+{
+    if (r->ranks != 1 || r->nrows == 0 || !(v->summary.peak_busbw == 0))
+        return false;
+    set_verdict(v, FB_VERDICT_INCOMPLETE);
+    fb_str_addf(out, " Not comparable: one rank moves nothing between GPUs, so busBW is 0 by definition; run on 2 or more GPUs to judge a link.");
+    return true;
+}
+
 /* Rules 1 to 3, which need no profile. Returns true when one of them
  * decided the verdict; each that holds adds its sentence. */
 static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
-    bool decided = false;
+    bool decided = judge_one_rank(r, v, out);
     if (v->summary.wrong_total > 0) {
         set_verdict(v, FB_VERDICT_FAIL);
         fb_str_addf(out, " %lld wrong element%s: the data path corrupts results, whatever the bandwidth.",
@@ -392,9 +423,7 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
 
 static bool collapsed(const struct fb_result *r, const struct fb_point *pts, size_t npts, struct fb_str *out)
 {
-    bool gpu = (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0) ||
-               (r->backend != NULL && strcmp(r->backend, "nccl") == 0);
-    if (!gpu || npts < 2)
+    if (!on_gpus(r) || npts < 2)
         return false;
     const struct fb_point *peak = &pts[0], *last = &pts[npts - 1];
     for (size_t i = 1; i < npts; i++)
@@ -410,6 +439,191 @@ static bool collapsed(const struct fb_result *r, const struct fb_point *pts, siz
     return true;
 }
 
+/* The TCP-fallback band: busBW up to TCP_BAND_FACTOR x the figure of the
+ * symptom profile of NET/Socket (about 4 GB/s on a GKE a3-mega pair; 9.5 on
+ * a Slingshot pair): what sockets carry, whatever the NICs. Judged at sizes
+ * where bandwidth, not latency, sets the figure. */
+#define TCP_BAND_FACTOR 3.0
+#define BAND_MIN_BYTES (64ULL << 20)
+
+static double tcp_band_top(const struct fb_profiles *ps, const char *collective, const char **from)
+{
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        if (p->target || strcmp(p->fabric, "Socket") != 0 || p->nexpect == 0)
+            continue;
+        const struct fb_expect *e = fb_profile_expect(p, collective);
+        if (e == NULL)
+            e = &p->expect[0]; /* busBW is comparable across collectives */
+        if (isnan(e->busbw))
+            continue;
+        *from = p->name;
+        return TCP_BAND_FACTOR * e->busbw;
+    }
+    return NAN;
+}
+
+/* The best busBW at sizes >= BAND_MIN_BYTES; NULL when the sweep stops
+ * below them. */
+static const struct fb_point *large_peak(const struct fb_point *pts, size_t npts)
+{
+    const struct fb_point *best = NULL;
+    for (size_t i = 0; i < npts; i++)
+        if (pts[i].bytes >= BAND_MIN_BYTES && (best == NULL || pts[i].best > best->best))
+            best = &pts[i];
+    return best;
+}
+
+/* Physics, before any profile: a multi-node GPU run whose large messages
+ * stay in the TCP band fell back to TCP, whatever it was meant to use; when
+ * NCCL's own channels went over an RDMA network the fabric is there but
+ * delivers TCP-band bandwidth (DEGRADED). */
+static bool judge_tcp_band(const struct fb_result *r, const struct fb_profiles *ps, const struct fb_point *pts,
+                           size_t npts, struct fb_verdict *v, struct fb_str *out)
+{
+    bool assumed = false;
+    const struct fb_point *pk = large_peak(pts, npts);
+    const char *from = NULL;
+    double top = tcp_band_top(ps, r->collective, &from);
+    if (!on_gpus(r) || !spans_nodes(r, v, &assumed) || pk == NULL || isnan(top) || pk->best > top)
+        return false;
+    char at[32];
+    size_label(pk->bytes, at, sizeof at);
+    v->measured_bytes = pk->bytes;
+    v->measured = pk->best;
+    if (r->net != NULL && strcmp(r->net, "Socket") != 0) {
+        set_verdict(v, FB_VERDICT_DEGRADED);
+        fb_str_addf(out, " NCCL's channels went over NET/%s, yet busBW peaks at %.2f GB/s (at %s), inside the TCP-fallback band (<= %.0f GB/s): the fabric is in use but carries no more than TCP would (one NIC of several, no GPUDirect RDMA, a slow or congested link).",
+                    r->net, pk->best, at, top);
+        return true;
+    }
+    set_verdict(v, FB_VERDICT_TCP_FALLBACK);
+    v->fallback = true;
+    fb_str_addf(out, " busBW peaks at %.2f GB/s (at %s) across nodes%s, inside the TCP-fallback band (<= %.0f GB/s, %.0fx profile %s): NCCL moved the data over TCP sockets, whatever the run was meant to use.",
+                pk->best, at, assumed ? " (assumed: more than 8 ranks)" : "", top, TCP_BAND_FACTOR, from);
+    return true;
+}
+
+/* Physics when no profile describes the cluster: busBW far above the TCP
+ * band across nodes proves the fabric carried the run. That is all it
+ * proves; a figure check needs a profile. */
+static bool judge_fabric_in_use(const struct fb_result *r, const struct fb_profiles *ps, const struct fb_point *pts,
+                                size_t npts, struct fb_verdict *v, struct fb_str *out)
+{
+    bool assumed = false;
+    const struct fb_point *pk = large_peak(pts, npts);
+    const char *from = NULL;
+    double top = tcp_band_top(ps, r->collective, &from);
+    if (!on_gpus(r) || !spans_nodes(r, v, &assumed) || pk == NULL || isnan(top) || !(pk->best > top))
+        return false;
+    char at[32];
+    size_label(pk->bytes, at, sizeof at);
+    v->measured_bytes = pk->bytes;
+    v->measured = pk->best;
+    set_verdict(v, FB_OK);
+    fb_str_addf(out, " Fabric in use: busBW peaks at %.2f GB/s (at %s) across nodes%s, %.1fx the top of the TCP-fallback band (%.0f GB/s). No reference profile describes this cluster, so no figure was checked; save one from a known-good run (fabric-report baseline) to judge the next.",
+                pk->best, at, assumed ? " (assumed: more than 8 ranks)" : "", pk->best / top, top);
+    return true;
+}
+
+/* busBW of `pts` at `bytes`, else at the largest size below it; NAN when
+ * there is none. */
+static double busbw_at(const struct fb_point *pts, size_t n, unsigned long long bytes, unsigned long long *used)
+{
+    const struct fb_point *pt = compared_point(pts, n, bytes);
+    if (pt == NULL || pt->bytes > bytes)
+        return NAN;
+    *used = pt->bytes;
+    return pt->best;
+}
+
+/* The loop every engineer runs by hand: two nodes against one, per GPU.
+ * The single-node figure comes from a given run of the same GPUs, else from
+ * the single-node profile of the GPU family with as many GPUs per node. */
+#define INTER_INTRA_SHARE 0.5
+
+static const struct fb_expect *single_node_profile(const struct fb_result *r, const struct fb_profiles *ps,
+                                                   const struct fb_profile **from)
+{
+    for (size_t i = 0; on_gpus(r) && r->device_name != NULL && r->ranks_per_node > 0 && i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        const struct fb_match *m = &p->match;
+        const struct fb_expect *e = fb_profile_expect(p, r->collective);
+        if (p->target && e != NULL && !isnan(e->busbw) && m->nodes_max == 1 && m->intra[0] == '\0' &&
+            m->gpu[0] != '\0' && strcasestr(r->device_name, m->gpu) != NULL && m->ranks_per_node == r->ranks_per_node) {
+            *from = p;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void compare_single_node(const struct fb_result *r, const struct fb_profiles *ps, const struct fb_result *one,
+                                const struct fb_point *pts, size_t npts, struct fb_verdict *v, struct fb_str *out)
+{
+    bool assumed = false;
+    if (!spans_nodes(r, v, &assumed) || npts == 0 || v->code != FB_OK)
+        return;
+    double intra = NAN, inter = NAN;
+    unsigned long long at = 0, used = 0;
+    char source[PATH_MAX + 64];
+    if (one != NULL) {
+        struct fb_point *opts = NULL;
+        size_t on = 0;
+        struct fb_err ignored = {0};
+        if (fb_result_points(one, &opts, &on, &ignored) != FB_OK || on == 0) {
+            free(opts);
+            return;
+        }
+        at = pts[npts - 1].bytes < opts[on - 1].bytes ? pts[npts - 1].bytes : opts[on - 1].bytes;
+        intra = busbw_at(opts, on, at, &used);
+        at = used;
+        free(opts);
+        snprintf(source, sizeof source, "%s", one->path);
+    } else {
+        const struct fb_profile *p = NULL;
+        const struct fb_expect *e = single_node_profile(r, ps, &p);
+        if (e == NULL)
+            return;
+        intra = e->busbw;
+        at = e->at_bytes;
+        snprintf(source, sizeof source, "profile %s", p->name);
+    }
+    inter = busbw_at(pts, npts, at, &used);
+    if (isnan(intra) || isnan(inter) || !(intra > 0))
+        return;
+    char label[32];
+    size_label(used, label, sizeof label);
+    double share = inter / intra;
+    fb_str_addf(out, " Across nodes each GPU gets %.0f %% of its single-node figure (%.2f vs %.2f GB/s at %s, %s)", 100 * share,
+                inter, intra, label, source);
+    if (share < INTER_INTRA_SHARE) {
+        set_verdict(v, FB_VERDICT_DEGRADED);
+        fb_str_addf(out, ": the fabric between nodes is far slower than the links inside one.");
+    } else {
+        fb_str_addf(out, ".");
+    }
+}
+
+/* IB or RoCE without GPUDirect RDMA stages every message through host
+ * memory: a cluster built for it is misconfigured (peer memory module,
+ * dma-buf, ACS), whatever the figure. */
+static void judge_gdr(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
+{
+    bool assumed = false;
+    if (r->net == NULL || r->gdr != 0 || !spans_nodes(r, v, &assumed) ||
+        (strcmp(r->net, "IB") != 0 && strcmp(r->net, "IBext") != 0))
+        return;
+    json_object *q = fb_json_member(r->transport, "no_gdr_channel");
+    const char *text = str_member(q, "text"), *where = str_member(q, "where");
+    if (v->code == FB_OK)
+        set_verdict(v, FB_VERDICT_DEGRADED);
+    fb_str_addf(out, " NET/%s carried inter-node traffic without GPUDirect RDMA", r->net);
+    if (text != NULL)
+        fb_str_addf(out, " (%s: \"%s\")", where ? where : "log", text);
+    fb_str_addf(out, ": every message is staged through host memory; check nvidia_peermem in /proc/modules (or dma-buf support) and NCCL_NET_GDR_LEVEL.");
+}
+
 static enum fb_status no_profile(const struct fb_result *r, const struct fb_profiles *ps,
                                  const struct fb_verdict *v, struct fb_err *err)
 {
@@ -422,19 +636,19 @@ static enum fb_status no_profile(const struct fb_result *r, const struct fb_prof
                    v->nodes, v->nodes == 1 ? "" : "s", r->ranks, net ? net : "none", r->collective, known);
 }
 
-enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
-                                const char *profile_name, struct fb_verdict *v, struct fb_err *err)
+enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_profiles *ps,
+                                     const struct fb_verdict_ask *ask, struct fb_verdict *v,
+                                     struct fb_err *err)
 {
     memset(v, 0, sizeof *v);
     v->measured = v->ratio = NAN;
     fb_summary_compute(r->rows, r->nrows, &v->summary);
     v->nodes = run_nodes(r);
-    enum fb_status st = choose_profile(r, ps, profile_name, v, err);
+    enum fb_status st = choose_profile(r, ps, ask->profile_name, v, err);
     if (st != FB_OK)
         return st;
     set_verdict(v, FB_OK);
     struct fb_str *out = &v->reasons;
-    bool decided = judge_without_profile(r, v, out);
     struct fb_point *pts = NULL;
     size_t npts = 0;
     st = fb_result_points(r, &pts, &npts, err);
@@ -442,29 +656,44 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
         fb_verdict_free(v);
         return st;
     }
+    bool decided = judge_without_profile(r, v, out);
     /* A collapse makes a run that would pass (or has no profile) DEGRADED;
-     * a profile's FAIL stays FAIL. */
+     * a profile's FAIL stays FAIL. A collapsed curve is judged as such, not
+     * by its band. */
     bool collapse = !decided && collapsed(r, pts, npts, out);
     if (collapse && v->expect == NULL) {
         set_verdict(v, FB_VERDICT_DEGRADED);
         decided = true;
     }
+    bool band = !decided && !collapse && !v->fallback && judge_tcp_band(r, ps, pts, npts, v, out);
+    decided = decided || band;
+    if (!decided && v->expect == NULL && judge_fabric_in_use(r, ps, pts, npts, v, out))
+        decided = true;
     if (!decided && v->expect == NULL) {
         free(pts);
         fb_verdict_free(v);
         return no_profile(r, ps, v, err);
     }
-    if (v->expect != NULL) {
-        enum fb_status band = judge_bandwidth(pts, npts, r->early_stop != NULL, v, out);
+    if (v->expect != NULL && !band) {
+        enum fb_status fig = judge_bandwidth(pts, npts, r->early_stop != NULL, v, out);
+        /* A profile assumed from the family may not be this cluster's:
+         * it can say the run falls short, not that it failed. */
+        if (v->family && fig == FB_VERDICT_FAIL && !decided) {
+            fig = FB_VERDICT_DEGRADED;
+            fb_str_addf(out, " (DEGRADED, not FAIL: the profile was assumed; name the cluster's own with --profile.)");
+        }
         if (!decided)
-            set_verdict(v, collapse && band == FB_OK ? FB_VERDICT_DEGRADED : band);
+            set_verdict(v, collapse && fig == FB_OK ? FB_VERDICT_DEGRADED : fig);
         note_profile_fit(r, v, out);
-    } else if (npts > 0) {
+    } else if (npts > 0 && isnan(v->measured)) {
         v->measured_bytes = pts[npts - 1].bytes;
         v->measured = pts[npts - 1].best;
     }
+    compare_single_node(r, ps, ask->single_node, pts, npts, v, out);
+    judge_gdr(r, v, out);
     free(pts);
-    note_fallback_lookalike(r, ps, v, out);
+    if (!band)
+        note_fallback_lookalike(r, ps, v, out);
     describe_transport(r, v->nodes, out);
     summary_sentence(&v->summary, out);
     if (v->fallback) {
@@ -474,6 +703,13 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
     return FB_OK;
 }
 
+enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
+                                const char *profile_name, struct fb_verdict *v, struct fb_err *err)
+{
+    const struct fb_verdict_ask ask = {.profile_name = profile_name};
+    return fb_verdict_judge_with(r, ps, &ask, v, err);
+}
+
 void fb_verdict_free(struct fb_verdict *v)
 {
     fb_str_free(&v->reasons);
@@ -481,8 +717,13 @@ void fb_verdict_free(struct fb_verdict *v)
 
 void fb_verdict_text(const struct fb_verdict *v, const struct fb_result *r, struct fb_str *out)
 {
-    fb_str_addf(out, "%s: %s on %s, %ld rank%s on %ld node%s", v->name, r->collective, r->cluster,
-                r->ranks, r->ranks == 1 ? "" : "s", v->nodes, v->nodes == 1 ? "" : "s");
+    fb_str_addf(out, "%s: %s on %s, %ld rank%s", v->name,
+                strcmp(r->collective, FB_COLLECTIVE_UNKNOWN) == 0 ? "a collective it never named" : r->collective,
+                r->cluster, r->ranks, r->ranks == 1 ? "" : "s");
+    if (v->nodes > 0)
+        fb_str_addf(out, " on %ld node%s", v->nodes, v->nodes == 1 ? "" : "s");
+    else
+        fb_str_addf(out, ", nodes not shown");
     if (r->device_name != NULL)
         fb_str_addf(out, " (%s)", r->device_name);
     if (v->profile != NULL)
@@ -516,7 +757,7 @@ json_object *fb_verdict_json(const struct fb_verdict *v, const struct fb_result 
         prof = json_object_new_object();
         json_object_object_add(prof, "name", json_object_new_string(v->profile->name));
         json_object_object_add(prof, "revision", json_object_new_int64(v->profile->revision));
-        json_object_object_add(prof, "picked", json_object_new_string(v->auto_picked ? "auto" : "named"));
+        json_object_object_add(prof, "picked", json_object_new_string(v->family ? "family" : v->auto_picked ? "auto" : "named"));
         json_object_object_add(prof, "why", json_object_new_string(v->profile_how));
         json_object_object_add(prof, "source", json_object_new_string(v->profile->source));
     }

@@ -7,7 +7,9 @@
  *   4. busBW at the profile's size >= floor      PASS
  *      >= fail_below (default floor/2)           DEGRADED
  *      below                                     FAIL
- * Only rule 4 needs a reference profile. */
+ * Only rule 4 needs a reference profile; docs/report.md lists the rules
+ * that judge a run no profile describes (physics, the GPU family, the same
+ * GPUs on one node) and those that cap a PASS at DEGRADED. */
 #ifndef FB_REPORT_VERDICT_H
 #define FB_REPORT_VERDICT_H
 
@@ -23,6 +25,7 @@ struct fb_verdict {
     const char *name;    /* "PASS", "DEGRADED", "TCP-FALLBACK", "FAIL", "INCOMPLETE" */
     const struct fb_profile *profile; /* NULL when none applied */
     bool auto_picked;
+    bool family;       /* the profile was assumed from the GPU family */
     char profile_how[256];
     const struct fb_expect *expect;
     unsigned long long measured_bytes;
@@ -39,9 +42,22 @@ struct fb_verdict {
  * code: the one spelling of a verdict, for collective and probe results. */
 const char *fb_verdict_name(enum fb_status code);
 
-/* Judges `r`. `profile_name` NULL picks one automatically. Errors (usage):
- * an unknown or symptom profile named, a profile without figures for the
- * collective, and no profile applying when rule 4 is reached. */
+/* What the user gave besides the run: a profile to judge against (NULL:
+ * picked automatically) and a single-node run of the same GPUs to hold a
+ * multi-node run against (NULL: the GPU family's single-node profile). */
+struct fb_verdict_ask {
+    const char *profile_name;
+    const struct fb_result *single_node;
+};
+
+/* Judges `r`. Errors (usage): an unknown or symptom profile named, a
+ * profile without figures for the collective, and no rule able to judge
+ * the run (one node, no profile). */
+enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_profiles *ps,
+                                     const struct fb_verdict_ask *ask, struct fb_verdict *v,
+                                     struct fb_err *err);
+
+/* The same with only a profile name. */
 enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profiles *ps,
                                 const char *profile_name, struct fb_verdict *v, struct fb_err *err);
 

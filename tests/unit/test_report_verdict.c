@@ -167,11 +167,11 @@ static void test_early_stop_is_not_incomplete(void)
     CHECK_CONTAINS(fb_str_get(&v.reasons), "8 larger sizes not measured");
     CHECK(strstr(fb_str_get(&v.reasons), "did not finish") == NULL);
     fb_verdict_free(&v);
-    /* Stopped on the busBW band alone (no log): far below the profile. */
+    /* Stopped on the busBW band alone (no log): physics says TCP. */
     CHECK_INT(judge_doc(fixture_doc("gke-band-earlystop.json"), NULL, &v, &err), FB_OK);
-    CHECK_STR(v.name, "FAIL");
+    CHECK_STR(v.name, "TCP-FALLBACK");
     CHECK_CONTAINS(fb_str_get(&v.reasons), "under the 8 GB/s fallback band");
-    CHECK_CONTAINS(fb_str_get(&v.reasons), "likely the TCP fallback");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "inside the TCP-fallback band (<= 12 GB/s");
     fb_verdict_free(&v);
     /* Without the early_stop record the same short sweep is unfinished. */
     json_object *doc = fixture_doc("gke-band-earlystop.json");
@@ -273,6 +273,7 @@ static void test_fallback_without_profile_still_judged(void)
     fb_verdict_free(&v);
 }
 
+/* Physics first: no log, numbers in the TCP band across nodes. */
 static void test_unlogged_multinode_run_that_looks_like_tcp(void)
 {
     json_object *doc = fixture_doc("gke-socket-allreduce.json");
@@ -280,9 +281,10 @@ static void test_unlogged_multinode_run_that_looks_like_tcp(void)
     struct fb_verdict v;
     struct fb_err err = {0};
     CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
-    CHECK_STR(v.name, "FAIL");
-    CHECK_CONTAINS(fb_str_get(&v.reasons), "likely the TCP fallback");
+    CHECK_STR(v.name, "TCP-FALLBACK");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "busBW peaks at 3.95 GB/s (at 16G) across nodes, inside the TCP-fallback band");
     CHECK_CONTAINS(fb_str_get(&v.reasons), "--nccl-log");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "tcpxo-daemon"); /* what it was meant to use */
     fb_verdict_free(&v);
 }
 
