@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/files.h"
+#include "core/json_lint.h"
 
 enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
 {
@@ -129,6 +130,13 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
     if (obj != NULL && why->error == json_tokener_success) {
         /* Trailing non-space text means two documents or garbage. */
         size_t junk = first_non_space(text, why->offset, len);
+        struct fb_json_lint lint;
+        if (junk == len && !fb_json_lint_ok(text, len, &lint)) {
+            json_object_put(obj);
+            why->error = json_tokener_error_parse_unexpected;
+            return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: %s; fix the file (a JSON object names each key once, numbers are finite)",
+                           name, lint.line, lint.what);
+        }
         if (junk == len) {
             *doc = obj;
             return FB_OK;

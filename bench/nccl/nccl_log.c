@@ -185,12 +185,20 @@ static bool endpoint_is(const struct endpoint *e, const char *host, long pid, in
            (host[0] != '\0' || e->source == source);
 }
 
-static bool host_known(const struct fb_nccl_log *log, const char *host)
+/* "x3006c0s25b0x3006c0s25b0n0": a line start cut short ("x3006c0s25b0")
+ * with a whole one ("x3006c0s25b0n0") written after it. */
+static bool glued(const char *damaged, const char *host)
+{
+    size_t d = strlen(damaged), h = strlen(host);
+    return h > 0 && d > h && strcmp(damaged + d - h, host) == 0 && strncmp(damaged, host, d - h) == 0;
+}
+
+/* A whole host name seen: endpoints first seen under its glued form take it. */
+static void repair_glued_hosts(struct fb_nccl_log *log, const char *host)
 {
     for (size_t i = 0; i < log->nep; i++)
-        if (strcmp(log->ep[i].host, host) == 0)
-            return true;
-    return false;
+        if (glued(log->ep[i].host, host))
+            fb_copy(log->ep[i].host, sizeof log->ep[i].host, host, strlen(host));
 }
 
 static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, long pid, int dev,
@@ -211,10 +219,7 @@ static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, 
         struct endpoint *e = &log->ep[i];
         if (e->pid != pid || e->dev != dev || !(fb_has_suffix(e->host, host) || fb_has_suffix(host, e->host)))
             continue;
-        /* The first line seen may be the damaged one
-         * ("x3006c0s25b0x3006c0s25b0n0"): a shorter name that other
-         * ranks carry is the whole one. */
-        if (strlen(host) < strlen(e->host) && host_known(log, host))
+        if (glued(e->host, host))
             fb_copy(e->host, sizeof e->host, host, strlen(host));
         log->last = i;
         return e;
@@ -227,6 +232,7 @@ static struct endpoint *endpoint_for(struct fb_nccl_log *log, const char *host, 
         log->ep = ep;
         log->cap = cap;
     }
+    repair_glued_hosts(log, host);
     log->last = log->nep;
     struct endpoint *e = &log->ep[log->nep++];
     memset(e, 0, sizeof *e);

@@ -6,7 +6,7 @@
  *   "#  Rank  0 Group  0 Pid  1234 on  host-a device  0 [0000:1b:00] NVIDIA H100 80GB HBM3"
  *   a column header naming size, count, type, redop, [root], then per
  *   placement time, algbw, busbw and #wrong (older: "error", a float), with
- *   -I four more per placement and -T a time stamp at the end;
+ *   -I four more per placement;
  *   data lines "%12li  %12li  %8s  %6s  %6s" then per placement
  *   "  %7s  %6s  %6s  %6g" (#wrong "N/A" when -c 0);
  *   "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : 12.34" last.
@@ -258,7 +258,14 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     row.count = count;
     int pre = p->lay.pre, per = p->lay.per;
     if (pre < 3 || n < pre + 4)
-        return fb_fail(err, FB_ERR_INPUT, "%s: table line cut short (%d columns): \"%.80s\"; the file is truncated or not an nccl-tests output", p->name, n, line);
+        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: table line cut short (%d columns): \"%.80s\"; the file is truncated or not an nccl-tests output", p->name, p->lineno, n, line);
+    /* Both placements, or the in-place ones alone:
+     * any other count means a column was lost or added, and reading on
+     * would put numbers in the wrong placement. */
+    bool both = n == pre + 2 * per, in_only = n == pre + per;
+    if (!both && !in_only)
+        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: %d columns where the table has %d: \"%.80s\"; the row is damaged",
+                       p->name, p->lineno, n, pre + 2 * per, line);
     struct ncclt_record *r = &p->run;
     if (r->nrows == 0) {
         fb_copy(r->dtype, sizeof r->dtype, tok[2], strlen(tok[2]));
@@ -271,7 +278,7 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
         }
     }
     bool ok;
-    if (n >= pre + 2 * per) {
+    if (both) {
         ok = parse_place(p, tok + pre, &row.oop) && parse_place(p, tok + pre + per, &row.ip);
     } else {
         /* Only the in-place columns printed (replayed traces). */
@@ -281,11 +288,18 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
         ok = parse_place(p, tok + pre, &row.ip);
     }
     if (!ok)
-        return fb_fail(err, FB_ERR_INPUT, "%s: table line with a value that is not a number >= 0: \"%.80s\"", p->name, line);
+        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: a value that is not a number >= 0 (NaN, inf, negative or text): \"%.80s\"", p->name, p->lineno, line);
     row.run = 0;
     row.line = p->lineno;
     if (r->nrows > 0) {
         const struct fb_row *prev = &r->rows[r->nrows - 1];
+        /* Sizes grow; a repetition (-N) starts again at the first size. */
+        size_t first = r->nrows - 1;
+        while (first > 0 && r->rows[first - 1].run == prev->run)
+            first--;
+        if (bytes <= prev->bytes && bytes != r->rows[first].bytes)
+            return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: size %llu after %llu: sizes out of order (rows moved or merged); the table is damaged",
+                           p->name, p->lineno, bytes, prev->bytes);
         row.run = prev->run + (bytes <= prev->bytes ? 1 : 0);
     }
     return ncclt_add_row(r, &row, r->iters > 0 ? r->iters * (r->agg > 0 ? r->agg : 1) : 0, err);

@@ -22,6 +22,7 @@
 
 #include "core/host.h"
 #include "core/jsonio.h"
+#include "nccl/dtype.h"
 #include "report/import.h"
 #include "report/import_ncclt_record.h"
 #include "core/text.h"
@@ -160,24 +161,78 @@ static void read_env(struct ncclt_record *r, json_object *env)
     }
 }
 
-static bool read_place(json_object *o, struct fb_place *p)
+/* A measured figure: a finite number >= 0, a numeric string, or null /
+ * "nan" / "N/A" for one nccl-tests did not measure (NAN). */
+static bool strict_figure(json_object *v, double *out)
+{
+    *out = NAN;
+    if (v == NULL)
+        return true;
+    if (json_object_is_type(v, json_type_string)) {
+        const char *s = json_object_get_string(v);
+        while (*s == ' ')
+            s++;
+        if (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0 || strcmp(s, "N/A") == 0)
+            return true;
+    }
+    return loose_number(v, out) && *out >= 0;
+}
+
+/* #wrong: a count, or null / "N/A" when nccl-tests did not check (-1). */
+static bool strict_wrong(json_object *v, long long *out)
+{
+    *out = -1;
+    if (v == NULL || (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "N/A") == 0))
+        return true;
+    double d = 0;
+    if (json_object_is_type(v, json_type_boolean) || !loose_number(v, &d) || d < 0 || d != floor(d) || d > 9e18)
+        return false;
+    *out = (long long)d;
+    return true;
+}
+
+static enum fb_status read_place(json_object *o, const char *where, struct fb_place *p, const char *name,
+                                 struct fb_err *err)
 {
     memset(p, 0, sizeof *p);
     p->wrong = -1;
     p->time_us = p->algbw_GBps = p->busbw_GBps = NAN;
     if (o == NULL || json_object_is_type(o, json_type_null))
-        return true;
+        return FB_OK;
     if (!json_object_is_type(o, json_type_object))
-        return false;
+        return fb_fail(err, FB_ERR_INPUT, "%s: %s is not an object; the file is damaged", name, where);
     p->present = true;
-    json_object *t = fb_json_member(o, "time") ? fb_json_member(o, "time") : fb_json_member(o, "cpu_time");
-    loose_number(t, &p->time_us);
-    loose_number(fb_json_member(o, "alg_bw"), &p->algbw_GBps);
-    loose_number(fb_json_member(o, "bus_bw"), &p->busbw_GBps);
-    double w = 0;
-    if (loose_number(fb_json_member(o, "nwrong"), &w) && w >= 0)
-        p->wrong = w > 9e18 ? (long long)9e18 : (long long)w;
-    return !(p->time_us < 0 || p->algbw_GBps < 0 || p->busbw_GBps < 0);
+    const char *time_key = fb_json_member(o, "time") ? "time" : "cpu_time";
+    const struct {
+        const char *key;
+        double *to;
+    } figures[] = {{time_key, &p->time_us}, {"alg_bw", &p->algbw_GBps}, {"bus_bw", &p->busbw_GBps}};
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++)
+        if (!strict_figure(fb_json_member(o, figures[i].key), figures[i].to))
+            return fb_fail(err, FB_ERR_INPUT, "%s: %s.%s is %s, not a finite number >= 0; the file is damaged", name, where,
+                           figures[i].key, json_object_to_json_string(fb_json_member(o, figures[i].key)));
+    if (!strict_wrong(fb_json_member(o, "nwrong"), &p->wrong))
+        return fb_fail(err, FB_ERR_INPUT, "%s: %s.nwrong is %s, not a count or null; the file is damaged", name, where,
+                       json_object_to_json_string(fb_json_member(o, "nwrong")));
+    return FB_OK;
+}
+
+/* The type and reduction every row names must be ones nccl-tests has. */
+static enum fb_status check_type_op(json_object *e, size_t i, const char *name, struct fb_err *err)
+{
+    static const char *const ops[] = {"sum", "prod", "max", "min", "avg", "mulsum", "none"};
+    const char *type = string_member(e, "type"), *op = string_member(e, "redop");
+    bool fp8 = type != NULL && (strcmp(type, "f8e4m3") == 0 || strcmp(type, "f8e5m2") == 0); /* 2.19+, CUDA 11.8+ */
+    if (type == NULL || (fb_dtype_parse(type) < 0 && !fp8))
+        return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu].type %s is not an nccl-tests data type (int8 ... bfloat16); the file is damaged",
+                       name, i, type ? type : "is missing and");
+    bool known = op == NULL; /* older versions print no reduction */
+    for (size_t k = 0; op != NULL && k < sizeof ops / sizeof *ops; k++)
+        known = known || strcmp(op, ops[k]) == 0;
+    if (!known)
+        return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu].redop \"%s\" is not an nccl-tests operation (sum, prod, max, min, avg, mulsum, none)",
+                       name, i, op);
+    return FB_OK;
 }
 
 static enum fb_status read_results(struct ncclt_record *r, json_object *results, const char *name,
@@ -189,12 +244,22 @@ static enum fb_status read_results(struct ncclt_record *r, json_object *results,
         json_object *e = json_object_array_get_idx(results, i);
         struct fb_row row = {0};
         double d = 0;
-        if (!json_object_is_type(e, json_type_object) || !loose_number(fb_json_member(e, "size"), &d) || d < 0 || d > 1e19)
-            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has no size", name, i);
+        if (!json_object_is_type(e, json_type_object) || !loose_number(fb_json_member(e, "size"), &d) || d < 0 || d > 1e19 || d != floor(d))
+            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has no size that is a whole number of bytes", name, i);
         row.bytes = (unsigned long long)d;
-        row.count = loose_number(fb_json_member(e, "count"), &d) && d >= 0 && d < 1e19 ? (unsigned long long)d : 0;
-        if (!read_place(fb_json_member(e, "out_of_place"), &row.oop) || !read_place(fb_json_member(e, "in_place"), &row.ip))
-            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has a placement that is not an object of numbers >= 0", name, i);
+        if (!loose_number(fb_json_member(e, "count"), &d) || d < 0 || d >= 1e19 || d != floor(d))
+            return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu].count is not a whole number of elements", name, i);
+        row.count = (unsigned long long)d;
+        enum fb_status pst = check_type_op(e, i, name, err);
+        char where[64];
+        snprintf(where, sizeof where, "results[%zu].out_of_place", i);
+        if (pst == FB_OK)
+            pst = read_place(fb_json_member(e, "out_of_place"), where, &row.oop, name, err);
+        snprintf(where, sizeof where, "results[%zu].in_place", i);
+        if (pst == FB_OK)
+            pst = read_place(fb_json_member(e, "in_place"), where, &row.ip, name, err);
+        if (pst != FB_OK)
+            return pst;
         if (!row.oop.present && !row.ip.present)
             return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu] has neither out_of_place nor in_place", name, i);
         if (r->nrows > 0) {

@@ -150,6 +150,20 @@ static long ranks_from_factor(const struct ncclt_record *r)
     return n >= 1 && n < 1000000 ? n : 0;
 }
 
+/* busBW 0 at every size while algBW is not: the bus factor is 0, which
+ * only one rank gives. */
+static bool busbw_all_zero(const struct ncclt_record *r)
+{
+    bool moved = false;
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct fb_place *p = &r->rows[i].oop;
+        if (p->present && p->busbw_GBps != 0)
+            return false;
+        moved = moved || (p->present && p->algbw_GBps > 0);
+    }
+    return moved;
+}
+
 /* Sizes the header's sweep plans; -1 when it cannot say (no header, or a
  * header whose numbers describe no sane sweep). */
 static long planned_sizes(const struct ncclt_record *r)
@@ -429,6 +443,9 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     }
     /* The device lines' count, else what busBW/algBW implies, else 1. */
     long listed = listed_ranks(r), ranks = listed > 0 ? listed : ranks_from_factor(r);
+    bool lone = listed == 0 && ranks == 0 && busbw_all_zero(r);
+    if (lone)
+        ranks = 1;
     st = coll != NULL ? check_rows(r, coll, ranks, name, err) : FB_OK;
     if (st != FB_OK)
         return st;
@@ -439,7 +456,8 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     long rpn = 0;
     json_object *devices = devices_json(r, hosts, &rpn);
     if (listed == 0) {
-        ncclt_warn(r, "no device lines: rank count %s; nodes unknown", ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
+        ncclt_warn(r, "no device lines: rank count %s; nodes unknown",
+                   lone ? "1, inferred from busBW 0 beside a non-zero algBW" : ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
         if (ranks == 0)
             ranks = 1;
     }

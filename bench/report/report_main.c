@@ -357,10 +357,12 @@ static void import_note(const char *input, const char *target, json_object *doc)
     json_object *rows = NULL;
     bool complete = false;
     fb_json_get_bool(doc, "complete", &complete);
-    const char *what = fb_json_get_string(doc, "collective");
-    bool probe = what == NULL;
+    const char *kind = fb_json_get_string(doc, "kind"), *what = fb_json_get_string(doc, "collective");
+    bool probe = kind != NULL && strcmp(kind, "probe") == 0;
     if (probe)
         what = "probe";
+    else if (what == NULL)
+        what = "collective not named";
     size_t n = 0;
     if (json_object_object_get_ex(doc, probe ? "links" : "rows", &rows) && json_object_is_type(rows, json_type_array))
         n = json_object_array_length(rows);

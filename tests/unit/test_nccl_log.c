@@ -283,6 +283,87 @@ static void test_relogged_rank_is_one_rank(void)
     CHECK_INT(err.code, FB_OK);
 }
 
+static json_object *transport_of_text(const char *text, struct fb_err *err)
+{
+    struct fb_nccl_log *log = fb_nccl_log_new();
+    json_object *t = NULL;
+    if (fb_nccl_log_feed(log, "run.log", text, strlen(text), err) != FB_OK ||
+        fb_nccl_log_transport(log, &t, err) != FB_OK)
+        t = NULL;
+    fb_nccl_log_free(log);
+    return t;
+}
+
+static const char *quoted_at(json_object *t, const char *key, const char *field)
+{
+    json_object *q = NULL;
+    json_object_object_get_ex(t, key, &q);
+    return q ? str_at(q, field) : "(null)";
+}
+
+/* What the run says once, whichever rank says it: versions, plugins, the
+ * libfabric provider, the coll plugin, why a network was given up, a
+ * channel without GPUDirect RDMA and the first WARN, quoted with its line. */
+static void test_run_facts(void)
+{
+    struct fb_err err = {0};
+    json_object *t = transport_of_text(
+        "NCCL version 2.20.5+cuda12.4\n"
+        "n1:5:5 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v6)\n"
+        "n1:5:5 [0] NCCL INFO NET/OFI Using aws-ofi-nccl 1.6.0\n"
+        "n1:5:5 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\n"
+        "n1:5:5 [0] NCCL INFO NET/Plugin: Loaded coll plugin SHARP (v6)\n"
+        "n1:5:5 [0] NCCL INFO NET/IB : No device found.\n"
+        "n1:5:5 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0\n"
+        "n1:5:5 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/AWS Libfabric/0\n"
+        "n2:6:6 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0\n"
+        "n2:6:6 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/AWS Libfabric/0/GDRDMA\n"
+        "n2:6:9 [0] transport/net.cc:1 NCCL WARN NET/OFI Request error\n", &err);
+    CHECK(t != NULL);
+    CHECK_STR(str_at(t, "nccl_version"), "2.20.5+cuda12.4");
+    CHECK_STR(str_at(t, "net_plugin"), "AWS Libfabric (v6)");
+    CHECK_STR(str_at(t, "plugin_version"), "aws-ofi-nccl 1.6.0");
+    CHECK_STR(str_at(t, "provider"), "cxi");
+    CHECK_STR(str_at(t, "coll_plugin"), "SHARP (v6)");
+    CHECK_STR(str_at(t, "ranks"), "2");
+    CHECK_STR(str_at(t, "hosts"), "2");
+    CHECK_STR(quoted_at(t, "fallback_reason", "text"), "NET/IB : No device found.");
+    CHECK_STR(quoted_at(t, "fallback_reason", "where"), "run.log:6");
+    CHECK_STR(quoted_at(t, "no_gdr_channel", "where"), "run.log:8");
+    CHECK_STR(quoted_at(t, "warn", "text"), "NET/OFI Request error");
+    CHECK_STR(quoted_at(t, "warn", "where"), "run.log:11");
+    CHECK_STR(str_at(t, "gdr"), "false"); /* one rank without it */
+    struct fb_str text = {0};
+    fb_transport_text(t, &text);
+    CHECK_CONTAINS(fb_str_get(&text), "run: 2 ranks on 2 hosts, NCCL 2.20.5+cuda12.4\n");
+    CHECK_CONTAINS(fb_str_get(&text), "libfabric provider: cxi\n");
+    CHECK_CONTAINS(fb_str_get(&text), "NCCL WARN: NET/OFI Request error (run.log:11)\n");
+    fb_str_free(&text);
+    json_object_put(t);
+    /* GKE A3 High names its plugin with the ABI version. */
+    CHECK_STR(net_of_text("a3h:1:1 [0] NCCL INFO Using network GPUDirectTCPX_v7\n", &err), "GPUDirectTCPX");
+}
+
+/* Two processes writing one file cut or glue line starts: the host of a
+ * damaged prefix is the rank's own host, not another rank, and a half
+ * line without a rank is no rank at all. */
+static void test_interleaved_half_lines(void)
+{
+    struct fb_err err = {0};
+    json_object *t = transport_of_text(
+        "hosthostab:7:7 [0] NCCL INFO cudaDriverVersion 12020\n"
+        "hostab:7:7 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0\n"
+        "hostab:8:8 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1\n"
+        "stab:8:8 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM/read\n"
+        "hoab:9:9 [2] NCCL INFO Channel 00/0 : 2[2] -> 0[0] via P2P/CUMEM/read\n", &err);
+    CHECK(t != NULL);
+    CHECK_INT(ranks_in(t), 2);
+    CHECK_STR(str_at(rank_at(t, 0), "host"), "hostab");
+    CHECK_STR(str_at(rank_at(t, 1), "host"), "hostab");
+    CHECK_STR(str_at(t, "hosts"), "1");
+    json_object_put(t);
+}
+
 static void test_directories_and_the_table(void)
 {
     const char *args[] = {LOGS "ib-nogdr", LOGS "relay-tagged/output.log"};
@@ -322,5 +403,7 @@ int main(void)
     RUN(test_directories_and_the_table);
     RUN(test_chosen_network_without_channels);
     RUN(test_relogged_rank_is_one_rank);
+    RUN(test_run_facts);
+    RUN(test_interleaved_half_lines);
     return fbt_done();
 }

@@ -320,6 +320,156 @@ static void test_json_and_text_forms(void)
     fb_result_free(&r);
 }
 
+#define G8 (8ULL << 30)
+
+static void set_gpu(json_object *doc, const char *name)
+{
+    json_object *devs = json_object_object_get(doc, "devices");
+    for (size_t i = 0; i < json_object_array_length(devs); i++)
+        set_key(json_object_array_get_idx(devs, i), "name", json_object_new_string(name));
+}
+
+/* The TCPXO pair with its log and environment gone: nothing says which
+ * fabric it was meant to use. */
+static json_object *unlabelled_pair(void)
+{
+    json_object *doc = fixture_doc("gke-tcpxo-allreduce.json");
+    set_key(doc, "env", json_object_new_object());
+    set_key(doc, "transport", NULL);
+    return doc;
+}
+
+static enum fb_status judge_ask(json_object *doc, const struct fb_verdict_ask *ask, struct fb_verdict *v)
+{
+    struct fb_result r;
+    struct fb_err err = {0};
+    enum fb_status st = result_of(doc, &r, &err);
+    if (st == FB_OK)
+        st = fb_verdict_judge_with(&r, &shipped, ask, v, &err);
+    if (st != FB_OK)
+        printf("# judge failed: %s\n", err.msg);
+    fb_result_free(&r);
+    return st;
+}
+
+/* A GPU no profile names, across nodes, far above the TCP band: the fabric
+ * is in use; that is a PASS that checked no figure, and says so. */
+static void test_fabric_in_use_without_profile(void)
+{
+    json_object *doc = unlabelled_pair();
+    set_gpu(doc, "NVIDIA GB200");
+    struct fb_verdict v;
+    const struct fb_verdict_ask ask = {0};
+    CHECK_INT(judge_ask(doc, &ask, &v), FB_OK);
+    CHECK_STR(v.name, "PASS");
+    CHECK(v.profile == NULL);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "Fabric in use: busBW peaks at");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "no figure was checked");
+    fb_verdict_free(&v);
+    /* Nodes not shown, more ranks than a node holds: assumed to span nodes. */
+    doc = unlabelled_pair();
+    set_gpu(doc, "NVIDIA GB200");
+    json_object *topo = json_object_object_get(doc, "topology");
+    set_key(topo, "nodes", NULL);
+    set_key(topo, "ranks_per_node", NULL);
+    set_key(doc, "devices", json_object_new_array());
+    CHECK_INT(judge_ask(doc, &ask, &v), FB_OK);
+    CHECK_STR(v.name, "PASS");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "(assumed: more than 8 ranks)");
+    CHECK_INT(v.nodes, 0);
+    fb_verdict_free(&v);
+}
+
+/* The same pair with its GPU known: the H100 multi-node profiles are its
+ * family. The most lenient is taken, what was assumed is said, and a run
+ * far below it is DEGRADED, never FAIL, since the assumption may be wrong. */
+static void test_family_profile_is_assumed(void)
+{
+    struct fb_verdict v;
+    const struct fb_verdict_ask ask = {0};
+    CHECK_INT(judge_ask(unlabelled_pair(), &ask, &v), FB_OK);
+    CHECK_STR(v.name, "PASS");
+    CHECK(v.family);
+    CHECK(v.profile != NULL && v.expect->floor == 300.0);
+    CHECK_CONTAINS(v.profile_how, "family: GPU H100; assumed network");
+    CHECK_CONTAINS(v.profile_how, "others: gke-a3-mega-tcpxo"); /* the other candidate, named */
+    fb_verdict_free(&v);
+    json_object *doc = unlabelled_pair();
+    set_busbw(doc, G16, 100.0, 99.0);
+    CHECK_INT(judge_ask(doc, &ask, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "DEGRADED, not FAIL: the profile was assumed");
+    fb_verdict_free(&v);
+    /* A shape the family does not have (4 GPUs a node) gets no family. */
+    doc = unlabelled_pair();
+    set_key(json_object_object_get(doc, "topology"), "ranks_per_node", json_object_new_int(4));
+    set_key(json_object_object_get(doc, "topology"), "nodes", json_object_new_int(4));
+    CHECK_INT(judge_ask(doc, &ask, &v), FB_OK);
+    CHECK(!v.family);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "Fabric in use");
+    fb_verdict_free(&v);
+}
+
+/* TCP-band numbers while NCCL's channels went over IB: the fabric is there
+ * but slow, which is not the fallback. */
+static void test_band_with_rdma_channels_is_degraded(void)
+{
+    json_object *doc = fixture_doc("gke-socket-allreduce.json");
+    json_object *t = json_object_object_get(doc, "transport");
+    set_key(t, "net", json_object_new_string("IB"));
+    set_key(t, "gdr", json_object_new_boolean(1));
+    set_key(t, "per_rank", json_object_new_array());
+    struct fb_verdict v;
+    const struct fb_verdict_ask ask = {0};
+    CHECK_INT(judge_ask(doc, &ask, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK(!v.fallback);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "NCCL's channels went over NET/IB, yet busBW peaks at");
+    fb_verdict_free(&v);
+}
+
+/* Two nodes against one, per GPU: the family's single-node profile, or a
+ * single-node run given; under half of it is DEGRADED. */
+static void test_single_node_figure(void)
+{
+    struct fb_verdict v;
+    const struct fb_verdict_ask plain = {0};
+    CHECK_INT(judge_ask(fixture_doc("gke-tcpxo-allreduce.json"), &plain, &v), FB_OK);
+    CHECK_STR(v.name, "PASS");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "of its single-node figure (");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "vs 370.00 GB/s at 8G, profile h100-8gpu-nvlink)");
+    fb_verdict_free(&v);
+    json_object *one_doc = fixture_doc("h100-nvls-allreduce.json");
+    set_busbw(one_doc, G8, 1000.0, 1000.0);
+    struct fb_result one;
+    struct fb_err err = {0};
+    CHECK_INT(result_of(one_doc, &one, &err), FB_OK);
+    const struct fb_verdict_ask ask = {.single_node = &one};
+    CHECK_INT(judge_ask(fixture_doc("gke-tcpxo-allreduce.json"), &ask, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "vs 1000.00 GB/s at 8G");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "far slower than the links inside one");
+    fb_verdict_free(&v);
+    fb_result_free(&one);
+}
+
+/* IB without GPUDirect RDMA caps a PASS at DEGRADED, quoting the line. */
+static void test_ib_without_gdr_names_the_line(void)
+{
+    json_object *doc = fixture_doc("ib-nogdr-allreduce.json");
+    set_busbw(doc, G8, 400.0, 400.0);
+    json_object *q = json_object_new_object();
+    set_key(q, "text", json_object_new_string("Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0"));
+    set_key(q, "where", json_object_new_string("nccl.ib-lab-0.7:42"));
+    set_key(json_object_object_get(doc, "transport"), "no_gdr_channel", q);
+    struct fb_verdict v;
+    const struct fb_verdict_ask ask = {0};
+    CHECK_INT(judge_ask(doc, &ask, &v), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "without GPUDirect RDMA (nccl.ib-lab-0.7:42: \"Channel 00/0");
+    fb_verdict_free(&v);
+}
+
 int main(void)
 {
     const char *dirs[] = {REFERENCE};
@@ -343,6 +493,11 @@ int main(void)
     RUN(test_fallback_without_profile_still_judged);
     RUN(test_unlogged_multinode_run_that_looks_like_tcp);
     RUN(test_json_and_text_forms);
+    RUN(test_fabric_in_use_without_profile);
+    RUN(test_family_profile_is_assumed);
+    RUN(test_band_with_rdma_channels_is_degraded);
+    RUN(test_single_node_figure);
+    RUN(test_ib_without_gdr_names_the_line);
     fb_profiles_free(&shipped);
     return fbt_done();
 }

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# nccl-tests text import, one small case of our own per rule: what an
+# excerpt, a hang, a one-rank tail and an elided sweep prove, and what the
+# verdict on each is without a profile that names the cluster.
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
+
+R=$FB_BIN/fabric-report
+FIX=$FB_ROOT/tests/fixtures/report/ncclt
+SCHEMA=$FB_ROOT/docs/schema
+export XDG_CONFIG_HOME=$T_DIR/config
+unset FABRIC_PROFILE_PATH FABRIC_REFERENCE_DIR
+command -v jq >/dev/null || { skip "import rules" "jq is not installed"; exit 0; }
+
+imp() { "$R" import "$FIX/$1.txt" -o "$T_DIR/$1.json" >"$T_OUT" 2>"$T_ERR"; }
+fact() { jq -r "$2" "$T_DIR/$1.json"; }
+same() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got '$2', want '$3'"; fi; }
+
+# One device line kept of 32 ranks, the table ending at "Out of bounds":
+# 32 ranks, nodes not shown (one host of many listed), the run complete.
+imp excerpt-last-rank-oob
+same "an excerpt's last device line gives the ranks, not the nodes" \
+  "$(fact excerpt-last-rank-oob '[.topology.ranks, .topology.nodes, .topology.ranks_per_node, .complete] | map(tostring) | join(" ")')" \
+  "32 null null true"
+check "an excerpt with nodes unknown is valid against collective.schema.json" \
+  json_valid "$SCHEMA/collective.schema.json" "$T_DIR/excerpt-last-rank-oob.json"
+
+# Rows elided ("...") up to the header's maxBytes, no footer: finished.
+imp elided-reaches-maxbytes
+same "a sweep that reaches maxBytes is finished without its footer" \
+  "$(fact elided-reaches-maxbytes '.complete')" true
+check "and says why" jq -e '.warnings | map(select(test("reach the header.s maxBytes"))) | length == 1' \
+  "$T_DIR/elided-reaches-maxbytes.json"
+# The same cut one row short of maxBytes did not finish.
+grep -v '^  1073741824 ' "$FIX/elided-reaches-maxbytes.txt" >"$T_DIR/cut.txt"
+"$R" import "$T_DIR/cut.txt" -o "$T_DIR/cut.json" >/dev/null 2>&1
+same "one row short of maxBytes, it did not finish" "$(jq -r .complete "$T_DIR/cut.json")" false
+expect_exit "and its verdict is INCOMPLETE" 23 "$R" check "$T_DIR/cut.json"
+
+# Header and ranks, then nothing, and no collective named anywhere: kept,
+# collective null, judged INCOMPLETE; with an NCCL failure line, FAIL.
+imp hang-unnamed
+same "a hang before the first row imports with its collective unknown" \
+  "$(fact hang-unnamed '[.collective, (.rows | length), .topology.nodes] | map(tostring) | join(" ")')" "null 0 2"
+check "a rowless unnamed run is valid against collective.schema.json" \
+  json_valid "$SCHEMA/collective.schema.json" "$T_DIR/hang-unnamed.json"
+expect_exit "a hang is INCOMPLETE" 23 "$R" check "$T_DIR/hang-unnamed.json"
+expect_grep "the verdict says the collective was never named" '^INCOMPLETE: a collective it never named on node-0, 4 ranks on 2 nodes' "$T_OUT"
+{ cat "$FIX/hang-unnamed.txt"; echo "node-1: Test NCCL failure common.cu:1012 'unhandled system error (run with NCCL_DEBUG=INFO for details) / '"; } >"$T_DIR/failed.txt"
+"$R" import "$T_DIR/failed.txt" -o "$T_DIR/failed.json" >/dev/null 2>&1
+expect_exit "an unnamed run that failed before its first row is FAIL" 22 "$R" check "$T_DIR/failed.json"
+expect_grep "the FAIL quotes the failure" "The run failed: node-1: Test NCCL failure common.cu:1012" "$T_OUT"
+
+# The last lines of a one-rank log: named by "Collective test concluded",
+# one rank because busBW is 0 where algBW is not, and not comparable.
+imp one-rank-tail
+same "a log tail is named by its concluded line and has one rank" \
+  "$(fact one-rank-tail '[.collective, .topology.ranks] | map(tostring) | join(" ")')" "all_reduce 1"
+expect_exit "one rank is INCOMPLETE (not comparable)" 23 "$R" check "$T_DIR/one-rank-tail.json"
+expect_grep "and says why" 'Not comparable: one rank moves nothing between GPUs' "$T_OUT"
+
+# The verdicts without an exact profile, on the excerpt (H100, 32 ranks):
+# its family (H100 multi-node profiles), with what was assumed.
+run "$R" check "$T_DIR/excerpt-last-rank-oob.json" --json
+same "an H100 excerpt is judged against its family" \
+  "$(jq -r '[.verdict, .profile.picked, (.profile.why | test("assumed 8 ranks per node, network OFI"))] | map(tostring) | join(" ")' "$T_OUT")" \
+  "PASS family true"
+check "the family verdict is valid against report-check.schema.json" \
+  json_valid "$SCHEMA/report-check.schema.json" "$T_OUT"
+# The same rows on GPUs no profile names: physics alone, fabric in use.
+sed 's/NVIDIA H100 80GB HBM3/NVIDIA GB300/' "$FIX/excerpt-last-rank-oob.txt" >"$T_DIR/gb300.txt"
+"$R" import "$T_DIR/gb300.txt" -o "$T_DIR/gb300.json" >/dev/null 2>&1
+expect_exit "an unknown GPU far above the TCP band across nodes is PASS" 0 "$R" check "$T_DIR/gb300.json"
+expect_grep "as the fabric in use, nodes assumed from the ranks" 'Fabric in use: busBW peaks at .* across nodes \(assumed: more than 8 ranks\)' "$T_OUT"
+# And the same at a hundredth of the bandwidth: the TCP band.
+awk '/^ +[0-9]/ { $6 = sprintf("%.2f", $6 * 100); $7 = sprintf("%.2f", $7 / 100); $8 = sprintf("%.2f", $8 / 100);
+                  $10 = sprintf("%.2f", $10 * 100); $11 = sprintf("%.2f", $11 / 100); $12 = sprintf("%.2f", $12 / 100) } { print }' \
+  "$T_DIR/gb300.txt" >"$T_DIR/gb300-slow.txt"
+"$R" import "$T_DIR/gb300-slow.txt" -o "$T_DIR/gb300-slow.json" >/dev/null 2>&1
+expect_exit "the same GPUs inside the TCP band across nodes are TCP-FALLBACK" 21 "$R" check "$T_DIR/gb300-slow.json"
+expect_grep "with the band named" 'inside the TCP-fallback band \(<= 12 GB/s, 3x profile tcp-fallback\)' "$T_OUT"
+
+# nccl-tests -J JSON, strict about every number: a damaged file is refused
+# (exit 10) naming the member, never half-read into a verdict.
+J=$FB_ROOT/tests/fixtures/report/ncclt/all_reduce_perf-J.json
+expect_exit "the intact -J file imports" 0 "$R" import "$J" -o "$T_DIR/j-ok.json"
+bad_json() {
+  local name=$1 pattern=$2
+  expect_exit "-J with $name is refused" 10 "$R" import "$T_DIR/damaged.json" -o "$T_DIR/damaged-out.json"
+  expect_grep "  naming it ($name)" "$pattern" "$T_ERR"
+  check "  and writing nothing ($name)" test ! -e "$T_DIR/damaged-out.json"
+}
+jq '.results[2].out_of_place.nwrong = "abc"' "$J" >"$T_DIR/damaged.json"
+bad_json "nwrong a word" 'results\[2\]\.out_of_place\.nwrong is "abc", not a count or null'
+jq '.results[3].in_place.nwrong = 1.5' "$J" >"$T_DIR/damaged.json"
+bad_json "nwrong a fraction" 'results\[3\]\.in_place\.nwrong is 1\.5'
+jq '.results[1].out_of_place.alg_bw = -2' "$J" >"$T_DIR/damaged.json"
+bad_json "a negative bandwidth" 'results\[1\]\.out_of_place\.alg_bw is -2, not a finite number >= 0'
+jq '.results[0].type = "float33"' "$J" >"$T_DIR/damaged.json"
+bad_json "an unknown type" 'results\[0\]\.type float33 is not an nccl-tests data type'
+jq '.results[0].redop = "xor"' "$J" >"$T_DIR/damaged.json"
+bad_json "an unknown operation" 'results\[0\]\.redop "xor" is not an nccl-tests operation'
+jq '.results[4].size = 1048576.5' "$J" >"$T_DIR/damaged.json"
+bad_json "a fractional size" 'results\[4\] has no size that is a whole number of bytes'
+jq '.results[0].out_of_place.bus_bw = 123456' "$J" | sed 's/123456/Infinity/' >"$T_DIR/damaged.json"
+bad_json "Infinity" 'line [0-9]+: Infinity is not a JSON number'
+jq '.' "$J" | sed '0,/"size": /s//"size": 1, "size": /' >"$T_DIR/damaged.json"
+bad_json "a duplicate key" 'line [0-9]+: duplicate key "size"'
+{ cat "$J"; echo '{"x": 1}'; } >"$T_DIR/damaged.json"
+bad_json "trailing garbage" 'not valid JSON'
+
+# nccl-tests text, as strict: each damaged row refused with its line.
+TXT=$FIX/nccl-tests-2.19-socket-16rank.txt
+row=$(grep -n '^ *4096 ' "$TXT" | cut -d: -f1)
+bad_text() {
+  local name=$1 edit=$2 pattern=$3
+  sed "$edit" "$TXT" >"$T_DIR/damaged.txt"
+  expect_exit "a text row with $name is refused" 10 "$R" import "$T_DIR/damaged.txt" -o "$T_DIR/damaged-out.json"
+  expect_grep "  with its line ($name)" "$pattern" "$T_ERR"
+}
+bad_text "its last column lost" "${row}s/ *[0-9]*\$//" "line $row: 12 columns where the table has 13"
+bad_text "a column added" "${row}s/\$/  7/" "line $row: 14 columns where the table has 13"
+bad_text "a size out of order" "${row}s/^        4096          1024/       65536         16384/" "line $((row + 1)): size 8192 after 65536: sizes out of order"
+for v in nan inf -3.2; do
+  bad_text "algBW $v" "${row}s/^\\( *[0-9]* *[0-9]* *float *sum *-1 *[0-9.]*\\) *[0-9.]*/\\1   $v/" "line $row: a value that is not a number >= 0"
+done
