@@ -28,23 +28,42 @@ const char *fb_link_name(enum fb_link l)
     return "-";
 }
 
+/* A compute OS device a collective library drives (CUDA, ROCm, Level
+ * Zero); OpenCL alone is any graphics card's. */
 static bool has_compute_osdev(hwloc_obj_t pci)
 {
     for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
-        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC)
+        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC &&
+            (c->name == NULL || strncmp(c->name, "opencl", 6) != 0))
             return true;
     return false;
 }
 
-/* Display-class devices from GPU vendors, or any display device with a
- * compute OS device (CUDA, OpenCL, Level Zero). The server's BMC VGA is a
- * display device too, and must not count as a GPU. */
+/* NVIDIA display-class devices (found by vendor and class, with or without
+ * OS devices: an export may carry them for one GPU only); AMD accelerators
+ * (class 0380: Instinct, not Radeon); any display device with a compute OS
+ * device. The server's BMC VGA is a display device too, and must not count
+ * as a GPU; NVSwitch functions are bridges (0680), never GPUs. */
+#define PCI_CLASS_DISPLAY_OTHER 0x0380
+
 static bool is_gpu(hwloc_obj_t o)
 {
-    if ((o->attr->pcidev.class_id >> 8) != PCI_CLASS_DISPLAY)
+    unsigned cls = o->attr->pcidev.class_id;
+    if ((cls >> 8) != PCI_CLASS_DISPLAY)
         return false;
     unsigned v = o->attr->pcidev.vendor_id;
-    return v == PCI_VENDOR_NVIDIA || v == PCI_VENDOR_AMD || has_compute_osdev(o);
+    return v == PCI_VENDOR_NVIDIA || (v == PCI_VENDOR_AMD && cls == PCI_CLASS_DISPLAY_OTHER) || has_compute_osdev(o);
+}
+
+/* hwloc 1.x exports may file an RDMA device ("mlx4_0") as a network OS
+ * device; verbs names are never interface names. */
+static bool verbs_name(const char *name)
+{
+    static const char *const prefixes[] = {"mlx4_", "mlx5_", "hfi1_", "qib", "bnxt_re", "irdma", "efa_", "rxe", "ionic_"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
 }
 
 static bool is_nic(hwloc_obj_t o)
@@ -90,7 +109,10 @@ static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d
                 snprintf(d->rdma, sizeof d->rdma, "%s", c->name);
             break;
         case HWLOC_OBJ_OSDEV_NETWORK:
-            append_name(d->netdevs, sizeof d->netdevs, c->name);
+            if (verbs_name(c->name) && d->rdma[0] == '\0')
+                snprintf(d->rdma, sizeof d->rdma, "%s", c->name);
+            else
+                append_name(d->netdevs, sizeof d->netdevs, c->name);
             break;
         case HWLOC_OBJ_OSDEV_COPROC:
         case HWLOC_OBJ_OSDEV_GPU:

@@ -45,6 +45,20 @@ expect_grep "GPUs outnumber NICs: PXB through two switches" '"nearest_level": "P
 run topo --topology "$TOPO/2gpu-cross-socket.xml"
 expect_grep "cross-socket NIC named" '^WARN cross-socket +GPU1 .*mlx5_1 is on socket 0' "$T_OUT"
 
+# What hwloc exports of other ages hold: GPU0's CUDA and NVML devices
+# gone (found by vendor and class), its RDMA device filed as a network
+# OS device (hwloc 1.x), and the BMC VGA given an OpenCL device as a
+# Radeon would have: still 2 GPUs, mlx5_0 still the RDMA device.
+sed -e '/name="cuda0"/,/<\/object>/d' -e '/name="nvml0"/,/<\/object>/d' \
+    -e 's/name="mlx5_0" osdev_type="3"/name="mlx5_0" osdev_type="2"/' \
+    -e 's/pci_type="0300 \[1a03:2000\] \[1a03:2000\] 52"/pci_type="0300 [1002:6798] [1002:3000] 00"/' \
+    -e 's/name="card0" osdev_type="1"/name="opencl0d0" osdev_type="5"/' "$TOPO/2gpu-cross-socket.xml" >"$T_DIR/aged.xml"
+run topo --topology "$T_DIR/aged.xml" --json
+check "an aged export: GPUs by vendor and class, not the Radeon" \
+  jq -e '[.gpus[].pci_bus_id] == ["0000:18:00.0", "0000:9a:00.0"]' "$T_OUT"
+check "an aged export: an RDMA device filed as a network device is still the RDMA device" \
+  jq -e '[.nics[] | select(.rdma_device == "mlx5_0")] | length == 1' "$T_OUT"
+
 run topo --topology "$TOPO/h100-8gpu-8nic.xml" --nics '^=mlx5_7'
 expect_grep "--nics exclusion: GPU7 falls back to a NODE NIC" '^7 +GPU7 +mlx5_4 +NODE ' "$T_OUT"
 

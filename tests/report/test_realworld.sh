@@ -134,9 +134,11 @@ done <<'TABLE'
 0000:83:00.0 PHB
 0000:03:00.0 SYS
 TABLE
-check "hwloc 1.x: the ConnectX IB HCA (class 0c06) is a NIC" \
-  jq -e '[.nics[] | select(.pci_bus_id == "0000:51:00.0")] | length == 1' \
+check "hwloc 1.x: the ConnectX IB HCA (class 0c06) is a NIC, its mlx4_0 the RDMA device" \
+  jq -e '[.nics[] | select(.pci_bus_id == "0000:51:00.0" and .rdma_device == "mlx4_0")] | length == 1' \
   <("$T" --topology "$REAL/hwloc/hwloc_v1_dell_r410_ib.xml" --json)
+check "hwloc 2.0: three NVIDIA GPUs (one with OS devices), the Radeon beside them not one" \
+  jq -e '[.gpus[].pci_bus_id] == ["0000:03:00.0", "0000:83:00.0", "0000:84:00.0"]' <("$T" --topology "$v2" --json)
 
 # Verdicts on real runs, no profile named: exit code = verdict class, as
 # the collection's README names it ("fabric in use": PASS, or DEGRADED).
