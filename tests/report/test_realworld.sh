@@ -190,3 +190,18 @@ GPU6 mlx5_5 PIX 1
 TABLE
 run "$T" --topology "$REAL/hwloc/nvidia_smi_topo_a100_space_separated.txt"
 expect_grep "nvidia-smi pasted with spaces: GPU4's CPUs and NUMA node" '^GPU4 +- +- +1 +24-47$' "$T_OUT"
+
+# Real perftest reports: measurements and the average at the largest size,
+# in Gb/s (MB/sec columns are 2^20 bytes per second).
+while read -r file links size gbps; do
+  [ -n "$file" ] || continue
+  out=$T_DIR/perftest-${file%.*}.json
+  "$R" import "$REAL/perftest/$file" -o "$out" >"$T_DIR/import.log" 2>&1
+  got=$(jq -r '[(.links | length), (.links | max_by(.size_bytes) | .size_bytes, (.avg_Gbps * 100 | round / 100))] | map(tostring) | join(" ")' "$out" 2>/dev/null)
+  if [ "$got" = "$links $size $gbps" ]; then ok "$file: $links measurements, $gbps Gb/s at $size"; else not_ok "$file reads as its source" "got '$got', want '$links $size $gbps' $(head -c 200 "$T_DIR/import.log")"; fi
+done <<'TABLE'
+deepops_ib_write_bw_rdma_cm_roce.txt 1 65536 92.4
+skypilot_nebius_ib_send_bw_ndr_TRANSCRIBED.txt 1 65536 353.53
+superbench_ib_write_bw_loopback_8M.log 2 8388608 201.8
+superbench_ib_write_bw_loopback_all_sizes.log 24 8388608 194.96
+TABLE
