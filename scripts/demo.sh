@@ -71,7 +71,11 @@ if [ "$runs" -gt 1 ]; then
 fi
 echo
 # The TCP-fallback reference line gives the curve its scale: what NCCL
-# gets between nodes when the fabric is not used.
-"$report" plot "$json" --profile tcp-fallback -o plots/demo-all_reduce.png
+# gets between nodes when the fabric is not used. The limit drawn is the one
+# the verdict used (on host memory: this run's, not a profile found lying
+# in the user's directory).
+plot_limit=()
+[ ${#check[@]} -eq 0 ] || plot_limit=("${check[@]}" --no-auto-profile)
+"$report" plot "$json" --profile tcp-fallback "${plot_limit[@]}" -o plots/demo-all_reduce.png
 echo "demo: results $json, plot plots/demo-all_reduce.png"
 exit "$verdict"

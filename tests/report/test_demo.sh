@@ -11,7 +11,15 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   exit 0
 fi
 home=$T_DIR/home
-mkdir -p "$home"
+# A profile an earlier run left in the user's directory, matching any
+# host-memory all_reduce: neither the verdict nor the plot may use it.
+mkdir -p "$home/.config/fabric-bench/profiles"
+cat >"$home/.config/fabric-bench/profiles/stray-host.json" <<'JSON'
+{"schema": "fabric-bench.profile", "schema_version": 1, "name": "stray-host", "revision": 1,
+ "role": "target", "description": "left by an earlier run", "match": {"backend": "mpi"},
+ "collectives": {"all_reduce": {"at_bytes": 67108864, "busbw_GBps": 2.2, "floor_GBps": 1.65}},
+ "sources": [{"what": "an earlier demo", "ref": "test"}]}
+JSON
 (cd "$FB_ROOT" && HOME=$home XDG_CONFIG_HOME=$home/.config BUILD=$FB_BUILD timeout 300 scripts/demo.sh) \
   >"$T_DIR/demo.out" 2>"$T_DIR/demo.err"
 rc=$?
@@ -23,7 +31,9 @@ if [ -n "$verdict" ] && [ "$rc" = "$verdict" ]; then
 else
   not_ok "make demo exits with the verdict's code" "exit $rc, verdict '$verdict': $(tail -3 "$T_DIR/demo.err")"
 fi
-if [ -z "$(find "$home" -name '*.json' 2>/dev/null)" ]; then
+expect_grep "the plot draws the limit the verdict used, not the stray profile" \
+  '^wrote plots/demo-all_reduce.png \(1 result, 2 reference lines\)' "$T_DIR/demo.out"
+if [ "$(find "$home" -name '*.json' 2>/dev/null)" = "$home/.config/fabric-bench/profiles/stray-host.json" ]; then
   ok "the demo writes no profile into the user's configuration"
 else
   not_ok "the demo writes no profile into the user's configuration" "$(find "$home" -name '*.json')"
