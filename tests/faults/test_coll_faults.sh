@@ -16,8 +16,20 @@ th=$FB_ROOT/scripts/testhosts.sh
 on_exit "$th down fbw >/dev/null 2>&1"
 "$th" up fbw 3 2 >"$T_DIR/up.log" 2>&1 || { not_ok "test hosts up" "$(cat "$T_DIR/up.log")"; exit 0; }
 
-bound=6 # -T: each step's bound, seconds
 check_py=$FB_ROOT/tests/tools/check_collective.py
+
+# -T, each step's bound, follows this machine's speed now: 6 s, or three
+# times what a one-size job across the hosts takes end to end (ssh, MPI
+# start-up, one operation), whichever is longer. On a machine busy with
+# other work a healthy step can take seconds; a fixed bound would call
+# that a hang.
+start_ns=$(date +%s%N)
+"$th" mpirun fbw -np 3 --map-by node "$FB_BIN/fabric-coll" all_reduce -b 1K -e 1K -n 1 -w 1 -c 0 \
+  --backend mpi -J "$T_DIR/calibrate.json" >"$T_DIR/calibrate.log" 2>&1 ||
+  { not_ok "a healthy one-size job across the test hosts" "$(tail -5 "$T_DIR/calibrate.log")"; exit 0; }
+healthy_s=$((($(date +%s%N) - start_ns + 999999999) / 1000000000))
+bound=$((3 * healthy_s > 6 ? 3 * healthy_s : 6))
+echo "# a healthy one-size job took ${healthy_s} s: each step's bound is ${bound} s"
 
 # start_sweep NAME EXTRA...: a long sweep on 3 ranks, one per host, in the
 # background; sets $pid and $out.
@@ -29,10 +41,10 @@ start_sweep() {
   pid=$!
 }
 
-# wait_rows N: until the results file holds N rows (or 60 s pass).
+# wait_rows N: until the results file holds N rows (or 10 bounds pass).
 wait_rows() {
   local n
-  for _ in $(seq 1 300); do
+  for _ in $(seq 1 $((bound * 50))); do
     n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["rows"]))' "$out" 2>/dev/null || echo 0)
     [ "$n" -ge "$1" ] && return 0
     sleep 0.2
@@ -77,7 +89,7 @@ wait_end $((bound + 20))
 kill -CONT "$victim" 2>/dev/null
 if [ "$T_RC" -eq 8 ]; then ok "SIGSTOP: job ends with exit 8 (timeout) in ${took}s"; else not_ok "SIGSTOP: exit 8" "exit $T_RC after ${took}s: $(head -c 500 "$T_ERR")"; fi
 expect_grep "SIGSTOP: the stopped rank and host are named" 'rank 1 on fbw2: no heartbeat for' "$T_ERR"
-expect_grep "SIGSTOP: the operation and iteration are named" 'timeout: all_reduce [0-9]+[KMG]? (out-of-place|in-place).*did not complete within 6 s' "$T_ERR"
+expect_grep "SIGSTOP: the operation and iteration are named" "timeout: all_reduce [0-9]+[KMG]? (out-of-place|in-place).*did not complete within $bound s" "$T_ERR"
 if kept_rows && grep -q '"status": "timeout"' "$out"; then ok "SIGSTOP: results keep the finished sizes and a timeout fault"; else not_ok "SIGSTOP: results kept" "$(cat "$T_DIR/chk")"; fi
 
 # 2. A link goes down: host 3 is cut off; the others name it and end
@@ -111,7 +123,7 @@ pkill -9 -f "^$FB_BIN/fabric-coll" 2>/dev/null
 start_sweep kill
 wait_rows 3
 kill -9 "$(rank_pid fbw2)"
-wait_end 30
+wait_end $((bound * 5))
 if [ "$T_RC" -ne 0 ] && [ "$T_RC" -ne 999 ]; then ok "kill -9: job ends (exit $T_RC) in ${took}s"; else not_ok "kill -9: job ends" "exit $T_RC"; fi
 expect_grep "kill -9: the killed rank and its host are named" 'rank 1 .*on node fbw2 exited on signal 9' "$T_ERR"
 if kept_rows; then ok "kill -9: results keep the finished sizes"; else not_ok "kill -9: results kept" "$(cat "$T_DIR/chk")"; fi
@@ -121,7 +133,7 @@ if kept_rows; then ok "kill -9: results keep the finished sizes"; else not_ok "k
 start_sweep term
 wait_rows 3
 kill -TERM "$(rank_pid fbw1)" "$(rank_pid fbw2)" "$(rank_pid fbw3)"
-wait_end 30
+wait_end $((bound * 5))
 if grep -q '"status": "terminated"' "$out" && grep -q '"exit_code": 143' "$out" && kept_rows; then
   ok "SIGTERM: results flushed with a terminated fault (exit 143 recorded)"
 else
@@ -141,7 +153,7 @@ setsid "$th" mpirun fbw -np 3 --map-by node "$FB_BIN/fabric-coll" all_reduce -b 
 pid=$!
 wait_rows 3
 mount -o remount,ro "$mnt"
-wait_end 60
+wait_end $((bound * 10))
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +float' "$T_OUT")
 if [ "$T_RC" -eq 7 ] && [ "$rows" -eq 13 ]; then ok "read-only results: all 13 rows on stdout, exit 7"; else not_ok "read-only results: all rows, exit 7" "exit $T_RC, $rows rows: $(head -c 300 "$T_ERR")"; fi
 if [ "$(grep -c 'measuring on: the table on stdout is the record' "$T_ERR")" -eq 1 ]; then ok "read-only results: said once"; else not_ok "read-only results: said once" "$(cat "$T_ERR")"; fi
