@@ -27,8 +27,21 @@
 #                         files vanish with them: kubectl logs keeps it)
 #   --dry-run             print every command and generated script, run nothing
 #
+# Option values and the collective's arguments may not hold control
+# characters; --cluster is a label (letters, digits, '.', '_', '-'; not '.'
+# or '..'), as is FABRIC_CLUSTER; the host name as the default label has
+# other characters made '_' (docs/clusters.md).
+#
 # Exit: fabric-report's verdict (0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL,
-# 23 INCOMPLETE), or a launch error (docs/exit-codes.md).
+# 23 INCOMPLETE; its 2 or 10 for an unknown --profile or a malformed result),
+# or a launch error (docs/exit-codes.md): 2 a bad option or value, 5 no
+# mpirun or fabric-coll here, 6 a host does not resolve or answer ssh, 8 the
+# name service did not answer within --ssh-wait, 9 the run wrote no result
+# (mpirun exit 0) or a temporary file could not be made, 10 a missing,
+# unreadable or malformed hostfile or fabric.env. A run that wrote no result
+# exits with mpirun's code when that is not 0 (a rank's: fabric-coll's 1-9,
+# 130 or 143, rank.sh's 10; or mpirun's own); with no fabric-report here,
+# mpirun's code.
 set -uo pipefail
 # The FB_* variables configure lib.sh's script generators.
 # shellcheck disable=SC2034
@@ -61,7 +74,9 @@ set -- "${FB_REST[@]+"${FB_REST[@]}"}"
 
 fb_check_common "baremetal.sh --hostfile H" "$@"
 fb_check_uint --ssh-wait "$ssh_wait"
-fb_check_uint --ssh-port "$ssh_port"
+fb_check_port --ssh-port "$ssh_port"
+[ -z "$ssh_key" ] || fb_check_word --ssh-key "$ssh_key"
+[ -z "$rsh" ] || fb_check_word --rsh "$rsh"
 
 # Hosts.
 FB_HOSTS=()
@@ -77,6 +92,9 @@ elif [ -n "$hostfile" ]; then
   [ ${#FB_HOSTS[@]} -gt 0 ] || fb_die "$FB_EXIT_INPUT" "hostfile $hostfile lists no hosts: one host name per line"
 elif [ -n "$hosts_csv" ]; then
   IFS=, read -r -a FB_HOSTS <<<"$hosts_csv"
+  # "a,,b" or "a," would leave a host without a name.
+  [[ $hosts_csv != *, ]] || FB_HOSTS+=("")
+  for h in "${FB_HOSTS[@]}"; do fb_check_host "$FB_EXIT_USAGE" "--hosts $(fb_shown "$hosts_csv")" "$h"; done
 else
   fb_die "$FB_EXIT_USAGE" "no hosts: give --hostfile FILE or --hosts H1,H2"
 fi
@@ -104,7 +122,8 @@ else
   [ -n "$ssh_key" ] && FB_SSH+=(-i "$ssh_key")
 fi
 
-fb_local_run "$(fb_sanitize_cluster "${FB_OPT_CLUSTER:-$(hostname)}")" "$@"
+fb_local_run "$(fb_cluster "$(hostname)" localhost)" "$@"
+fb_make_workdir
 
 [ "$FB_DRY_RUN" = 1 ] || fb_need mpirun "install Open MPI (the one fabric-coll was built with)"
 
@@ -118,21 +137,22 @@ rc=0
 if [ "$FB_DRY_RUN" = 1 ]; then
   echo "+ bash $(fb_quote "$FB_WORKDIR/run.sh")"
 else
-  mkdir -p "$FB_WORKDIR" && fb_run_script >"$FB_WORKDIR/run.sh"
+  fb_run_script >"$FB_WORKDIR/run.sh" ||
+    fb_die "$FB_EXIT_RUNTIME" "cannot write $FB_WORKDIR/run.sh: check TMPDIR"
   bash "$FB_WORKDIR/run.sh"
   rc=$?
 fi
 
-# Rank 0 writes the result on its own host: fetch it when that is not here.
+# Rank 0 writes the result on its own host: fetch it when that is not here
+# (ssh hands its command to the remote shell: one POSIX-quoted word).
 if [ "$FB_DRY_RUN" != 1 ] && [ ! -s "$FB_RESULT" ]; then
-  "${FB_SSH[@]}" "${FB_HOSTS[0]}" cat "$(printf '%q' "$FB_RESULT")" >"$FB_RESULT.tmp" 2>/dev/null </dev/null &&
+  "${FB_SSH[@]}" "${FB_HOSTS[0]}" cat "$(fb_sh_quote "$FB_RESULT")" >"$FB_RESULT.tmp" 2>/dev/null </dev/null &&
     [ -s "$FB_RESULT.tmp" ] && mv "$FB_RESULT.tmp" "$FB_RESULT"
   rm -f "$FB_RESULT.tmp"
 fi
 if [ "$FB_DRY_RUN" != 1 ] && [ ! -s "$FB_RESULT" ]; then
   fb_die "$(( rc ? rc : FB_EXIT_RUNTIME ))" "the run wrote no result (mpirun exit $rc): see $FB_LOG"
 fi
-[ "$FB_DRY_RUN" = 1 ] || rm -rf "$FB_WORKDIR"
 if [ "$print_result" = 1 ] && [ "$FB_DRY_RUN" != 1 ]; then
   echo "--- fabric-bench result $(basename "$FB_RESULT")"
   cat "$FB_RESULT"

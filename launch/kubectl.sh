@@ -26,7 +26,8 @@
 #                         pod-sshd.sh installs at /run/fabric-bench/ssh/id)
 #   --pod-root DIR        fabric-bench inside the pods (default /opt/fabric-bench)
 #   --pod-bin DIR         its programs (default POD_ROOT/bin)
-#   --workdir DIR         scratch directory inside the first pod (default /tmp/fabric-bench)
+#   --workdir DIR         directory inside the first pod in which each run makes
+#                         its own with mktemp -d (default the pod's $TMPDIR, else /tmp)
 #   --iface NAME          interface for MPI's own traffic (default eth0)
 #   --mpirun-arg ARG      extra mpirun argument (repeatable)
 #   --profile NAME        reference profile for the verdict (default: the one
@@ -36,8 +37,24 @@
 #   --dry-run             print every command and generated script, run nothing
 #                         (pods are assumed to be fabric-bench-0..N-1)
 #
+# Option values and the collective's arguments may not hold control
+# characters; --cluster is a label (letters, digits, '.', '_', '-'; not '.'
+# or '..'), as is FABRIC_CLUSTER; the kubectl context as the default label
+# has other characters made '_', '.' and '..' become '_.' and '_..'
+# (docs/clusters.md).
+#
 # Exit: fabric-report's verdict (0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL,
-# 23 INCOMPLETE), or a launch error (docs/exit-codes.md).
+# 23 INCOMPLETE; its 2 or 10 for an unknown --profile or a malformed result),
+# or a launch error (docs/exit-codes.md): 2 a bad option or value, 5 no
+# kubectl or jq, 6 a pod's host name does not resolve or ssh between pods
+# fails, 8 the pods not Ready within --wait, or the API server or the name
+# service not answering in time, 9 kubectl get pods, exec or cp failed, or
+# the run wrote no result (exit 0), 10 a pod list with bad pod or host
+# names, a malformed fabric.env, or a local results directory that cannot be
+# made. A run that wrote no result exits with the run's code when that is not
+# 0 (a rank's: fabric-coll's 1-9, 130 or 143, rank.sh's 10; or mpirun's or
+# kubectl exec's own); with no fabric-report here or in the pod, the run's
+# code.
 set -uo pipefail
 # The FB_* variables configure lib.sh's script generators.
 # shellcheck disable=SC2034
@@ -50,7 +67,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 ns="fabric-bench"
 selector=app.kubernetes.io/name=fabric-bench,app.kubernetes.io/component=worker
 container="fabric-bench" want_pods="" wait_s=600 ssh_wait=60 slots="" ssh_port=222
-ssh_key=/run/fabric-bench/ssh/id rsh="" pod_root=/opt/fabric-bench pod_bin="" workdir=/tmp/fabric-bench
+ssh_key=/run/fabric-bench/ssh/id rsh="" pod_root=/opt/fabric-bench pod_bin="" workdir=""
 read -r -a kubectl <<<"${KUBECTL:-kubectl}"
 FB_OPT_FABRIC="" # empty: the pods' annotation
 
@@ -84,8 +101,8 @@ kx() { fb_do "${kubectl[@]}" "$@"; }
 # ---- keygen: one key per job, only ever in a Secret ------------------------------
 if [ "${1:-}" = keygen ]; then
   fb_need ssh-keygen "install openssh-client"
-  tmp=$(mktemp -d) || fb_die "$FB_EXIT_RUNTIME" "cannot create a temporary directory"
-  trap 'rm -rf "$tmp"' EXIT
+  tmp=""
+  fb_mktemp tmp -d
   fb_do ssh-keygen -q -t ed25519 -N '' -C "fabric-bench job key" -f "$tmp/id" >/dev/null ||
     fb_die "$FB_EXIT_RUNTIME" "ssh-keygen failed"
   if [ "$FB_DRY_RUN" = 1 ]; then
@@ -107,15 +124,22 @@ fb_check_uint --wait "$wait_s"
 fb_check_uint --ssh-wait "$ssh_wait"
 [ -z "$want_pods" ] || fb_check_uint --pods "$want_pods"
 [ -z "$slots" ] || fb_check_uint --ranks-per-node "$slots"
+fb_check_port --ssh-port "$ssh_port"
+fb_check_word --ssh-key "$ssh_key"
+[ -z "$rsh" ] || fb_check_word --rsh "$rsh"
+[ -z "$workdir" ] || [[ $workdir == /* ]] ||
+  fb_die "$FB_EXIT_USAGE" "--workdir wants an absolute path inside the pod, got $(fb_shown "$workdir")"
 [ "$FB_DRY_RUN" = 1 ] || fb_need "${kubectl[0]}" "install kubectl or pass --kubectl"
 fb_need jq "install jq (apt-get install jq)"
-FB_LAUNCH_ERR=$(mktemp) || fb_die "$FB_EXIT_RUNTIME" "cannot create a temporary file"
-trap 'rm -f "$FB_LAUNCH_ERR"' EXIT
+fb_mktemp FB_LAUNCH_ERR
 
 # ---- wait until every pod and container is Ready, with a bound --------------------
 # One line per pod: name, ready?, host name, GPUs, fabric annotation, and why
-# it is not ready. Native sidecars (initContainers with restartPolicy Always)
-# count as containers, as kubectl get pods shows them (2/2).
+# it is not ready, separated by \x1f: a tab is white space to read, so an
+# empty field (a pod without the annotation) would vanish between two.
+# Control characters in any field (a multi-line message) become spaces.
+# Native sidecars (initContainers with restartPolicy Always) count as
+# containers, as kubectl get pods shows them (2/2).
 # shellcheck disable=SC2016 # a jq program
 pods_jq='
   .items[] |
@@ -137,7 +161,7 @@ pods_jq='
     (if .status.phase == "Pending" and $unsched != "" then "Pending, unschedulable: " + $unsched
      elif .status.phase != "Running" then "\(.status.phase // "Unknown") \($ready)/\($want) ready" + (if $why != "" then ": " + $why else "" end)
      else "\($ready)/\($want) containers ready" + (if $why != "" then ": " + $why else "" end) end)
-  ] | join("\t")'
+  ] | map(tostring | gsub("[\u0000-\u001f\u007f]"; " ")) | join("\u001f")'
 
 # The fix that goes with the first problem seen.
 pod_fix() {
@@ -174,7 +198,7 @@ else
     table=$(jq -r --arg c "$container" "$pods_jq" <<<"$json") ||
       fb_die "$FB_EXIT_RUNTIME" "kubectl get pods returned something that is not a pod list"
     n=0 nready=0 first_bad=""
-    while IFS=$'\t' read -r name state _ _ _ why; do
+    while IFS=$'\x1f' read -r name state _ _ _ why; do
       [ -n "$name" ] || continue
       n=$((n + 1))
       if [ "$state" = ready ]; then nready=$((nready + 1)); else [ -n "$first_bad" ] || first_bad="$name"$'\t'"$why"; fi
@@ -192,7 +216,12 @@ else
     fi
     sleep 2
   done
-  while IFS=$'\t' read -r name _ host gpu fab _; do
+  while IFS=$'\x1f' read -r name _ host gpu fab _; do
+    # Names go to kubectl, ssh and mpirun as arguments: a pod list must not
+    # slip an option or a bad name in.
+    [[ $name =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] ||
+      fb_die "$FB_EXIT_INPUT" "kubectl get pods listed a pod named $(fb_shown "$name"), not a Kubernetes name: check the selector (-l) and the API server"
+    fb_check_host "$FB_EXIT_INPUT" "pod $name (spec.hostname and spec.subdomain)" "$host"
     pods+=("$name") hosts+=("$host") gpus+=("$gpu") fabrics+=("$fab")
   done <<<"$(sort <<<"$table")"
 fi
@@ -207,12 +236,11 @@ if [ -z "$slots" ]; then
   slots=${gpus[0]:-0}
   fb_is_uint "$slots" && [ "$slots" -ge 1 ] || slots=1
 fi
-cluster=$FB_OPT_CLUSTER
-if [ -z "$cluster" ]; then
-  cluster=$(k config current-context 2>/dev/null) || cluster=""
-  [ -n "$cluster" ] || cluster=kubernetes
-fi
-cluster=$(fb_sanitize_cluster "$cluster")
+# The context as the default label: fb_label_from maps what a label cannot
+# hold ("..", "a/b"), no context at all is "kubernetes".
+context=""
+[ -n "$FB_OPT_CLUSTER_FROM" ] || context=$(k config current-context 2>/dev/null) || context=""
+cluster=$(fb_cluster "$context" kubernetes)
 
 if [ -n "$rsh" ]; then
   FB_SSH=("$rsh")
@@ -221,7 +249,27 @@ else
     -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5)
 fi
 stamp=$(fb_utc_stamp)
-job=$workdir/$stamp-$coll
+fb_info "${#pods[@]} pods ready (${pods[*]}), $slots ranks each, fabric $fabric; mpirun in $pod0"
+
+# ---- in the first pod: a private directory, the checks, then the run ----------------
+# The directory comes from mktemp -d in the pod, under --workdir or the
+# pod's TMPDIR: never a name another user of the pod could make first. Every
+# value reaches the pod's shell as an argument ($1, $2), never inside the
+# command string.
+# shellcheck disable=SC2016 # expands in the pod's shell
+mkjob='d=${1:-${TMPDIR:-/tmp}}; mkdir -p -- "$d" && mktemp -d "$d/$2"'
+job_name=fabric-bench-$stamp-$coll.XXXXXX
+in_pod=(-n "$ns" exec "$pod0" -c "$container" --)
+if [ "$FB_DRY_RUN" = 1 ]; then
+  echo "+ $(fb_quote "${kubectl[@]}" "${in_pod[@]}" sh -c "$mkjob" sh "$workdir" "$job_name")"
+  job=${workdir:-/tmp}/$job_name
+else
+  job=$(k "${in_pod[@]}" sh -c "$mkjob" sh "$workdir" "$job_name" </dev/null 2>"$FB_LAUNCH_ERR") ||
+    fb_die "$FB_EXIT_RUNTIME" "cannot make a directory in pod $pod0 ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check --workdir and the container (-c $container)"
+  if [[ $job != /*/"fabric-bench-$stamp-$coll".?????? ]] || fb_has_ctl "$job"; then
+    fb_die "$FB_EXIT_RUNTIME" "mktemp -d in pod $pod0 gave $(fb_shown "$job"), not a directory under ${workdir:-its TMPDIR}: check the container's mktemp"
+  fi
+fi
 FB_HOSTS=("${hosts[@]}") FB_SLOTS=$slots FB_BIND=$FB_OPT_BIND FB_IFACE=$FB_OPT_IFACE FB_SSH_WAIT=$ssh_wait
 FB_WORKDIR=$job FB_RESULT=$job/$stamp-$coll.json FB_LOG=$job/$stamp-$coll.log
 pod_bin=${pod_bin:-$pod_root/bin}
@@ -230,30 +278,35 @@ FB_COLL_ARGS=("$@" --cluster "$cluster")
 FB_MPIRUN_EXTRA=("${FB_OPT_MPIRUN[@]+"${FB_OPT_MPIRUN[@]}"}")
 local_dir=$FB_OPT_RESULTS/$cluster
 
-fb_info "${#pods[@]} pods ready (${pods[*]}), $slots ranks each, fabric $fabric; mpirun in $pod0"
-
-# ---- in the first pod: preflight, then the run ----------------------------------
-# ship SCRIPT NAME: copies a generated script into the first pod.
+# ship SCRIPT NAME: copies a generated script into the job's directory.
+# shellcheck disable=SC2016 # expands in the pod's shell
 ship() {
+  local to=(-n "$ns" exec -i "$pod0" -c "$container" -- sh -c 'cat >"$1"' sh "$job/$2")
   fb_show_script "$2 (in $pod0)" < <(printf '%s\n' "$1")
   if [ "$FB_DRY_RUN" = 1 ]; then
-    echo "+ $(fb_quote "${kubectl[@]}" -n "$ns" exec -i "$pod0" -c "$container" -- sh -c "mkdir -p '$job' && cat > '$job/$2'") < $2"
+    echo "+ $(fb_quote "${kubectl[@]}" "${to[@]}") < $2"
     return 0
   fi
-  printf '%s\n' "$1" | k -n "$ns" exec -i "$pod0" -c "$container" -- sh -c "mkdir -p '$job' && cat > '$job/$2'" ||
+  printf '%s\n' "$1" | k "${to[@]}" ||
     fb_die "$FB_EXIT_RUNTIME" "kubectl exec into $pod0 failed: check the pod and container names (-c $container)"
 }
 ship "$(fb_preflight_script)" preflight.sh
 ship "$(fb_run_script)" run.sh
-kx -n "$ns" exec "$pod0" -c "$container" -- bash "$job/preflight.sh" || exit $?
 rc=0
-kx -n "$ns" exec "$pod0" -c "$container" -- bash "$job/run.sh" || rc=$?
+kx "${in_pod[@]}" bash "$job/preflight.sh" || rc=$?
+case $rc in
+  0) ;;
+  "$FB_EXIT_LAUNCH" | "$FB_EXIT_TIMEOUT") exit "$rc" ;; # the checks' own one line
+  *) fb_die "$FB_EXIT_RUNTIME" "the checks did not run in pod $pod0 (kubectl exec exit $rc): check the pod, the container (-c $container) and bash in its image" ;;
+esac
+kx "${in_pod[@]}" bash "$job/run.sh" || rc=$?
 
 # ---- results back, verdict ----------------------------------------------------------
 result=$local_dir/$stamp-$coll.json
 if [ "$FB_DRY_RUN" = 1 ]; then
   kx -n "$ns" cp -c "$container" "$pod0:$FB_RESULT" "$result"
   kx -n "$ns" cp -c "$container" "$pod0:$FB_LOG" "$local_dir/$stamp-$coll.log"
+  kx "${in_pod[@]}" rm -rf -- "$job"
   exit 0
 fi
 mkdir -p "$local_dir" || fb_die "$FB_EXIT_INPUT" "cannot create $local_dir: choose another --results"
@@ -266,10 +319,13 @@ fb_info "result: $result"
 [ "$rc" -ne 0 ] && fb_info "the run exited $rc; judging what was measured"
 if report=$(fb_report_bin); then
   "$report" check "$result" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
-  exit $?
+  v=$?
+else
+  # No fabric-report here: the image has one.
+  k "${in_pod[@]}" "$pod_bin/fabric-report" check "$FB_RESULT" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
+  v=$?
+  [ "$v" -ne 126 ] && [ "$v" -ne 127 ] || v=$rc
 fi
-# No fabric-report here: the image has one.
-k -n "$ns" exec "$pod0" -c "$container" -- "$pod_bin/fabric-report" check "$FB_RESULT" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
-v=$?
-[ "$v" -eq 126 ] || [ "$v" -eq 127 ] && exit "$rc"
+# The result and log are here now; a run that failed keeps its directory.
+k "${in_pod[@]}" rm -rf -- "$job" </dev/null >/dev/null 2>&1
 exit "$v"

@@ -14,6 +14,11 @@
 # 6 the hosts are not ready for MPI (names, ssh, the Slurm controller), 8 a
 # bounded wait expired, 9 a kubectl, mpirun or job failure, 10 a missing or
 # malformed input; a finished run returns fabric-report's verdict (0, 20-23).
+#
+# Values from the command line, the environment or the cluster go into the
+# generated scripts only through fb_quote, and into commands only as
+# arguments, never inside a string a shell parses; every one is refused when
+# it holds a control character (fb_check_text).
 # shellcheck shell=bash
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
@@ -71,17 +76,97 @@ fb_need() { # fb_need TOOL HINT: the tool must be on PATH
 
 fb_need_arg() { [ $# -ge 2 ] || fb_die "$FB_EXIT_USAGE" "$1 needs a value (see --help)"; }
 
-fb_is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+# fb_shown VALUE: VALUE quoted for a message, on one line whatever it holds.
+fb_shown() { printf "'%s'" "${1//[$FB_CTL]/?}"; }
+
+# Whole numbers of up to nine digits: test(1) and $(( )) take them all.
+fb_is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
 
 # fb_check_uint NAME VALUE: a usage error unless VALUE is a positive integer.
 fb_check_uint() {
   if ! fb_is_uint "$2" || [ "$2" -lt 1 ]; then
-    fb_die "$FB_EXIT_USAGE" "$1 wants a positive integer, got '$2'"
+    fb_die "$FB_EXIT_USAGE" "$1 wants a positive integer (at most 999999999), got $(fb_shown "$2")"
   fi
 }
 
-# Cluster names become a directory: keep the characters fabric-coll keeps.
-fb_sanitize_cluster() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_'; }
+# fb_check_port NAME VALUE: a usage error unless VALUE is a TCP port.
+fb_check_port() {
+  if ! fb_is_uint "$2" || [ "$2" -lt 1 ] || [ "$2" -gt 65535 ]; then
+    fb_die "$FB_EXIT_USAGE" "$1 wants a TCP port from 1 to 65535, got $(fb_shown "$2")"
+  fi
+}
+
+# The control characters: every byte below 0x20, and 0x7f.
+FB_CTL=$(printf '\001\002\003\004\005\006\007\010\011\012\013\014\015\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177')
+fb_has_ctl() { [[ $1 == *["$FB_CTL"]* ]]; }
+
+# fb_check_text NAME VALUE: a usage error when VALUE holds a control
+# character. A newline in a value would start a new line of the generated
+# script it goes into (a second #SBATCH line, a hostfile line, a command).
+fb_check_text() {
+  fb_has_ctl "$2" || return 0
+  fb_die "$FB_EXIT_USAGE" "$1 has a control character (newline, tab, escape: bytes below 0x20 or 0x7f) in $(fb_shown "$2"): give it on one line, without them"
+}
+
+# fb_check_word NAME VALUE: as fb_check_text, and no white space either: the
+# value goes into a list mpirun or Slurm splits at spaces.
+fb_check_word() {
+  fb_check_text "$1" "$2"
+  [[ $2 != *[[:space:]]* ]] ||
+    fb_die "$FB_EXIT_USAGE" "$1 has white space in $(fb_shown "$2"), which mpirun splits it at: give a value without spaces"
+}
+
+# ---- labels -------------------------------------------------------------------------
+# A cluster label names a directory under results/ and is recorded in every
+# result: letters, digits, '.', '_' and '-', not empty, not '.' or '..' (the
+# rule the C tools apply too).
+fb_is_label() { [[ $1 =~ ^[A-Za-z0-9._-]+$ ]] && [ "$1" != . ] && [ "$1" != .. ]; }
+
+# fb_check_label NAME VALUE: a usage error unless VALUE is a label.
+fb_check_label() {
+  fb_is_label "$2" ||
+    fb_die "$FB_EXIT_USAGE" "$1 wants a label of letters, digits, '.', '_' and '-' (not empty, '.' or '..'), got $(fb_shown "$2"): choose such a name"
+}
+
+# fb_label_from NAME FALLBACK: a label made from a name the user did not give
+# as one (this host's name, the kubectl context, Slurm's ClusterName): each
+# byte outside the label's characters becomes '_', a name that is then '.'
+# or '..' gets a leading '_' ('_.', '_..'), and an empty one is FALLBACK. A
+# valid label is kept as it is.
+fb_label_from() {
+  local l
+  l=$(printf '%s' "$1" | LC_ALL=C tr -c 'A-Za-z0-9._-' '_')
+  case $l in
+    '') l=$2 ;;
+    . | ..) l=_$l ;;
+  esac
+  printf '%s\n' "$l"
+}
+
+# fb_cluster DEFAULT FALLBACK: the run's cluster label: --cluster's (or
+# FABRIC_CLUSTER's), which fb_check_common checked, else DEFAULT through
+# fb_label_from.
+fb_cluster() {
+  if [ -n "$FB_OPT_CLUSTER_FROM" ]; then
+    printf '%s\n' "$FB_OPT_CLUSTER"
+  else
+    fb_label_from "$1" "$2"
+  fi
+}
+
+# ---- host names -----------------------------------------------------------------------
+# fb_check_host CODE WHERE HOST: HOST is a host name or address ssh and
+# mpirun take as one: letters, digits, '.', '_', ':' and '-', not starting
+# with '-' (ssh would read it as an option). WHERE names where it came from.
+fb_check_host() {
+  [ -n "$3" ] || fb_die "$1" "$2 has an empty host name: give every host its name (no doubled or trailing separators)"
+  [[ $3 =~ ^[A-Za-z0-9._:][A-Za-z0-9._:-]*$ ]] ||
+    fb_die "$1" "$2 has a bad host name $(fb_shown "$3"): host names are letters, digits, '.', '_', ':' and '-', not starting with '-'"
+}
+
+# fb_sh_quote ARG: ARG as one word for a POSIX shell (a remote command of
+# ssh, which a login shell of any kind parses).
+fb_sh_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
 fb_utc_stamp() { date -u +%Y%m%dT%H%M%SZ; }
 
@@ -118,6 +203,8 @@ fb_collective_choices() {
 # to fb_common_option first. --help calls the launcher's usage function.
 FB_OPT_BIND=numa FB_OPT_FABRIC=none FB_OPT_CLUSTER=${FABRIC_CLUSTER:-} FB_OPT_RESULTS=results
 FB_OPT_IFACE=eth0 FB_OPT_ENV=() FB_OPT_MPIRUN=() FB_OPT_REPORT=()
+# Where the cluster label came from, for its messages ("": the launcher's default).
+FB_OPT_CLUSTER_FROM=${FABRIC_CLUSTER:+FABRIC_CLUSTER}
 
 # fb_parse_options HANDLER ARGS...: the launcher options before the
 # collective, --opt=value spelled either way: the common ones here, the
@@ -135,7 +222,8 @@ fb_parse_options() {
     fb_common_option "$@"
     [ "$FB_TAKEN" -gt 0 ] || "$handler" "$@"
     [ "$FB_TAKEN" -gt 0 ] ||
-      fb_die "$FB_EXIT_USAGE" "unknown option $1 (launcher options go before the collective; see --help)"
+      fb_die "$FB_EXIT_USAGE" "unknown option $(fb_shown "$1") (launcher options go before the collective; see --help)"
+    [ "$FB_TAKEN" -lt 2 ] || fb_check_text "$1" "$2"
     shift "$FB_TAKEN"
   done
   FB_REST=("$@")
@@ -149,7 +237,7 @@ fb_common_option() {
     --bind) fb_need_arg "$@"; FB_OPT_BIND=$2 ;;
     --fabric) fb_need_arg "$@"; FB_OPT_FABRIC=$2 ;;
     --env) fb_need_arg "$@"; FB_OPT_ENV+=("$2") ;;
-    --cluster) fb_need_arg "$@"; FB_OPT_CLUSTER=$2 ;;
+    --cluster) fb_need_arg "$@"; FB_OPT_CLUSTER=$2 FB_OPT_CLUSTER_FROM=--cluster ;;
     --results) fb_need_arg "$@"; FB_OPT_RESULTS=$2 ;;
     --iface) fb_need_arg "$@"; FB_OPT_IFACE=$2 ;;
     --mpirun-arg) fb_need_arg "$@"; FB_OPT_MPIRUN+=("$2") ;;
@@ -164,29 +252,62 @@ fb_common_option() {
 # common options are valid; sets FB_COLLECTIVE. EXAMPLE is the launcher's own
 # command line, shown when no collective is given.
 fb_check_common() {
-  local example=$1 kv; shift
+  local example=$1 kv a; shift
   [ $# -ge 1 ] || fb_die "$FB_EXIT_USAGE" "no collective given: e.g. $example all_reduce -b 1K -e 16G -f 2"
+  for a in "$@"; do fb_check_text "the collective's argument" "$a"; done
   FB_COLLECTIVE=$(fb_collective "$1") ||
-    fb_die "$FB_EXIT_USAGE" "unknown collective '$1': use $(fb_collective_choices)"
-  case $FB_OPT_BIND in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got '$FB_OPT_BIND'" ;; esac
+    fb_die "$FB_EXIT_USAGE" "unknown collective $(fb_shown "$1"): use $(fb_collective_choices)"
+  case $FB_OPT_BIND in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got $(fb_shown "$FB_OPT_BIND")" ;; esac
   for kv in "${FB_OPT_ENV[@]+"${FB_OPT_ENV[@]}"}"; do
-    [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got '$kv'"
+    [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got $(fb_shown "$kv")"
   done
+  # The environment's defaults go into the scripts as the options do.
+  [ -z "$FB_OPT_CLUSTER_FROM" ] || fb_check_label "$FB_OPT_CLUSTER_FROM" "$FB_OPT_CLUSTER"
+  fb_check_text TMPDIR "${TMPDIR:-}"
+}
+
+# ---- files of the launcher's own ------------------------------------------------
+# Removed when the launcher exits, however it exits.
+FB_CLEANUP=()
+fb_cleanup() { [ ${#FB_CLEANUP[@]} -eq 0 ] || rm -rf -- "${FB_CLEANUP[@]}"; }
+trap fb_cleanup EXIT
+
+# fb_mktemp VAR [MKTEMP ARGS]: VAR names a new file (-d: directory) from
+# mktemp(1), removed at exit. Never a name someone else could have made
+# first: /tmp is everyone's.
+fb_mktemp() {
+  local var=$1 t; shift
+  t=$(mktemp "$@") || fb_die "$FB_EXIT_RUNTIME" "cannot create a temporary file in ${TMPDIR:-/tmp}: check TMPDIR and the free space there"
+  FB_CLEANUP+=("$t")
+  printf -v "$var" '%s' "$t"
+}
+
+# fb_make_workdir: FB_WORKDIR, a fresh private directory for the generated
+# scripts (mktemp -d under $TMPDIR, else /tmp), removed at exit; under
+# --dry-run its template.
+fb_make_workdir() {
+  local template=${TMPDIR:-/tmp}/fabric-bench-$FB_STAMP.XXXXXX
+  if [ "$FB_DRY_RUN" = 1 ]; then
+    FB_WORKDIR=$template
+    return 0
+  fi
+  fb_mktemp FB_WORKDIR -d "$template"
 }
 
 # fb_local_run CLUSTER ARGS...: a run whose results land on this host (or a
 # file system it shares): FB_DIR (results/<cluster>), FB_STAMP, FB_RESULT,
-# FB_LOG, FB_WORKDIR (scratch), and the ranks' command: rank.sh, fabric-coll
-# (a placeholder under --dry-run) and ARGS, the collective and its options.
+# FB_LOG, and the ranks' command: rank.sh, fabric-coll (a placeholder under
+# --dry-run) and ARGS, the collective and its options. Scratch files go to
+# fb_make_workdir's directory.
 fb_local_run() {
   local cluster=$1; shift
   FB_DIR=$FB_OPT_RESULTS
   case $FB_DIR in /*) ;; *) FB_DIR=$PWD/$FB_DIR ;; esac
+  fb_check_text --results "$FB_DIR"
   FB_DIR=$FB_DIR/$cluster
   FB_STAMP=$(fb_utc_stamp)
   FB_RESULT=$FB_DIR/$FB_STAMP-$FB_COLLECTIVE.json
   FB_LOG=$FB_DIR/$FB_STAMP-$FB_COLLECTIVE.log
-  FB_WORKDIR=${TMPDIR:-/tmp}/fabric-bench-$FB_STAMP-$$
   FB_RANK_SH=$FB_LAUNCH_ROOT/launch/rank.sh
   if ! FB_COLL=$(fb_coll_bin); then
     [ "$FB_DRY_RUN" = 1 ] || fb_die "$FB_EXIT_UNAVAILABLE" "fabric-coll not found: build it with make (or put it on PATH)"
@@ -218,7 +339,9 @@ fb_read_env() {
     n=$((n + 1))
     case $line in '' | '#'*) continue ;; esac
     [[ $line =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] ||
-      fb_die "$FB_EXIT_INPUT" "$file line $n is not KEY=VALUE: '$line'"
+      fb_die "$FB_EXIT_INPUT" "$file line $n is not KEY=VALUE: $(fb_shown "$line")"
+    ! fb_has_ctl "$line" ||
+      fb_die "$FB_EXIT_INPUT" "$file line $n has a control character (a carriage return?): $(fb_shown "$line"); save it with plain newlines"
     printf '%s\n' "$line"
   done <"$file"
 }
@@ -227,7 +350,10 @@ fb_read_env() {
 fb_fabric_env() {
   [ "$1" = none ] && return 0
   local p; p=$(fb_profile_path "$1")
-  [ -f "$p" ] || fb_die "$FB_EXIT_USAGE" "unknown fabric '$1': use one of $(fb_list_fabrics) or none"
+  # A name, not a path: "../x" must not reach another directory's file.
+  if ! fb_is_label "$1" || [ ! -f "$p" ]; then
+    fb_die "$FB_EXIT_USAGE" "unknown fabric $(fb_shown "$1"): use one of $(fb_list_fabrics) or none"
+  fi
   fb_read_env "$p"
 }
 
@@ -242,10 +368,15 @@ fb_set_env() {
 
 # ---- hosts --------------------------------------------------------------------
 # fb_read_hostfile FILE: host names, one per line (Open MPI or Slurm-like
-# "host slots=N" lines; comments dropped).
+# "host slots=N" lines; comments dropped), each checked by fb_check_host.
 fb_read_hostfile() {
-  [ -r "$1" ] || fb_die "$FB_EXIT_INPUT" "hostfile $1 is not readable: check the path"
-  awk '{ sub(/#.*/, "") } NF { print $1 }' "$1"
+  local names h
+  [ ! -d "$1" ] || fb_die "$FB_EXIT_USAGE" "--hostfile $(fb_shown "$1") is a directory: give a file with one host name per line"
+  [ -r "$1" ] || fb_die "$FB_EXIT_INPUT" "hostfile $(fb_shown "$1") is not readable: check the path"
+  names=$(awk '{ sub(/#.*/, "") } NF { print $1 }' "$1")
+  [ -n "$names" ] || return 0
+  while IFS= read -r h; do fb_check_host "$FB_EXIT_INPUT" "hostfile $(fb_shown "$1")" "$h"; done <<<"$names"
+  printf '%s\n' "$names"
 }
 
 # ---- generated scripts ----------------------------------------------------------
@@ -349,19 +480,20 @@ EOF
 
 # fb_run_script: writes the hostfile and runs mpirun on the launching host.
 fb_run_script() {
-  local h
+  local h entries=()
   cat <<EOF
 #!/usr/bin/env bash
 # fabric-bench run: ${#FB_HOSTS[@]} hosts x $FB_SLOTS ranks.
 set -u
 $(fb_paths_script)
-mkdir -p $(fb_quote "$FB_WORKDIR" "$(dirname "$FB_RESULT")")
-cat >$(fb_quote "$FB_WORKDIR/hostfile") <<'HOSTS'
+mkdir -p $(fb_quote "$(dirname "$FB_RESULT")")
 EOF
-  for h in "${FB_HOSTS[@]}"; do echo "$h slots=$FB_SLOTS"; done
-  echo HOSTS
+  for h in "${FB_HOSTS[@]}"; do entries+=("$h slots=$FB_SLOTS"); done
+  printf '%s %s >%s\n' "printf '%s\\n'" "$(fb_quote "${entries[@]}")" "$(fb_quote "$FB_WORKDIR/hostfile")"
   fb_env_script
-  fb_mpirun_script "${#FB_HOSTS[@]}" "--hostfile $(fb_quote "$FB_WORKDIR/hostfile") --mca plm_rsh_agent $(fb_quote "${FB_SSH[0]}") --mca plm_rsh_args $(fb_quote "$(fb_quote "${FB_SSH[@]:1}")")"
+  # Open MPI splits plm_rsh_args at spaces and unquotes nothing: the words as
+  # they are (fb_check_word kept spaces out of them).
+  fb_mpirun_script "${#FB_HOSTS[@]}" "--hostfile $(fb_quote "$FB_WORKDIR/hostfile") --mca plm_rsh_agent $(fb_quote "${FB_SSH[0]}") --mca plm_rsh_args $(fb_quote "${FB_SSH[*]:1}")"
   echo "exit \"\$rc\""
 }
 

@@ -10,6 +10,13 @@ secret=${FB_SSH_SECRET_DIR:-/etc/fabric-bench/ssh}
 run=${FB_SSH_RUN_DIR:-/run/fabric-bench/ssh}
 
 die() { echo "pod-sshd: $*" >&2; exit 10; }
+# Both go into sshd_config lines: a port, and a path with no white space or
+# control characters (each would end or split its line).
+if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
+  die "FB_SSH_PORT wants a TCP port from 1 to 65535, got '$port': fix the container's environment"
+fi
+[[ $run =~ ^/[A-Za-z0-9/._-]*$ ]] ||
+  die "FB_SSH_RUN_DIR wants an absolute path of letters, digits and / . _ -: fix the container's environment"
 if [ ! -r "$secret/ssh-privatekey" ] || [ ! -r "$secret/ssh-publickey" ]; then
   die "no ssh-privatekey/ssh-publickey in $secret: create the Secret (launch/kubectl.sh keygen -n NAMESPACE) and restart the pod"
 fi

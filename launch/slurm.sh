@@ -43,10 +43,23 @@
 #   --dry-run             print every command and generated script, ask Slurm
 #                         nothing, run nothing
 #
+# Option values and the collective's arguments may not hold control
+# characters, -p and -A are Slurm names (letters, digits and . _ , + @ -);
+# --cluster is a label (letters, digits, '.', '_', '-'; not '.' or '..'),
+# as is FABRIC_CLUSTER; Slurm's ClusterName (or the host name) as the
+# default label has other characters made '_' (docs/clusters.md).
+#
 # Exit: fabric-report's verdict (0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL,
-# 23 INCOMPLETE), or a launch error (docs/exit-codes.md): 2 a bad option or
+# 23 INCOMPLETE; its 2 or 10 for an unknown --profile or a malformed result),
+# or a launch error (docs/exit-codes.md): 2 a bad option, value or
 # partition, 5 no Slurm commands, 6 the controller does not answer or refuses
-# the job, 8 no allocation (or no end) within the bound, 9 the job failed.
+# the job, 8 no allocation (or no end) within the bound, 9 the job failed
+# (node failure, out of memory, cancelled, no result with exit 0) or a
+# temporary file could not be made, 10 a malformed fabric.env, a batch script
+# that cannot be written, or a job that completed without its result here. A
+# run that wrote no result exits with srun's code when that is not 0, a
+# batch job with its exit code when that is 1-125 (a rank's: fabric-coll's
+# 1-9, rank.sh's 10); with no fabric-report here, the run's code.
 set -uo pipefail
 # The FB_* variables configure lib.sh's script generators.
 # shellcheck disable=SC2034
@@ -95,6 +108,13 @@ coll=$FB_COLLECTIVE
 [ -z "$slots" ] || fb_check_uint --ranks-per-node "$slots"
 fb_check_uint --time "$time_min"
 fb_check_uint --wait "$wait_s"
+# Both go into #SBATCH lines, which sbatch splits at white space and quotes.
+slurm_check_name() {
+  [[ $2 =~ ^[A-Za-z0-9._,+@-]+$ ]] ||
+    fb_die "$FB_EXIT_USAGE" "$1 wants a Slurm name (letters, digits and . _ , + @ -), got $(fb_shown "$2")"
+}
+[ -z "$partition" ] || slurm_check_name --partition "$partition"
+[ -z "$account" ] || slurm_check_name --account "$account"
 [ "$no_wait" = 0 ] || [ "$mode" = sbatch ] || fb_die "$FB_EXIT_USAGE" "--no-wait goes with --sbatch"
 [ ${#FB_OPT_MPIRUN[@]} -eq 0 ] || [ "$mode" != srun ] ||
   fb_die "$FB_EXIT_USAGE" "--mpirun-arg is for the batch job's mpirun (--sbatch); srun takes --srun-arg"
@@ -103,8 +123,7 @@ fb_check_uint --wait "$wait_s"
 in_allocation=0
 [ "$mode" = srun ] && [ -n "${SLURM_JOB_ID:-}" ] && in_allocation=1
 
-FB_LAUNCH_ERR=$(mktemp) || fb_die "$FB_EXIT_RUNTIME" "cannot create a temporary file"
-trap 'rm -f "$FB_LAUNCH_ERR"' EXIT
+fb_mktemp FB_LAUNCH_ERR
 first_err_line() { tr '\n' ' ' <"$FB_LAUNCH_ERR" | cut -c1-200; }
 
 # slurm_q CMD...: a Slurm query under the bound; its stderr in FB_LAUNCH_ERR.
@@ -169,11 +188,11 @@ fabric=$FB_OPT_FABRIC bind=$FB_OPT_BIND
 FB_SLOTS=$slots FB_BIND=$bind FB_IFACE=$FB_OPT_IFACE
 fb_set_env "$fabric"
 
-cluster=$FB_OPT_CLUSTER
-if [ -z "$cluster" ] && [ "$FB_DRY_RUN" != 1 ]; then
-  cluster=$(slurm_q scontrol show config | awk '$1 == "ClusterName" { print $3; exit }')
+name=""
+if [ -z "$FB_OPT_CLUSTER_FROM" ] && [ "$FB_DRY_RUN" != 1 ]; then
+  name=$(slurm_q scontrol show config | awk '$1 == "ClusterName" { print $3; exit }')
 fi
-cluster=$(fb_sanitize_cluster "${cluster:-$(hostname)}")
+cluster=$(fb_cluster "${name:-$(hostname)}" localhost)
 fb_local_run "$cluster" "$@"
 stamp=$FB_STAMP dir=$FB_DIR
 # The allocation both paths ask for.
@@ -286,16 +305,14 @@ judge() {
 if [ "$mode" = srun ]; then
   fb_info "$nodes nodes x $slots ranks (srun --mpi=pmix$([ "$in_allocation" = 1 ] && echo ", step of job $SLURM_JOB_ID")), fabric $fabric, results $FB_RESULT"
   srun_script | fb_show_script "run (here)"
+  fb_make_workdir
   if [ "$FB_DRY_RUN" = 1 ]; then
     echo "+ bash $(fb_quote "$FB_WORKDIR/run.sh")"
     exit 0
   fi
-  if ! { mkdir -p "$FB_WORKDIR" && srun_script >"$FB_WORKDIR/run.sh"; }; then
-    fb_die "$FB_EXIT_RUNTIME" "cannot write $FB_WORKDIR/run.sh: check TMPDIR"
-  fi
+  srun_script >"$FB_WORKDIR/run.sh" || fb_die "$FB_EXIT_RUNTIME" "cannot write $FB_WORKDIR/run.sh: check TMPDIR"
   bash "$FB_WORKDIR/run.sh"
   rc=$?
-  rm -rf "$FB_WORKDIR"
   if [ ! -s "$FB_RESULT" ]; then
     why=$(sed -n 's/.*Unable to allocate resources: //p' "$FB_LOG" 2>/dev/null | head -n 1)
     if [ -n "$why" ] && grep -q 'queued and waiting for resources' "$FB_LOG"; then

@@ -8,15 +8,17 @@
 #   cp [-c C] POD:PATH LOCAL           file from the pod's host
 #   create secret generic ... --dry-run=client -o yaml   (real kubectl, offline)
 #   apply -f -                         saves the object in $FBL_STATE/applied.yaml
-#   config current-context             "fbl-test"
+#   config current-context             $FBL_CONTEXT (default "fbl-test")
 #
 # Environment: FBL_SET (host set, "fbl"), FBL_COUNT (pods, 2), FBL_STATE (a
 # directory for the call log and counters), FBL_SCENARIO: ready (default),
 # pending, sidecar, none, badname, slow (Ready from the third poll on), probe
 # (a pod is Ready while its host's sshd accepts TCP connections, as the
 # workers' tcpSocket readinessProbe sees it; FBL_SSH_PORT, 2222), hang (get
-# pods never answers, as an API server that accepts and stalls);
-# FBL_FABRIC (pod annotation, tcp-baseline), FBL_GPUS (GPU limit, "1").
+# pods never answers, as an API server that accepts and stalls), noannot
+# (pods without the fabric annotation), badhost (pod 1's host name is an ssh
+# option); FBL_FABRIC (pod annotation, tcp-baseline; set and empty: an empty
+# annotation), FBL_GPUS (GPU limit, "1").
 set -uo pipefail
 set_name=${FBL_SET:-fbl}
 count=${FBL_COUNT:-2}
@@ -53,6 +55,7 @@ pod_json() { # pod_json K: one pod object
       fi ;;
     sidecar) [ "$k" -eq 0 ] && sidecar_ready=false ;;
     badname) [ "$k" -eq 1 ] && host="nohost-$set_name" ;;
+    badhost) [ "$k" -eq 1 ] && host="-oProxyCommand=touch${set_name}" ;;
     slow)
       local polls; polls=$(cat "$state/polls" 2>/dev/null || echo 0)
       [ "$polls" -lt 3 ] && main_ready=false ;;
@@ -64,8 +67,8 @@ pod_json() { # pod_json K: one pod object
   esac
   jq -n --arg name "fabric-bench-$k" --arg host "$host" --arg phase "$phase" \
     --argjson sr "$sidecar_ready" --argjson mr "$main_ready" --argjson cond "$cond" \
-    --arg fabric "${FBL_FABRIC:-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" '{
-    metadata: {name: $name, annotations: {"fabric-bench/fabric": $fabric}},
+    --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" '{
+    metadata: ({name: $name} + if $scenario == "noannot" then {} else {annotations: {"fabric-bench/fabric": $fabric}} end),
     spec: {hostname: $host,
       initContainers: [{name: "tcpxo-daemon", restartPolicy: "Always"}],
       containers: [{name: "fabric-bench", resources: {limits: {"nvidia.com/gpu": $gpus}}}]},
@@ -122,7 +125,7 @@ case $1 in
     ;;
   config)
     [ "${2:-}" = current-context ] || die "unsupported: $*"
-    echo fbl-test
+    printf '%s\n' "${FBL_CONTEXT-fbl-test}"
     ;;
   *) die "unsupported: $*" ;;
 esac

@@ -25,11 +25,15 @@ reset_state
 expect_exit "dry run succeeds" 0 "$L" --kubectl "$STANDIN" --dry-run --pods 2 --fabric gke-tcpxo \
   --ranks-per-node 8 --cluster a3 --results "$RES" all_reduce -b 1K -e 16G -f 2
 expect_grep "dry run shows the pod query" 'get pods -l app.kubernetes.io/name=fabric-bench\\?,app.kubernetes.io/component=worker -o json' "$T_OUT"
-expect_grep "dry run execs the checks in the first pod" "exec fabric-bench-0 -c fabric-bench -- bash /tmp/fabric-bench/[0-9TZ]+-all_reduce/preflight.sh" "$T_OUT"
-expect_grep "dry run runs 16 ranks over the headless names" "fabric-bench-1.fabric-bench slots=8" "$T_OUT"
+expect_grep "dry run makes the job's directory with mktemp -d in the first pod" "exec fabric-bench-0 -c fabric-bench -- sh -c .*mktemp\\\\ -d.* sh '' fabric-bench-[0-9TZ]+-all_reduce\\.XXXXXX\$" "$T_OUT"
+expect_grep "dry run execs the checks in the first pod" "exec fabric-bench-0 -c fabric-bench -- bash /tmp/fabric-bench-[0-9TZ]+-all_reduce.XXXXXX/preflight.sh" "$T_OUT"
+# shellcheck disable=SC2016 # a literal $1 in the printed command
+expect_grep "dry run ships the scripts as an argument, not in the command" '-- sh -c cat\\ \\>\\"\\\$1\\" sh /tmp/fabric-bench-[0-9TZ]+-all_reduce\.XXXXXX/run\.sh < run\.sh' "$T_OUT"
+expect_grep "dry run runs 16 ranks over the headless names" 'fabric-bench-1.fabric-bench\\ slots=8' "$T_OUT"
 expect_grep "dry run mpirun line" "mpirun --allow-run-as-root -np 16 " "$T_OUT"
 expect_grep "dry run sources the TCPXO profile per rank" "export FABRIC_ENV_SCRIPT=/usr/local/nvidia/lib64/nccl-env-profile.sh" "$T_OUT"
-expect_grep "dry run copies the result back" "cp -c fabric-bench fabric-bench-0:/tmp/fabric-bench/.*json .*/a3/[0-9TZ]+-all_reduce.json" "$T_OUT"
+expect_grep "dry run copies the result back" "cp -c fabric-bench fabric-bench-0:/tmp/fabric-bench-[0-9TZ]+-all_reduce.XXXXXX/.*json .*/a3/[0-9TZ]+-all_reduce.json" "$T_OUT"
+expect_grep "dry run removes the job's directory in the pod" "exec fabric-bench-0 -c fabric-bench -- rm -rf -- /tmp/fabric-bench-[0-9TZ]+-all_reduce.XXXXXX$" "$T_OUT"
 if [ -s "$FBL_STATE/calls" ]; then not_ok "dry run calls no kubectl" "$(head -n 2 "$FBL_STATE/calls")"; else ok "dry run calls no kubectl"; fi
 
 # ---- keygen: a fresh key per job, only in the Secret --------------------------------
