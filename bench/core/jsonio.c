@@ -145,6 +145,14 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
         why->offset = junk;
     }
     json_object_put(obj);
+    /* json-c returns no object for a literal null: success, nothing built. */
+    if (obj == NULL && why->error == json_tokener_success) {
+        size_t junk = first_non_space(text, why->offset, len);
+        why->error = json_tokener_error_parse_unexpected;
+        if (junk == len)
+            return fb_fail(err, FB_ERR_INPUT, "%s holds only null at the top level, not a JSON object", name);
+        why->offset = junk;
+    }
     why->truncated = why->error == json_tokener_continue;
     if (why->truncated)
         return fb_fail(err, FB_ERR_INPUT, "%s is truncated (JSON ends early at byte %zu); rerun or restore the file", name, len);
@@ -169,6 +177,48 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
     }
     free(text);
     return st;
+}
+
+/* The producers this suite reads or meets by mistake, told apart by the
+ * members each always writes. */
+static const char *object_kind(json_object *doc)
+{
+    const char *schema = fb_json_get_string(doc, "schema"), *kind = fb_json_get_string(doc, "kind");
+    if (schema != NULL && strcmp(schema, "fabric-bench.profile") == 0)
+        return "a reference profile";
+    if (schema != NULL && strcmp(schema, "fabric-bench.result") == 0 && kind != NULL) {
+        if (strcmp(kind, "collective") == 0)
+            return "a collective result (fabric-coll)";
+        if (strcmp(kind, "probe") == 0)
+            return "a probe result (fabric-rdma)";
+        if (strcmp(kind, "doctor") == 0)
+            return "a fabric-doctor report";
+        if (strcmp(kind, "topology") == 0)
+            return "a fabric-topo document";
+    }
+    if (schema != NULL && strncmp(schema, "fabric-bench.", 13) == 0)
+        return "a fabric-report output";
+    if (fb_json_get_string(doc, "apiVersion") != NULL && json_object_is_type(fb_json_member(doc, "items"), json_type_array))
+        return "a kubectl list";
+    if (fb_json_get_string(doc, "apiVersion") != NULL && kind != NULL)
+        return "a single Kubernetes object";
+    if (fb_json_member(doc, "results") != NULL && fb_json_member(doc, "config") != NULL)
+        return "nccl-tests -J output";
+    return "a JSON object of an unknown kind";
+}
+
+const char *fb_json_doc_kind(json_object *doc)
+{
+    switch (json_object_get_type(doc)) {
+    case json_type_null: return "null";
+    case json_type_boolean: return "a boolean";
+    case json_type_double:
+    case json_type_int: return "a number";
+    case json_type_string: return "a string";
+    case json_type_array: return "an array";
+    case json_type_object: return object_kind(doc);
+    }
+    return "a JSON value";
 }
 
 json_object *fb_json_int_or_null(int v)

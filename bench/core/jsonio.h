@@ -40,6 +40,11 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
 enum fb_status fb_json_read_file(const char *path, json_object **out,
                                  struct fb_err *err);
 
+/* What a document is, for messages that name the file of the wrong kind:
+ * "an array", "a reference profile", "a probe result (fabric-rdma)",
+ * "a kubectl list", "nccl-tests -J output", ... */
+const char *fb_json_doc_kind(json_object *doc);
+
 /* Facts a document cannot state (a device hwloc could not place, an
  * attribute sysfs did not have) are JSON null, never -1 or "", so a reader
  * tells "unknown" from a value without knowing each producer's sentinel:

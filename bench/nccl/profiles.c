@@ -162,10 +162,11 @@ enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_pr
     memset(p, 0, sizeof *p);
     fb_copy(p->path, sizeof p->path, path, strlen(path));
     if (!json_object_is_type(doc, json_type_object))
-        return fb_fail(err, FB_ERR_INPUT, "profile %s: top level is not a JSON object", path);
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: the top level is %s, not a JSON object", path, fb_json_doc_kind(doc));
     const char *schema = fb_json_get_string(doc, "schema");
     if (schema == NULL || strcmp(schema, "fabric-bench.profile") != 0)
-        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"schema\" is not \"fabric-bench.profile\"", path);
+        return fb_fail(err, FB_ERR_INPUT, "profile %s is %s, not a profile (\"schema\" is not \"fabric-bench.profile\"); move it out of the profile directory",
+                       path, fb_json_doc_kind(doc));
     int64_t v = 0;
     if (!fb_json_get_int64(doc, "schema_version", &v) || v != 1)
         return fb_fail(err, FB_ERR_INPUT, "profile %s: schema_version must be 1", path);
