@@ -199,6 +199,25 @@ expect_exit "--force replaces it" 0 "$R" baseline "$RES/vm-mpi-allreduce-4.json"
 bad "a fallback run is no baseline" 10 'TCP fallback' "$R" baseline "$RES/gke-socket-allreduce.json" --name broken
 bad "an unfinished run is no baseline" 10 'did not finish' "$R" baseline "$RES/gke-tcpxo-incomplete.json" --name half
 bad "a profile name is a file name" 2 'letters, digits' "$R" baseline "$RES/vm-mpi-allreduce-4.json" --name ../evil
+# One rank moves nothing between ranks: busBW 0, a profile every run would pass.
+edit "$RES/vm-mpi-allreduce-2.json" "$T_DIR/one-rank.json" \
+  '.topology.ranks = 1 | .topology.ranks_per_node = 1 | (.rows[] | .out_of_place.busbw_GBps, .in_place.busbw_GBps) = 0'
+bad "a 1-rank run (busBW 0) is no baseline" 10 'busBW 0 GB/s at its largest size \(1 rank\)' \
+  "$R" baseline "$T_DIR/one-rank.json" --name zero -o "$T_DIR/zero-profile.json"
+expect_exit "... and no profile is written" 1 test -e "$T_DIR/zero-profile.json"
+mkdir -p "$T_DIR/badprof"
+edit "$XDG_CONFIG_HOME/fabric-bench/profiles/vm4.json" "$T_DIR/badprof/floor-high.json" \
+  '.name = "floor-high" | .collectives.all_reduce.floor_GBps = .collectives.all_reduce.busbw_GBps * 2'
+bad "a profile whose floor is above its typical figure is refused, naming it" 10 'floor-high.json: .*floor_GBps .* is above busbw_GBps' \
+  "$R" check "$RES/vm-mpi-allreduce-4.json" --profiles "$T_DIR/badprof"
+rm "$T_DIR/badprof/floor-high.json"
+edit "$XDG_CONFIG_HOME/fabric-bench/profiles/vm4.json" "$T_DIR/badprof/zero.json" \
+  '.name = "zero" | .collectives.all_reduce.busbw_GBps = 0 | .collectives.all_reduce.floor_GBps = 0'
+bad "a profile with a 0 GB/s figure is refused, naming it" 10 'zero.json: .*busbw_GBps must be a number > 0' \
+  "$R" check "$RES/vm-mpi-allreduce-4.json" --profiles "$T_DIR/badprof"
+edit "$T_DIR/badprof/zero.json" "$T_DIR/badprof/zero.json.tmp" '.collectives.all_reduce.busbw_GBps = -3' && mv "$T_DIR/badprof/zero.json.tmp" "$T_DIR/badprof/zero.json"
+bad "a profile with a negative figure is refused" 10 'zero.json: .*must be a number > 0' "$R" profiles --profiles "$T_DIR/badprof"
+rm -r "$T_DIR/badprof"
 expect_exit "profiles lists shipped and user profiles" 0 "$R" profiles
 expect_grep "profiles shows the user one" '^vm4 ' "$T_OUT"
 expect_grep "profiles shows a shipped one" '^gke-a3-mega-tcpxo ' "$T_OUT"
