@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "core/json_lint.h"
 
-enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
+enum fb_status fb_make_parent_dirs(const char *path, const char *flag, struct fb_err *err)
 {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
@@ -28,8 +28,8 @@ enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
         char saved = *p;
         *p = '\0';
         if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-            return fb_fail(err, FB_ERR_IO, "cannot create directory %s: %s; choose a writable results path (-J FILE)",
-                           dir, strerror(errno));
+            return fb_fail(err, FB_ERR_IO, "cannot create directory %s: %s; choose a writable path (%s)",
+                           dir, strerror(errno), flag);
         *p = saved;
         if (saved == '\0')
             break;
@@ -38,25 +38,25 @@ enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
 }
 
 static enum fb_status write_all(int fd, const char *data, size_t len, const char *path,
-                                struct fb_err *err)
+                                const char *flag, struct fb_err *err)
 {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return fb_fail(err, FB_ERR_IO, "cannot write %s: %s; free space or choose another path (-J FILE)",
-                           path, strerror(errno));
+            return fb_fail(err, FB_ERR_IO, "cannot write %s: %s; free space or choose another path (%s)",
+                           path, strerror(errno), flag);
         data += n;
         len -= (size_t)n;
     }
     return FB_OK;
 }
 
-static enum fb_status write_text_atomic(const char *path, const char *text,
+static enum fb_status write_text_atomic(const char *path, const char *text, const char *flag,
                                         struct fb_err *err)
 {
-    enum fb_status st = fb_make_parent_dirs(path, err);
+    enum fb_status st = fb_make_parent_dirs(path, flag, err);
     if (st != FB_OK)
         return st;
     char tmp[PATH_MAX];
@@ -64,9 +64,9 @@ static enum fb_status write_text_atomic(const char *path, const char *text,
         return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return fb_fail(err, FB_ERR_IO, "cannot create %s: %s; choose a writable results path (-J FILE)",
-                       tmp, strerror(errno));
-    st = write_all(fd, text, strlen(text), tmp, err);
+        return fb_fail(err, FB_ERR_IO, "cannot create %s: %s; choose a writable path (%s)",
+                       tmp, strerror(errno), flag);
+    st = write_all(fd, text, strlen(text), tmp, flag, err);
     if (st == FB_OK && fsync(fd) != 0)
         st = fb_fail(err, FB_ERR_IO, "cannot flush %s: %s", tmp, strerror(errno));
     if (close(fd) != 0 && st == FB_OK)
@@ -83,7 +83,7 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err)
     char probe[PATH_MAX];
     if (snprintf(probe, sizeof probe, "%s.probe", path) >= (int)sizeof probe)
         return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
-    enum fb_status st = write_text_atomic(probe, "{}\n", err);
+    enum fb_status st = write_text_atomic(probe, "{}\n", "-J FILE", err);
     if (st == FB_OK)
         unlink(probe);
     return st;
@@ -91,6 +91,12 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err)
 
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err)
+{
+    return fb_json_write_atomic_for(path, obj, "-J FILE", err);
+}
+
+enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
+                                        struct fb_err *err)
 {
     const char *text = json_object_to_json_string_ext(
         obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -102,7 +108,7 @@ enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory writing %s", path);
     memcpy(with_newline, text, len);
     memcpy(with_newline + len, "\n", 2);
-    enum fb_status st = write_text_atomic(path, with_newline, err);
+    enum fb_status st = write_text_atomic(path, with_newline, flag, err);
     free(with_newline);
     return st;
 }

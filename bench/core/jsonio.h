@@ -10,15 +10,19 @@
 
 #include "core/status.h"
 
-/* mkdir -p for the directory part of `path` (the file itself not created). */
-enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err);
+/* mkdir -p for the directory part of `path` (the file itself not created);
+ * a failure names `flag`, the option that chose the path ("-o FILE"). */
+enum fb_status fb_make_parent_dirs(const char *path, const char *flag, struct fb_err *err);
 
 /* Creates the parent directories and proves a file can be written and
  * renamed there, before any measurement is spent. */
 enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
 
+/* A failure names "-J FILE" as the option to change, or `flag` (_for). */
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err);
+enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
+                                        struct fb_err *err);
 
 /* Why a text is not one JSON document: json-c's error, how far it got, and
  * whether the text merely ends early (a run killed while writing). */

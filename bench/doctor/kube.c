@@ -336,7 +336,7 @@ enum fb_status fb_kube_save(const char *dir, const struct fb_kube_data *d, struc
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, lists[i].file);
-        enum fb_status st = fb_json_write_atomic(path, list, err);
+        enum fb_status st = fb_json_write_atomic_for(path, list, "--save DIR", err);
         if (st != FB_OK)
             return st;
     }

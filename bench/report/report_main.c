@@ -431,7 +431,7 @@ static enum fb_status write_imports(int npaths, char **paths, const char *output
                 import_target(output, paths[i], out->docs[k], out->n > 1, target, sizeof target);
             else
                 snprintf(target, sizeof target, "%s", output);
-            st = fb_json_write_atomic(target, out->docs[k], err);
+            st = fb_json_write_atomic_for(target, out->docs[k], "-o OUT.json|DIR/", err);
             if (st == FB_OK)
                 import_note(paths[i], target, out->docs[k]);
         }
@@ -689,7 +689,7 @@ static enum fb_status save_baseline(const void *args, int npaths, char **paths, 
     if (st == FB_OK)
         st = fb_profile_from_results(runs, set.n, a->name, a->tolerance / 100, &doc, err);
     if (st == FB_OK)
-        st = fb_json_write_atomic(target, doc, err);
+        st = fb_json_write_atomic_for(target, doc, "-o FILE", err);
     if (st == FB_OK)
         printf("saved profile %s to %s; check runs against it: fabric-report check RESULT.json --profile %s\n", a->name, target, a->name);
     if (doc != NULL)
