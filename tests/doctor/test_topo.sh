@@ -74,6 +74,7 @@ one_error "missing topology: exit 10" 10 "cannot open $T_DIR/none.xml" --topolog
 printf '<?xml version="1.0"?>\n<topology version="2.0"><object type="Machine">' >"$T_DIR/cut.xml"
 one_error "truncated XML: exit 10, one line" 10 "not an hwloc XML topology" --topology "$T_DIR/cut.xml"
 one_error "bad --nics: exit 2" 2 "--nics='mlx5_0:x'" --nics 'mlx5_0:x'
+one_error "--nics of list markers only: exit 2" 2 "'=' is not a device name" --topology "$TOPO/h100-8gpu-8nic.xml" --nics '^=,,=,^'
 one_error "unknown option: exit 2" 2 "unknown option '--strict'" --strict
 one_error "stray argument: exit 2" 2 "unexpected argument 'gpu0'" gpu0
 one_error "--json with -J: exit 2" 2 "exclusive" --json -J "$T_DIR/x.json"

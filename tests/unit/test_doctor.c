@@ -73,6 +73,14 @@ static void devspec_rejects_bad_lists(void)
     fb_err_clear(&err);
     CHECK_INT(fb_devspec_parse("mlx5_0,,mlx5_1,", "NCCL_IB_HCA", &s, &err), FB_OK);
     CHECK_INT(s.n, 2);
+    /* '^' and '=' lead the list; inside it they are no device's name. */
+    CHECK_INT(fb_devspec_parse("^=,,=,^", "--nics", &s, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "--nics='^=,,=,^': '=' is not a device name");
+    fb_err_clear(&err);
+    CHECK_INT(fb_devspec_parse("mlx5_0,^mlx5_1", "NCCL_IB_HCA", &s, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "'^mlx5_1' is not a device name ('^' may only lead the list");
+    fb_err_clear(&err);
+    CHECK_INT(fb_devspec_parse("mlx5 0", "NCCL_IB_HCA", &s, &err), FB_ERR_USAGE);
 }
 
 static void devspec_caps_entries(void)
