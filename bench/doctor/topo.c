@@ -192,6 +192,18 @@ static int compare_busid(const void *a, const void *b)
     return (kx > ky) - (kx < ky);
 }
 
+/* CR LF line ends (an export that passed through Windows or a web form)
+ * as LF: hwloc's own XML parser refuses the CR. */
+static void drop_carriage_returns(char *text, size_t *len)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < *len; r++)
+        if (!(text[r] == '\r' && r + 1 < *len && text[r + 1] == '\n'))
+            text[w++] = text[r];
+    text[w] = '\0';
+    *len = w;
+}
+
 /* The export as hwloc 2.x will parse it, read once through the shared
  * reader (a regular text file within the input limit: hwloc would read a
  * FIFO or /dev/zero forever) and handed to hwloc from memory. hwloc 3.0
@@ -210,6 +222,7 @@ static enum fb_status xml_for_hwloc2(const char *xml_path, char **xml, size_t *l
         return fb_fail(err, FB_ERR_INPUT, "%s holds NUL bytes: not an hwloc XML topology; export one with lstopo --of xml FILE",
                        xml_path);
     }
+    drop_carriage_returns(text, len);
     char *v = strstr(text, "<topology version=\"");
     if (v != NULL && v - text <= 1024 && v[19] >= '3' && v[19] <= '9' && v[20] == '.' &&
         isdigit((unsigned char)v[21])) {
