@@ -132,6 +132,13 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
     json_object *obj = json_tokener_parse_ex(tok, text, (int)(len > INT_MAX ? INT_MAX : len));
     why->error = json_tokener_get_error(tok);
     why->offset = json_tokener_get_parse_end(tok);
+    /* A bare number or literal at the very end ("42", "null") waits for a
+     * delimiter: one blank tells it ended rather than was cut. */
+    if (obj == NULL && why->error == json_tokener_continue && len <= INT_MAX) {
+        obj = json_tokener_parse_ex(tok, " ", 1);
+        why->error = json_tokener_get_error(tok);
+        why->offset = len;
+    }
     json_tokener_free(tok);
     if (obj != NULL && why->error == json_tokener_success) {
         /* Trailing non-space text means two documents or garbage. */
