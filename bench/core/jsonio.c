@@ -192,25 +192,28 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
     return st;
 }
 
+/* The documents this suite writes, by schema and kind (NULL: any kind). */
+static const struct {
+    const char *schema, *kind, *what;
+} own_kinds[] = {
+    {"fabric-bench.profile", NULL, "a reference profile"},
+    {"fabric-bench.result", "collective", "a collective result (fabric-coll)"},
+    {"fabric-bench.result", "probe", "a probe result (fabric-rdma)"},
+    {"fabric-bench.result", "doctor", "a fabric-doctor report"},
+    {"fabric-bench.result", "topology", "a fabric-topo document"},
+};
+
 /* The producers this suite reads or meets by mistake, told apart by the
  * members each always writes. */
 static const char *object_kind(json_object *doc)
 {
     const char *schema = fb_json_get_string(doc, "schema"), *kind = fb_json_get_string(doc, "kind");
-    if (schema != NULL && strcmp(schema, "fabric-bench.profile") == 0)
-        return "a reference profile";
-    if (schema != NULL && strcmp(schema, "fabric-bench.result") == 0 && kind != NULL) {
-        if (strcmp(kind, "collective") == 0)
-            return "a collective result (fabric-coll)";
-        if (strcmp(kind, "probe") == 0)
-            return "a probe result (fabric-rdma)";
-        if (strcmp(kind, "doctor") == 0)
-            return "a fabric-doctor report";
-        if (strcmp(kind, "topology") == 0)
-            return "a fabric-topo document";
-    }
+    for (size_t i = 0; schema != NULL && i < sizeof own_kinds / sizeof *own_kinds; i++)
+        if (strcmp(schema, own_kinds[i].schema) == 0 &&
+            (own_kinds[i].kind == NULL || (kind != NULL && strcmp(kind, own_kinds[i].kind) == 0)))
+            return own_kinds[i].what;
     if (schema != NULL && strncmp(schema, "fabric-bench.", 13) == 0)
-        return "a fabric-report output";
+        return "a fabric-bench document of another kind";
     if (fb_json_get_string(doc, "apiVersion") != NULL && json_object_is_type(fb_json_member(doc, "items"), json_type_array))
         return "a kubectl list";
     if (fb_json_get_string(doc, "apiVersion") != NULL && kind != NULL)
