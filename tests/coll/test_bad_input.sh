@@ -70,5 +70,5 @@ fi
 
 # Help and version: exit 0, on stdout.
 expect_exit "--help exits 0" 0 timeout 30 "$FB_BIN/fabric-coll" --help
-expect_grep "--help lists the collectives and exit codes" 'exit codes: 0 ok, 2 usage' "$T_OUT"
+expect_grep "--help lists the collectives and exit codes" 'exit codes: 0 ok, 1 internal error, 2 usage' "$T_OUT"
 expect_exit "--version exits 0" 0 timeout 30 "$FB_BIN/all_gather_perf" --version
