@@ -25,7 +25,9 @@ static const char *file_kind(mode_t mode)
     return "not a regular file";
 }
 
-enum fb_status fb_open_input(const char *path, int *fd_out, struct fb_err *err)
+/* Opens an input for reading without blocking; what is not a regular file
+ * within the limit is refused. */
+static enum fb_status open_input(const char *path, int *fd_out, struct fb_err *err)
 {
     /* O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer
      * forever; fstat on what was opened (links followed) then decides, so
@@ -102,7 +104,7 @@ static enum fb_status read_all(int fd, const char *path, char **out, size_t *out
 enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err)
 {
     int fd = -1;
-    enum fb_status st = fb_open_input(path, &fd, err);
+    enum fb_status st = open_input(path, &fd, err);
     if (st != FB_OK)
         return st;
     st = read_all(fd, path, out, out_len, err);

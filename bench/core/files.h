@@ -13,13 +13,11 @@
  * /dev/zero, a runaway log or a sparse file from exhausting memory. */
 #define FB_INPUT_MAX_BYTES (256u << 20)
 
-/* Opens an input for reading (links followed) without blocking on a FIFO;
- * FB_ERR_INPUT naming the file when it is missing, not a regular file (a
- * FIFO, device, directory or socket) or over FB_INPUT_MAX_BYTES. */
-enum fb_status fb_open_input(const char *path, int *fd, struct fb_err *err);
-
-/* Reads a whole input (fb_open_input's rules) into a NUL-terminated buffer
- * (free it), growing as it reads: procfs and sysfs files report size 0. */
+/* Reads a whole input into a NUL-terminated buffer (free it), growing as it
+ * reads: procfs and sysfs files report size 0. FB_ERR_INPUT naming the file
+ * when it is missing, not a regular file after following links (a FIFO,
+ * device, directory or socket: refused without blocking or reading it) or
+ * over FB_INPUT_MAX_BYTES. */
 enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err);
 
 /* The same for a text a person gives: FB_ERR_INPUT naming the file when it
