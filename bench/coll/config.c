@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/files.h"
 #include "core/units.h"
 
 #define OFF(f) offsetof(struct coll_config, f)
@@ -91,6 +92,13 @@ static enum fb_status pick_collective(struct coll_config *cfg, const struct fb_o
     }
     char names[FB_COLL_NAMES_MAX];
     fb_collective_names(names, sizeof names, ", ");
+    /* A *_perf name promises the collective in the name: foo_perf must not
+     * quietly read its first argument as fabric-coll does. */
+    if (fb_has_suffix(prog, "_perf")) {
+        char perf[FB_COLL_NAMES_MAX + 64];
+        fb_collective_perf_names(perf, sizeof perf, " or ");
+        return fb_fail(err, FB_ERR_USAGE, "%s names no collective; run fabric-coll COLLECTIVE or link it as one of %s", prog, perf);
+    }
     if (res->npositional == 0)
         return fb_fail(err, FB_ERR_USAGE, "no collective given; use: fabric-coll COLLECTIVE [options] with one of %s",
                        names);
@@ -194,6 +202,7 @@ void coll_config_usage(FILE *out, const char *prog)
             "collectives: %s\n\noptions:\n",
             base_name(prog), names);
     fb_opts_help(out, coll_options);
-    fprintf(out, "\nexit codes: 0 ok, 2 usage, 3 wrong results, 4 memory, 5 backend unavailable,\n"
-                 "6 launch mismatch, 7 results not writable, 8 timeout, 9 runtime (docs/exit-codes.md)\n");
+    fprintf(out, "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 wrong results, 4 memory,\n"
+                 "5 backend unavailable, 6 launch mismatch, 7 results not writable, 8 timeout,\n"
+                 "9 runtime, 130 SIGINT, 143 SIGTERM (finished sizes kept; docs/exit-codes.md)\n");
 }

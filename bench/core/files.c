@@ -2,42 +2,98 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err)
+static const char *file_kind(mode_t mode)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* Opens an input for reading without blocking; what is not a regular file
+ * within the limit is refused. */
+static enum fb_status open_input(const char *path, int *fd_out, struct fb_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer
+     * forever; fstat on what was opened (links followed) then decides, so
+     * nothing can swap the file between the check and the read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    struct stat sb;
+    enum fb_status st = FB_OK;
+    if (fstat(fd, &sb) != 0)
+        st = fb_fail(err, FB_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = fb_fail(err, FB_ERR_INPUT, "%s is %s, not a regular file; give a file", path,
+                     file_kind(sb.st_mode));
+    else if (sb.st_size > (off_t)FB_INPUT_MAX_BYTES)
+        st = fb_fail(err, FB_ERR_INPUT, "%s is %lld bytes, over the %d MiB limit for an input file (results, logs, profiles and topologies are far smaller); give the right file",
+                     path, (long long)sb.st_size, FB_INPUT_MAX_BYTES >> 20);
+    if (st != FB_OK) {
+        close(fd);
+        return st;
+    }
+    *fd_out = fd;
+    return FB_OK;
+}
+
+/* Doubles the buffer, never past one byte over the limit (and its NUL):
+ * enough to tell that a file is over it. */
+static enum fb_status grow(char **buf, size_t *cap, const char *path, struct fb_err *err)
+{
+    size_t want = *cap * 2 > (size_t)FB_INPUT_MAX_BYTES + 2 ? (size_t)FB_INPUT_MAX_BYTES + 2 : *cap * 2;
+    char *bigger = realloc(*buf, want);
+    if (bigger == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
+    *buf = bigger;
+    *cap = want;
+    return FB_OK;
+}
+
+/* Reads to the end, at most FB_INPUT_MAX_BYTES: procfs and sysfs files say
+ * size 0, and a file may grow while it is read. */
+static enum fb_status read_all(int fd, const char *path, char **out, size_t *out_len,
+                               struct fb_err *err)
+{
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
+    enum fb_status st = buf != NULL ? FB_OK : fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
+    while (st == FB_OK) {
+        if (len > FB_INPUT_MAX_BYTES) {
+            st = fb_fail(err, FB_ERR_INPUT, "%s grew past the %d MiB limit for an input file while it was read; give a finished file",
+                         path, FB_INPUT_MAX_BYTES >> 20);
             break;
-        if (len + 1 == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
         }
+        if (len + 1 == cap && (st = grow(&buf, &cap, path, err)) != FB_OK)
+            break;
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            st = fb_fail(err, FB_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
+        if (n <= 0)
+            break;
+        len += (size_t)n;
     }
-    int read_error = ferror(f);
-    fclose(f);
-    if (buf == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", path);
-    if (read_error) {
+    if (st != FB_OK) {
         free(buf);
-        return fb_fail(err, FB_ERR_INPUT, "cannot read %s (is it a directory?)", path);
+        return st;
     }
     buf[len] = '\0';
     *out = buf;
@@ -45,13 +101,19 @@ enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struc
     return FB_OK;
 }
 
+enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err)
+{
+    int fd = -1;
+    enum fb_status st = open_input(path, &fd, err);
+    if (st != FB_OK)
+        return st;
+    st = read_all(fd, path, out, out_len, err);
+    close(fd);
+    return st;
+}
+
 enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return fb_fail(err, FB_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        return fb_fail(err, FB_ERR_INPUT, "%s is a directory; give a file", path);
     char *text = NULL;
     enum fb_status st = fb_read_file(path, &text, len, err);
     if (st != FB_OK)
@@ -77,8 +139,13 @@ static enum fb_status visit_entry(const char *dir, const char *name, int depth, 
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return fb_fail(err, FB_ERR_INPUT, "path too long under %s", dir);
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    bool found = stat(path, &sb) == 0;
+    if (found && S_ISDIR(sb.st_mode))
         return depth > 0 ? fb_walk_json_files(path, depth - 1, false, visit, ctx, err) : FB_OK;
+    /* A FIFO or device named *.json is no file anyone wrote: reading it
+     * would block or never end. */
+    if (found && !S_ISREG(sb.st_mode))
+        return FB_OK;
     return fb_has_suffix(name, ".json") ? visit(path, ctx, err) : FB_OK;
 }
 

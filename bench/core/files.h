@@ -8,19 +8,28 @@
 
 #include "core/status.h"
 
-/* Reads a whole file into a NUL-terminated buffer (free it), growing as it
+/* The largest file any reader takes (docs/exit-codes.md): results, logs,
+ * profiles and topology exports are KiB to a few MiB, so this only stops
+ * /dev/zero, a runaway log or a sparse file from exhausting memory. */
+#define FB_INPUT_MAX_BYTES (256u << 20)
+
+/* Reads a whole input into a NUL-terminated buffer (free it), growing as it
  * reads: procfs and sysfs files report size 0. FB_ERR_INPUT naming the file
- * when it cannot be opened or read. */
+ * when it is missing, not a regular file after following links (a FIFO,
+ * device, directory or socket: refused without blocking or reading it) or
+ * over FB_INPUT_MAX_BYTES. */
 enum fb_status fb_read_file(const char *path, char **out, size_t *out_len, struct fb_err *err);
 
 /* The same for a text a person gives: FB_ERR_INPUT naming the file when it
- * is missing, unreadable, a directory or holds NUL bytes (not text). */
+ * is missing, unreadable, not a regular file, too large or holds NUL bytes
+ * (not text). */
 enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, struct fb_err *err);
 
 bool fb_has_suffix(const char *s, const char *suffix);
 
 /* Calls visit(path) for every *.json file of `dir` in name order, entries
- * starting with '.' skipped, going `depth` levels into subdirectories;
+ * starting with '.' and entries that are neither regular files nor
+ * directories (FIFOs, devices) skipped, going `depth` levels into subdirectories;
  * stops at the first error. A directory that cannot be read is FB_ERR_INPUT,
  * unless `missing_ok` (a search path, where absent directories are normal). */
 typedef enum fb_status (*fb_json_visit)(const char *path, void *ctx, struct fb_err *err);

@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "core/json_lint.h"
 
-enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
+enum fb_status fb_make_parent_dirs(const char *path, const char *flag, struct fb_err *err)
 {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
@@ -28,8 +28,8 @@ enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
         char saved = *p;
         *p = '\0';
         if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-            return fb_fail(err, FB_ERR_IO, "cannot create directory %s: %s; choose a writable results path (-J FILE)",
-                           dir, strerror(errno));
+            return fb_fail(err, FB_ERR_IO, "cannot create directory %s: %s; choose a writable path (%s)",
+                           dir, strerror(errno), flag);
         *p = saved;
         if (saved == '\0')
             break;
@@ -38,25 +38,25 @@ enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err)
 }
 
 static enum fb_status write_all(int fd, const char *data, size_t len, const char *path,
-                                struct fb_err *err)
+                                const char *flag, struct fb_err *err)
 {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return fb_fail(err, FB_ERR_IO, "cannot write %s: %s; free space or choose another path (-J FILE)",
-                           path, strerror(errno));
+            return fb_fail(err, FB_ERR_IO, "cannot write %s: %s; free space or choose another path (%s)",
+                           path, strerror(errno), flag);
         data += n;
         len -= (size_t)n;
     }
     return FB_OK;
 }
 
-static enum fb_status write_text_atomic(const char *path, const char *text,
+static enum fb_status write_text_atomic(const char *path, const char *text, const char *flag,
                                         struct fb_err *err)
 {
-    enum fb_status st = fb_make_parent_dirs(path, err);
+    enum fb_status st = fb_make_parent_dirs(path, flag, err);
     if (st != FB_OK)
         return st;
     char tmp[PATH_MAX];
@@ -64,9 +64,9 @@ static enum fb_status write_text_atomic(const char *path, const char *text,
         return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return fb_fail(err, FB_ERR_IO, "cannot create %s: %s; choose a writable results path (-J FILE)",
-                       tmp, strerror(errno));
-    st = write_all(fd, text, strlen(text), tmp, err);
+        return fb_fail(err, FB_ERR_IO, "cannot create %s: %s; choose a writable path (%s)",
+                       tmp, strerror(errno), flag);
+    st = write_all(fd, text, strlen(text), tmp, flag, err);
     if (st == FB_OK && fsync(fd) != 0)
         st = fb_fail(err, FB_ERR_IO, "cannot flush %s: %s", tmp, strerror(errno));
     if (close(fd) != 0 && st == FB_OK)
@@ -83,7 +83,7 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err)
     char probe[PATH_MAX];
     if (snprintf(probe, sizeof probe, "%s.probe", path) >= (int)sizeof probe)
         return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
-    enum fb_status st = write_text_atomic(probe, "{}\n", err);
+    enum fb_status st = write_text_atomic(probe, "{}\n", "-J FILE", err);
     if (st == FB_OK)
         unlink(probe);
     return st;
@@ -91,6 +91,12 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err)
 
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err)
+{
+    return fb_json_write_atomic_for(path, obj, "-J FILE", err);
+}
+
+enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
+                                        struct fb_err *err)
 {
     const char *text = json_object_to_json_string_ext(
         obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -102,7 +108,7 @@ enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory writing %s", path);
     memcpy(with_newline, text, len);
     memcpy(with_newline + len, "\n", 2);
-    enum fb_status st = write_text_atomic(path, with_newline, err);
+    enum fb_status st = write_text_atomic(path, with_newline, flag, err);
     free(with_newline);
     return st;
 }
@@ -126,6 +132,13 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
     json_object *obj = json_tokener_parse_ex(tok, text, (int)(len > INT_MAX ? INT_MAX : len));
     why->error = json_tokener_get_error(tok);
     why->offset = json_tokener_get_parse_end(tok);
+    /* A bare number or literal at the very end ("42", "null") waits for a
+     * delimiter: one blank tells it ended rather than was cut. */
+    if (obj == NULL && why->error == json_tokener_continue && len <= INT_MAX) {
+        obj = json_tokener_parse_ex(tok, " ", 1);
+        why->error = json_tokener_get_error(tok);
+        why->offset = len;
+    }
     json_tokener_free(tok);
     if (obj != NULL && why->error == json_tokener_success) {
         /* Trailing non-space text means two documents or garbage. */
@@ -145,6 +158,14 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
         why->offset = junk;
     }
     json_object_put(obj);
+    /* json-c returns no object for a literal null: success, nothing built. */
+    if (obj == NULL && why->error == json_tokener_success) {
+        size_t junk = first_non_space(text, why->offset, len);
+        why->error = json_tokener_error_parse_unexpected;
+        if (junk == len)
+            return fb_fail(err, FB_ERR_INPUT, "%s holds only null at the top level, not a JSON object", name);
+        why->offset = junk;
+    }
     why->truncated = why->error == json_tokener_continue;
     if (why->truncated)
         return fb_fail(err, FB_ERR_INPUT, "%s is truncated (JSON ends early at byte %zu); rerun or restore the file", name, len);
@@ -169,6 +190,51 @@ enum fb_status fb_json_read_file(const char *path, json_object **out, struct fb_
     }
     free(text);
     return st;
+}
+
+/* The documents this suite writes, by schema and kind (NULL: any kind). */
+static const struct {
+    const char *schema, *kind, *what;
+} own_kinds[] = {
+    {"fabric-bench.profile", NULL, "a reference profile"},
+    {"fabric-bench.result", "collective", "a collective result (fabric-coll)"},
+    {"fabric-bench.result", "probe", "a probe result (fabric-rdma)"},
+    {"fabric-bench.result", "doctor", "a fabric-doctor report"},
+    {"fabric-bench.result", "topology", "a fabric-topo document"},
+};
+
+/* The producers this suite reads or meets by mistake, told apart by the
+ * members each always writes. */
+static const char *object_kind(json_object *doc)
+{
+    const char *schema = fb_json_get_string(doc, "schema"), *kind = fb_json_get_string(doc, "kind");
+    for (size_t i = 0; schema != NULL && i < sizeof own_kinds / sizeof *own_kinds; i++)
+        if (strcmp(schema, own_kinds[i].schema) == 0 &&
+            (own_kinds[i].kind == NULL || (kind != NULL && strcmp(kind, own_kinds[i].kind) == 0)))
+            return own_kinds[i].what;
+    if (schema != NULL && strncmp(schema, "fabric-bench.", 13) == 0)
+        return "a fabric-bench document of another kind";
+    if (fb_json_get_string(doc, "apiVersion") != NULL && json_object_is_type(fb_json_member(doc, "items"), json_type_array))
+        return "a kubectl list";
+    if (fb_json_get_string(doc, "apiVersion") != NULL && kind != NULL)
+        return "a single Kubernetes object";
+    if (fb_json_member(doc, "results") != NULL && fb_json_member(doc, "config") != NULL)
+        return "nccl-tests -J output";
+    return "a JSON object of an unknown kind";
+}
+
+const char *fb_json_doc_kind(json_object *doc)
+{
+    switch (json_object_get_type(doc)) {
+    case json_type_null: return "null";
+    case json_type_boolean: return "a boolean";
+    case json_type_double:
+    case json_type_int: return "a number";
+    case json_type_string: return "a string";
+    case json_type_array: return "an array";
+    case json_type_object: return object_kind(doc);
+    }
+    return "a JSON value";
 }
 
 json_object *fb_json_int_or_null(int v)

@@ -10,15 +10,19 @@
 
 #include "core/status.h"
 
-/* mkdir -p for the directory part of `path` (the file itself not created). */
-enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err);
+/* mkdir -p for the directory part of `path` (the file itself not created);
+ * a failure names `flag`, the option that chose the path ("-o FILE"). */
+enum fb_status fb_make_parent_dirs(const char *path, const char *flag, struct fb_err *err);
 
 /* Creates the parent directories and proves a file can be written and
  * renamed there, before any measurement is spent. */
 enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
 
+/* A failure names "-J FILE" as the option to change, or `flag` (_for). */
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err);
+enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
+                                        struct fb_err *err);
 
 /* Why a text is not one JSON document: json-c's error, how far it got, and
  * whether the text merely ends early (a run killed while writing). */
@@ -39,6 +43,11 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
  * or non-JSON file, with the parser's position in the message. */
 enum fb_status fb_json_read_file(const char *path, json_object **out,
                                  struct fb_err *err);
+
+/* What a document is, for messages that name the file of the wrong kind:
+ * "an array", "a reference profile", "a probe result (fabric-rdma)",
+ * "a kubectl list", "nccl-tests -J output", ... */
+const char *fb_json_doc_kind(json_object *doc);
 
 /* Facts a document cannot state (a device hwloc could not place, an
  * attribute sysfs did not have) are JSON null, never -1 or "", so a reader

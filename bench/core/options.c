@@ -129,11 +129,7 @@ static enum fb_status pick_choice(const struct fb_opt *o, const char *typed, con
 static enum fb_status convert(const struct fb_opt *o, const char *typed, const char *value,
                               union fb_opt_value *v, struct fb_err *err)
 {
-    char what[96];
-    if (o->short_name && o->long_name)
-        snprintf(what, sizeof what, "-%c/--%s", o->short_name, o->long_name);
-    else
-        snprintf(what, sizeof what, "%s", typed);
+    const char *what = typed; /* the spelling the user typed, -b or --minbytes */
     switch (o->type) {
     case FB_OPT_SIZE: return fb_parse_size(value, what, &v->size, err);
     case FB_OPT_INT: return fb_parse_int(value, what, (long)o->min, (long)o->max, &v->i, err);
@@ -188,14 +184,27 @@ static enum fb_status take(struct parse *p, int row, const char *typed, const ch
     return st == FB_OK ? store(p, o, typed, &v, err) : st;
 }
 
+/* "--" or a word that spells one of this table's options (-j, --json,
+ * --profile=x): never a value, the value before it was left out. */
+static int is_option_word(const struct fb_opt *table, const char *word)
+{
+    if (word[0] != '-' || word[1] == '\0')
+        return 0;
+    if (word[1] != '-')
+        return find_short(table, word[1]) >= 0;
+    const char *name = word + 2;
+    return name[0] == '\0' || find_long(table, name, strcspn(name, "=")) >= 0;
+}
+
 /* A value given in the same word (-b1K, --minbytes=1K), else the next word
- * whatever it looks like: "--title -x" is a title, as POSIX utilities read it. */
+ * unless it is one of this command's options: "--title -x" is a title, as
+ * POSIX utilities read it, but "-b --backend mpi" lacks -b's value. */
 static enum fb_status value_word(struct parse *p, const struct fb_opt *o, const char *typed,
                                  const char **value, struct fb_err *err)
 {
     if (*value != NULL)
         return FB_OK;
-    if (p->i + 1 >= p->argc)
+    if (p->i + 1 >= p->argc || is_option_word(p->ctx->table, p->argv[p->i + 1]))
         return usage_error(p->ctx, err, "option '%s' needs a value (%s)", typed,
                            o->arg_name ? o->arg_name : "VALUE");
     *value = p->argv[++p->i];

@@ -3,7 +3,9 @@
  *
  * Accepted spellings: -b 1K, -b1K, --minbytes 1K, --minbytes=1K, short flags
  * sharing one word (-jh), options before, between and after positional
- * arguments, "--" before arguments that start with '-'. Values are stored at
+ * arguments, "--" before arguments that start with '-'. A value is the next
+ * word unless that word spells one of the table's options ("-b --backend
+ * mpi" lacks -b's value). Values are stored at
  * `offset` in the caller's config struct.
  *
  * Every usage error has one wording, naming the option as typed and the

@@ -24,6 +24,18 @@ static enum fb_status parse_port(const char *text, size_t len, const char *var,
     return FB_OK;
 }
 
+/* '^' and '=' only lead the list and no device name holds a blank: such an
+ * entry is a mistyped list NCCL would read as a name matching nothing. */
+static enum fb_status fail_name(const char *var, const char *whole, const char *name, size_t len,
+                                char bad, struct fb_err *err)
+{
+    if (bad == '^' || bad == '=')
+        return fb_fail(err, FB_ERR_USAGE, "%s='%s': '%.*s' is not a device name ('%c' may only lead the list: [^][=]name[:port],...)",
+                       var, whole, (int)len, name, bad);
+    return fb_fail(err, FB_ERR_USAGE, "%s='%s': '%.*s' is not a device name (names hold no blanks; separate them with ',')",
+                   var, whole, (int)len, name);
+}
+
 enum fb_status fb_devspec_parse(const char *text, const char *var, struct fb_devspec *out,
                                 struct fb_err *err)
 {
@@ -57,6 +69,9 @@ enum fb_status fb_devspec_parse(const char *text, const char *var, struct fb_dev
             if (name_len == 0)
                 return fb_fail(err, FB_ERR_USAGE, "%s='%s': an entry has a port but no name",
                                var, text);
+            size_t bad = strcspn(p, "^= \t\n");
+            if (bad < name_len)
+                return fail_name(var, text, p, name_len, p[bad], err);
             if (name_len >= sizeof e->name)
                 return fb_fail(err, FB_ERR_USAGE, "%s='%s': name '%.*s' is too long", var,
                                text, (int)name_len, p);

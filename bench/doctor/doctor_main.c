@@ -97,8 +97,9 @@ static const struct fb_opt cluster_options[] = {
     "and, when something is wrong, the fix. Without CHECK names every check runs.\n"
 
 static const char exit_text[] =
-    "exit: 0 all OK, 30 warnings, 31 failures, 2 usage, 5 no kubectl, 9 kubectl failed,\n"
-    "      10 unreadable input\n";
+    "exit: 0 all OK, 30 warnings, 31 failures, 1 internal error, 2 usage, 5 no kubectl,\n"
+    "      7 -J FILE or --save DIR not writable, 8 kubectl did not answer in time,\n"
+    "      9 kubectl failed, 10 unreadable input (docs/exit-codes.md)\n";
 
 /* A mode's --help: its usage, its options, the exit codes. */
 static void mode_usage(FILE *out, const struct fb_opts_ctx *ctx)

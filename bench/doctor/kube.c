@@ -72,15 +72,20 @@ static enum fb_status as_list(json_object *doc, const char *what, const struct l
         *out = list;
         return FB_OK;
     }
+    enum fb_status st = fb_fail(err, FB_ERR_INPUT, "%s is %s; expected a kubectl list (an items array): produce it with %s",
+                                what, fb_json_doc_kind(doc), cmd);
     json_object_put(doc);
-    return fb_fail(err, FB_ERR_INPUT, "%s is not a kubectl list (no items array); produce it "
-                                      "with %s", what, cmd);
+    return st;
 }
 
 enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_data *d,
                                 struct fb_err *err)
 {
     memset(d, 0, sizeof *d);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return fb_fail(err, FB_ERR_INPUT, "--from %s is not a directory; give the directory holding the kubectl lists "
+                                          "networks.json, nodes.json and pods.json (cluster --save DIR writes them)", dir);
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
         const struct list_spec *s = &lists[i];
         if (!(need & s->which))
@@ -331,7 +336,7 @@ enum fb_status fb_kube_save(const char *dir, const struct fb_kube_data *d, struc
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, lists[i].file);
-        enum fb_status st = fb_json_write_atomic(path, list, err);
+        enum fb_status st = fb_json_write_atomic_for(path, list, "--save DIR", err);
         if (st != FB_OK)
             return st;
     }

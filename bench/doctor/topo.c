@@ -192,18 +192,37 @@ static int compare_busid(const void *a, const void *b)
     return (kx > ky) - (kx < ky);
 }
 
-/* The export as hwloc 2.x will parse it, read once and handed to hwloc
- * from memory. hwloc 3.0 exports differ from 2.x in ways this reading never
- * looks at (an extra prog-if byte in pci_type, new optional attributes), but
- * the 2.x parser refuses their version number, so a 3.x version is said to
- * be 2.0. NULL when the file cannot be read whole (hwloc then reads it and
- * says why). */
-static char *xml_for_hwloc2(const char *xml_path, size_t *len)
+/* CR LF line ends (an export that passed through Windows or a web form)
+ * as LF: hwloc's own XML parser refuses the CR. */
+static void drop_carriage_returns(char *text, size_t *len)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < *len; r++)
+        if (!(text[r] == '\r' && r + 1 < *len && text[r + 1] == '\n'))
+            text[w++] = text[r];
+    text[w] = '\0';
+    *len = w;
+}
+
+/* The export as hwloc 2.x will parse it, read once through the shared
+ * reader (a regular text file within the input limit: hwloc would read a
+ * FIFO or /dev/zero forever) and handed to hwloc from memory. hwloc 3.0
+ * exports differ from 2.x in ways this reading never looks at (an extra
+ * prog-if byte in pci_type, new optional attributes), but the 2.x parser
+ * refuses their version number, so a 3.x version is said to be 2.0. */
+static enum fb_status xml_for_hwloc2(const char *xml_path, char **xml, size_t *len,
+                                     struct fb_err *err)
 {
     char *text = NULL;
-    struct fb_err ignored = {0};
-    if (fb_read_file(xml_path, &text, len, &ignored) != FB_OK)
-        return NULL;
+    enum fb_status st = fb_read_file(xml_path, &text, len, err);
+    if (st != FB_OK)
+        return st;
+    if (memchr(text, '\0', *len) != NULL) {
+        free(text);
+        return fb_fail(err, FB_ERR_INPUT, "%s holds NUL bytes: not an hwloc XML topology; export one with lstopo --of xml FILE",
+                       xml_path);
+    }
+    drop_carriage_returns(text, len);
     char *v = strstr(text, "<topology version=\"");
     if (v != NULL && v - text <= 1024 && v[19] >= '3' && v[19] <= '9' && v[20] == '.' &&
         isdigit((unsigned char)v[21])) {
@@ -214,25 +233,28 @@ static char *xml_for_hwloc2(const char *xml_path, size_t *len)
             *len = strlen(text);
         }
     }
-    return text;
+    *xml = text;
+    return FB_OK;
 }
 
 static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
                                     struct fb_err *err)
 {
+    size_t len = 0;
+    char *xml = NULL;
     if (xml_path != NULL) {
-        FILE *f = fopen(xml_path, "r");
-        if (f == NULL)
-            return fb_fail(err, FB_ERR_INPUT, "cannot read topology %s: %s", xml_path,
-                           strerror(errno));
-        fclose(f);
+        enum fb_status st = xml_for_hwloc2(xml_path, &xml, &len, err);
+        if (st != FB_OK)
+            return st;
         /* libxml2 prints parser errors on stderr, breaking the one-line
          * error rule; hwloc's own parser reads everything hwloc exports. */
         setenv("HWLOC_LIBXML_IMPORT", "0", 0);
     }
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0)
+    if (hwloc_topology_init(&topo) != 0) {
+        free(xml);
         return fb_fail(err, FB_ERR_INTERNAL, "hwloc_topology_init failed");
+    }
     /* An export keeps every I/O object it holds; the live machine only
      * needs bridges leading to GPUs, NICs and their OS devices. */
     hwloc_topology_set_io_types_filter(topo, xml_path ? HWLOC_TYPE_FILTER_KEEP_ALL
@@ -244,10 +266,7 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
     if (xml_path == NULL)
         hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 #endif
-    size_t len = 0;
-    char *xml = xml_path != NULL ? xml_for_hwloc2(xml_path, &len) : NULL;
-    int set = xml != NULL ? hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1)
-              : xml_path != NULL ? hwloc_topology_set_xml(topo, xml_path) : 0;
+    int set = xml != NULL ? hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) : 0;
     if (set != 0) {
         free(xml);
         hwloc_topology_destroy(topo);

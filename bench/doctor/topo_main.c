@@ -48,7 +48,9 @@ static const struct fb_opts_ctx topo_ctx = {
 static void usage(FILE *out)
 {
     fb_opts_usage(out, &topo_ctx);
-    fputs("exit: 0 analysed (warnings are in the output), 2 usage, 10 unreadable topology\n", out);
+    fputs("exit: 0 analysed (warnings are in the output), 1 internal error, 2 usage,\n"
+          "      7 -J FILE not writable, 9 hwloc cannot read this machine, 10 unreadable topology\n"
+          "      (docs/exit-codes.md)\n", out);
 }
 
 /* Everything is checked, --help or not: a bad command line is an error

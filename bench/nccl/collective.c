@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -237,15 +238,25 @@ const struct fb_collective *fb_collective_named(const char *name)
 
 bool fb_collective_known(const char *name) { return fb_collective_named(name) != NULL; }
 
-void fb_collective_names(char *buf, size_t len, const char *last_sep)
+static void join_names(char *buf, size_t len, const char *last_sep, bool perf)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < FB_NCOLLS && used < len; i++) {
         const char *sep = i == 0 ? "" : i == FB_NCOLLS - 1 ? last_sep : ", ";
-        int n = snprintf(buf + used, len - used, "%s%s", sep, table[i].name);
+        int n = snprintf(buf + used, len - used, "%s%s", sep, perf ? table[i].perf_name : table[i].name);
         used += n > 0 ? (size_t)n : 0;
     }
+}
+
+void fb_collective_names(char *buf, size_t len, const char *last_sep)
+{
+    join_names(buf, len, last_sep, false);
+}
+
+void fb_collective_perf_names(char *buf, size_t len, const char *last_sep)
+{
+    join_names(buf, len, last_sep, true);
 }
 
 double fb_algbw_GBps(size_t bytes, double seconds)

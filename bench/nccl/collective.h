@@ -62,6 +62,8 @@ bool fb_collective_known(const char *name);
  * before the last: the one list messages, --help and --list print. */
 #define FB_COLL_NAMES_MAX 256
 void fb_collective_names(char *buf, size_t len, const char *last_sep);
+/* The same for the program names fabric-coll answers to (all_reduce_perf, ...). */
+void fb_collective_perf_names(char *buf, size_t len, const char *last_sep);
 
 /* Bandwidths of one measurement, GB = 1e9 as nccl-tests. */
 double fb_algbw_GBps(size_t bytes, double seconds);

@@ -57,9 +57,10 @@ static enum fb_status get_gbps(json_object *obj, const char *key, bool required,
             return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s is missing", path, where, key);
         return FB_OK;
     }
+    /* 0 is no figure: a ratio against it is NaN and every run would pass. */
     bool num = json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
-    if (!num || !isfinite(json_object_get_double(v)) || json_object_get_double(v) < 0)
-        return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s must be a number >= 0 (GB/s)", path, where, key);
+    if (!num || !isfinite(json_object_get_double(v)) || json_object_get_double(v) <= 0)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %s%s must be a number > 0 (GB/s); fix the profile or remove it", path, where, key);
     *out = json_object_get_double(v);
     return FB_OK;
 }
@@ -94,6 +95,11 @@ static enum fb_status parse_expect(json_object *o, const char *coll, bool target
     /* "Far below" is half the floor unless the profile says otherwise. */
     if (isnan(e->fail_below))
         e->fail_below = e->floor / 2;
+    /* The floor is the least a healthy run gets: above the typical figure,
+     * the profile contradicts itself. */
+    if (!isnan(e->floor) && !isnan(e->busbw) && e->floor > e->busbw)
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %sfloor_GBps (%g) is above busbw_GBps (%g); a floor is below the typical figure",
+                       path, where, e->floor, e->busbw);
     if (!isnan(e->floor) && e->fail_below > e->floor)
         return fb_fail(err, FB_ERR_INPUT, "profile %s: %sfail_below_GBps is above floor_GBps", path, where);
     return FB_OK;
@@ -162,10 +168,11 @@ enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_pr
     memset(p, 0, sizeof *p);
     fb_copy(p->path, sizeof p->path, path, strlen(path));
     if (!json_object_is_type(doc, json_type_object))
-        return fb_fail(err, FB_ERR_INPUT, "profile %s: top level is not a JSON object", path);
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: the top level is %s, not a JSON object", path, fb_json_doc_kind(doc));
     const char *schema = fb_json_get_string(doc, "schema");
     if (schema == NULL || strcmp(schema, "fabric-bench.profile") != 0)
-        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"schema\" is not \"fabric-bench.profile\"", path);
+        return fb_fail(err, FB_ERR_INPUT, "profile %s is %s, not a profile (\"schema\" is not \"fabric-bench.profile\"); move it out of the profile directory",
+                       path, fb_json_doc_kind(doc));
     int64_t v = 0;
     if (!fb_json_get_int64(doc, "schema_version", &v) || v != 1)
         return fb_fail(err, FB_ERR_INPUT, "profile %s: schema_version must be 1", path);

@@ -206,7 +206,7 @@ void probe_opts_help(const char *prog)
            "(ib_write_bw / ib_write_lat style) or a TCP baseline. One rank per HCA or\n"
            "interface: local rank l uses the l-th device.\n\n", prog);
     fb_opts_help(stdout, probe_options);
-    printf("\nexit codes: 0 ok, 2 usage, 4 memory, 5 unavailable (no RDMA/GPU here), 6 the ends\n"
-           "of a link disagree, 7 io, 8 timeout (names the silent rank and host), 9 runtime\n"
-           "(see docs/probe.md)\n");
+    printf("\nexit codes: 0 ok, 1 internal error, 2 usage, 4 memory, 5 unavailable (no RDMA/GPU\n"
+           "here), 6 the ends of a link disagree, 7 io, 8 timeout (names the silent rank and\n"
+           "host), 9 runtime, 130 SIGINT, 143 SIGTERM (see docs/probe.md, docs/exit-codes.md)\n");
 }

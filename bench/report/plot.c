@@ -19,6 +19,7 @@
 #include "core/units.h"
 
 #define GNUPLOT_TIMEOUT_S 60
+#define GNUPLOT_TIMEOUT_MAX_S 3600
 
 static bool ends_with_nocase(const char *s, const char *suffix)
 {
@@ -196,40 +197,95 @@ static enum fb_status write_data(const struct fb_result *r, const char *path, st
     return st;
 }
 
+/* FABRIC_PLOT_TIMEOUT (seconds) bounds gnuplot, GNUPLOT_TIMEOUT_S unless set. */
+static enum fb_status plot_timeout(int *seconds, struct fb_err *err)
+{
+    const char *v = getenv("FABRIC_PLOT_TIMEOUT");
+    *seconds = GNUPLOT_TIMEOUT_S;
+    if (v == NULL || v[0] == '\0')
+        return FB_OK;
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > GNUPLOT_TIMEOUT_MAX_S)
+        return fb_fail(err, FB_ERR_USAGE, "FABRIC_PLOT_TIMEOUT=%s: give whole seconds from 1 to %d", v, GNUPLOT_TIMEOUT_MAX_S);
+    *seconds = (int)n;
+    return FB_OK;
+}
+
+/* gnuplot leads a process group of its own (setpgid in both processes, so
+ * neither order of running leaves a window): a timeout kills whatever it
+ * started too, not only gnuplot. */
+static void exec_gnuplot(const char *gnuplot, const char *script, const char *log)
+{
+    setpgid(0, 0);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+    }
+    execlp(gnuplot, gnuplot, script, (char *)NULL);
+    _exit(127);
+}
+
+/* Waits for gnuplot at most `seconds`; on expiry kills its whole group. */
+static enum fb_status wait_gnuplot(pid_t pid, int seconds, int *status, struct fb_err *err)
+{
+    for (long waited_ms = 0;; waited_ms += 10) {
+        pid_t w = waitpid(pid, status, WNOHANG);
+        if (w == pid)
+            return FB_OK;
+        if (w < 0 && errno != EINTR)
+            return fb_fail(err, FB_ERR_RUNTIME, "waiting for gnuplot: %s", strerror(errno));
+        if (waited_ms >= seconds * 1000L) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return fb_fail(err, FB_ERR_TIMEOUT, "gnuplot did not finish within %d s; plot fewer results", seconds);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Every result has a point to draw: gnuplot given an empty data file only
+ * warns, in words about its data files rather than about the result. */
+static enum fb_status check_drawable(const struct fb_result_set *set, struct fb_err *err)
+{
+    enum fb_status st = FB_OK;
+    for (size_t i = 0; st == FB_OK && i < set->n; i++) {
+        struct fb_point *pts = NULL;
+        size_t n = 0, drawn = 0;
+        st = fb_result_points(&set->r[i], &pts, &n, err);
+        for (size_t k = 0; st == FB_OK && k < n; k++)
+            drawn += pts[k].bytes > 0;
+        free(pts);
+        if (st == FB_OK && drawn == 0)
+            st = fb_fail(err, FB_ERR_INPUT, "%s has no rows with a busBW figure: no rows to draw; leave it out of the plot",
+                         set->r[i].path);
+    }
+    return st;
+}
+
 /* Runs gnuplot on the script with its output in `log`; bounded in time. */
 static enum fb_status run_gnuplot(const char *script, const char *log, struct fb_err *err)
 {
     const char *gnuplot = getenv("FABRIC_GNUPLOT");
     if (gnuplot == NULL || gnuplot[0] == '\0')
         gnuplot = "gnuplot";
+    int seconds = 0;
+    enum fb_status st = plot_timeout(&seconds, err);
+    if (st != FB_OK)
+        return st;
     pid_t pid = fork();
     if (pid < 0)
         return fb_fail(err, FB_ERR_RUNTIME, "cannot start gnuplot: %s", strerror(errno));
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execlp(gnuplot, gnuplot, script, (char *)NULL);
-        _exit(127);
-    }
+    if (pid == 0)
+        exec_gnuplot(gnuplot, script, log);
+    setpgid(pid, pid);
     int status = 0;
-    for (int waited_ms = 0;; waited_ms += 10) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR)
-            return fb_fail(err, FB_ERR_RUNTIME, "waiting for gnuplot: %s", strerror(errno));
-        if (waited_ms >= GNUPLOT_TIMEOUT_S * 1000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return fb_fail(err, FB_ERR_TIMEOUT, "gnuplot did not finish within %d s; plot fewer results", GNUPLOT_TIMEOUT_S);
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    st = wait_gnuplot(pid, seconds, &status, err);
+    if (st != FB_OK)
+        return st;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
         return fb_fail(err, FB_ERR_UNAVAIL, "%s not found; install gnuplot (Debian: gnuplot-nox, see scripts/install-deps.sh) or set FABRIC_GNUPLOT", gnuplot);
     char *text = NULL;
@@ -262,6 +318,73 @@ static enum fb_status check_opts(const struct fb_plot_opts *o, struct fb_err *er
     return FB_OK;
 }
 
+/* Creates the staged picture before gnuplot runs: an output gnuplot cannot
+ * open would only come back as one of its messages, this says which path
+ * and which option to change. */
+static enum fb_status claim_output(const char *staged, const char *out, struct fb_err *err)
+{
+    int fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fb_fail(err, FB_ERR_IO, "%s is not writable (%s); choose another -o FILE", out, strerror(errno));
+    close(fd);
+    return FB_OK;
+}
+
+/* The data file of each result: beside a kept script (--script), so that
+ * the script alone redraws the picture, otherwise temporary. */
+static enum fb_status write_all_data(const struct fb_result_set *set, const struct fb_plot_opts *o,
+                                     struct tmp *t, const char **data, char (*kept)[PATH_MAX],
+                                     struct fb_err *err)
+{
+    enum fb_status st = FB_OK;
+    for (size_t i = 0; st == FB_OK && i < set->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "result%zu.dat", i);
+        if (kept != NULL) {
+            snprintf(kept[i], PATH_MAX, "%.*s.%zu.dat", PATH_MAX - 32, o->script, i);
+            data[i] = kept[i];
+        } else {
+            data[i] = tmp_path(t, name);
+        }
+        st = data[i] ? write_data(&set->r[i], data[i], err) : fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
+    }
+    return st;
+}
+
+/* Writes the script gnuplot runs (into `staged`) and, with --script, the
+ * one kept for the user (into the real output). */
+static enum fb_status write_scripts(const struct fb_result_set *set, const char *const *data,
+                                    const struct fb_plot_line *lines, size_t nlines,
+                                    const struct fb_plot_opts *o, const char *staged,
+                                    const char *script, bool *kept_written, struct fb_err *err)
+{
+    struct fb_str text = {0};
+    fb_plot_script(set, data, lines, nlines, o, staged, &text);
+    enum fb_status st = write_text(script, fb_str_get(&text), err);
+    fb_str_free(&text);
+    if (st == FB_OK && o->script != NULL) {
+        *kept_written = true;
+        fb_plot_script(set, data, lines, nlines, o, o->out, &text);
+        st = write_text(o->script, fb_str_get(&text), err);
+        fb_str_free(&text);
+    }
+    return st;
+}
+
+/* A failed plot leaves nothing behind: no staged picture, no kept script
+ * or data that would draw a picture that was never made (only what this
+ * run wrote: a script file given but not yet reached stays). */
+static void remove_outputs(const char *staged, const struct fb_plot_opts *o, char (*kept)[PATH_MAX],
+                           size_t n, bool kept_written)
+{
+    unlink(staged);
+    if (kept_written)
+        unlink(o->script);
+    for (size_t i = 0; kept != NULL && i < n; i++)
+        if (kept[i][0] != '\0')
+            unlink(kept[i]);
+}
+
 enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_line *lines,
                        size_t nlines, const struct fb_plot_opts *o, struct fb_err *err)
 {
@@ -270,7 +393,9 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
         return st;
     if (set->n == 0)
         return fb_fail(err, FB_ERR_INPUT, "nothing to plot: no results given");
-    st = fb_make_parent_dirs(o->out, err);
+    st = check_drawable(set, err);
+    if (st == FB_OK)
+        st = fb_make_parent_dirs(o->out, "-o FILE", err);
     if (st != FB_OK)
         return st;
     struct tmp t = {0};
@@ -280,40 +405,20 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
         t.dir[0] = '\0';
         return fb_fail(err, FB_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
     }
-    /* With --script the data lives beside the kept script, so that the
-     * script alone redraws the picture; otherwise it is temporary. */
     const char **data = calloc(set->n, sizeof *data);
     char (*kept)[PATH_MAX] = o->script ? calloc(set->n, PATH_MAX) : NULL;
-    if (data == NULL || (o->script && kept == NULL))
-        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
-    for (size_t i = 0; st == FB_OK && i < set->n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "result%zu.dat", i);
-        if (kept != NULL) {
-            snprintf(kept[i], PATH_MAX, "%.*s.%zu.dat", PATH_MAX - 32, o->script, i);
-            data[i] = kept[i];
-        } else {
-            data[i] = tmp_path(&t, name);
-        }
-        st = data[i] ? write_data(&set->r[i], data[i], err) : fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
-    }
     char staged[PATH_MAX];
     snprintf(staged, sizeof staged, "%s.tmp.%ld%s", o->out, (long)getpid(), ends_with_nocase(o->out, ".svg") ? ".svg" : ".png");
-    const char *script = st == FB_OK ? tmp_path(&t, "plot.gp") : NULL;
-    const char *log = st == FB_OK ? tmp_path(&t, "gnuplot.log") : NULL;
-    if (st == FB_OK && (script == NULL || log == NULL))
+    const char *script = tmp_path(&t, "plot.gp"), *log = tmp_path(&t, "gnuplot.log");
+    if (data == NULL || (o->script && kept == NULL) || script == NULL || log == NULL)
         st = fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
-    struct fb_str text = {0};
-    if (st == FB_OK) {
-        fb_plot_script(set, data, lines, nlines, o, staged, &text);
-        st = write_text(script, fb_str_get(&text), err);
-    }
-    fb_str_free(&text);
-    if (st == FB_OK && o->script != NULL) {
-        fb_plot_script(set, data, lines, nlines, o, o->out, &text);
-        st = write_text(o->script, fb_str_get(&text), err);
-        fb_str_free(&text);
-    }
+    if (st == FB_OK)
+        st = claim_output(staged, o->out, err);
+    if (st == FB_OK)
+        st = write_all_data(set, o, &t, data, kept, err);
+    bool kept_written = false;
+    if (st == FB_OK)
+        st = write_scripts(set, data, lines, nlines, o, staged, script, &kept_written, err);
     if (st == FB_OK)
         st = run_gnuplot(script, log, err);
     struct stat sb;
@@ -322,7 +427,7 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
     if (st == FB_OK && rename(staged, o->out) != 0)
         st = fb_fail(err, FB_ERR_IO, "cannot move the plot to %s: %s", o->out, strerror(errno));
     if (st != FB_OK)
-        unlink(staged);
+        remove_outputs(staged, o, kept, set->n, kept_written);
     free(data);
     free(kept);
     tmp_cleanup(&t);

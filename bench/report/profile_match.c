@@ -213,6 +213,11 @@ static enum fb_status baseline_refusal(const struct fb_result *r, struct fb_err 
         return fb_fail(err, FB_ERR_INPUT, "%s ran on the TCP fallback (NET/Socket between nodes); a baseline needs a run on the real fabric", r->path);
     if (isnan(s.busbw_at_largest))
         return fb_fail(err, FB_ERR_INPUT, "%s has no busBW at its largest size; nothing to make a baseline from", r->path);
+    /* One rank moves nothing between ranks (busBW 0 by definition) and tiny
+     * sizes round to 0: such a typical figure would pass every later run. */
+    if (!(s.busbw_at_largest > 0))
+        return fb_fail(err, FB_ERR_INPUT, "%s has busBW 0 GB/s at its largest size (%ld rank%s); a baseline needs a run of 2 or more ranks up to large sizes",
+                       r->path, r->ranks, r->ranks == 1 ? "" : "s");
     return FB_OK;
 }
 
@@ -248,11 +253,26 @@ static json_object *baseline_expect(const struct fb_result *r, double tolerance)
     json_object_object_add(e, "at_bytes", json_object_new_int64((int64_t)s.largest_bytes));
     json_object_object_add(e, "busbw_GBps", fb_json_number(s.busbw_at_largest));
     json_object_object_add(e, "floor_GBps", fb_json_number(s.busbw_at_largest * (1 - tolerance)));
-    if (!isnan(s.avg_busbw_ge_1MiB)) {
+    if (s.avg_busbw_ge_1MiB > 0) {
         json_object_object_add(e, "avg_busbw_GBps", fb_json_number(s.avg_busbw_ge_1MiB));
         json_object_object_add(e, "avg_range", json_object_new_string(">=1M"));
     }
     return e;
+}
+
+/* The profile is held to the loader's rules before it is written: a file
+ * every later check would refuse (or misread) is never saved. */
+static enum fb_status baseline_reads_back(json_object *doc, const char *name, struct fb_err *err)
+{
+    struct fb_profile *p = malloc(sizeof *p);
+    if (p == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory checking the baseline");
+    struct fb_err why = {0};
+    enum fb_status st = fb_profile_parse(doc, name, p, &why);
+    free(p);
+    if (st != FB_OK)
+        return fb_fail(err, FB_ERR_INPUT, "the baseline would not read back (%s); give a known-good run of 2 or more ranks", why.msg);
+    return FB_OK;
 }
 
 enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size_t n,
@@ -304,6 +324,11 @@ enum fb_status fb_profile_from_results(const struct fb_result *const *runs, size
     }
     json_object_object_add(doc, "collectives", colls);
     json_object_object_add(doc, "sources", sources);
+    enum fb_status st = baseline_reads_back(doc, name, err);
+    if (st != FB_OK) {
+        json_object_put(doc);
+        return st;
+    }
     *out = doc;
     return FB_OK;
 }

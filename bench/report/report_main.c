@@ -39,7 +39,9 @@ static const char usage_text[] =
     "  transport LOG...|DIR [--json]                   which network NCCL used, from NCCL_DEBUG=INFO logs\n"
     "  profiles [--json]                               list the reference profiles found\n"
     "Exit codes: 0 PASS/success, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE,\n"
-    "            10 input error, 2 usage error (docs/exit-codes.md).\n";
+    "            1 internal error, 2 usage error, 5 gnuplot not installed, 7 output not\n"
+    "            writable, 8 gnuplot timed out, 9 gnuplot failed, 10 input error\n"
+    "            (docs/exit-codes.md).\n";
 
 #define LOG_ARGS_MAX 64
 #define PLOT_PROFILES_MAX 16
@@ -122,10 +124,12 @@ static const char check_help[] =
     "         [--nccl-log FILE|DIR]... [--single-node ONE-NODE.json]\n"
     "Judges one collective result against a reference profile, picked from the GPU model,\n"
     "node count and network unless --profile names one; a run no profile describes is\n"
-    "judged by physics (the TCP-fallback band) and its GPU family. Exit code = verdict:\n"
-    "0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE (docs/report.md).\n"
+    "judged by physics (the TCP-fallback band) and its GPU family.\n"
     "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport; --single-node\n"
-    "holds a multi-node run against a run of the same GPUs on one node.\n";
+    "holds a multi-node run against a run of the same GPUs on one node.\n"
+    "Exit code = verdict: 0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE\n"
+    "(docs/report.md); else 1 internal error, 2 usage (or no profile applies: name one),\n"
+    "10 input error.\n";
 
 struct check_args {
     const char *profile;
@@ -234,7 +238,8 @@ static const char compare_help[] =
     "busBW per size side by side (best of out-of-place and in-place), ratios against the\n"
     "first result or --baseline, '-'/'+' where a result leaves the noise band (default 5 %,\n"
     "wider where repetitions spread more). Directories are searched for collective results;\n"
-    "--latest keeps the newest result of each cluster and collective.\n";
+    "--latest keeps the newest result of each cluster and collective.\n"
+    "Exit codes: 0 success, 1 internal error, 2 usage, 10 input error.\n";
 
 struct compare_args {
     int markdown, csv, json;
@@ -310,7 +315,9 @@ static const char import_help[] =
     "Converts nccl-tests output (text tables old and new, -J JSON) and perftest\n"
     "ib_*_bw output (text, --out_json) into fabric-bench results JSON. One result goes\n"
     "to stdout unless -o names a file; several need -o DIR/ (one file each).\n"
-    "--nccl-log adds the transport from the run's separate NCCL_DEBUG=INFO logs.\n";
+    "--nccl-log adds the transport from the run's separate NCCL_DEBUG=INFO logs.\n"
+    "Exit codes: 0 success, 1 internal error, 2 usage, 7 -o not writable, 10 input error\n"
+    "(nothing is written unless every input converts).\n";
 
 static bool is_dir(const char *path)
 {
@@ -431,7 +438,7 @@ static enum fb_status write_imports(int npaths, char **paths, const char *output
                 import_target(output, paths[i], out->docs[k], out->n > 1, target, sizeof target);
             else
                 snprintf(target, sizeof target, "%s", output);
-            st = fb_json_write_atomic(target, out->docs[k], err);
+            st = fb_json_write_atomic_for(target, out->docs[k], "-o OUT.json|DIR/", err);
             if (st == FB_OK)
                 import_note(paths[i], target, out->docs[k]);
         }
@@ -485,7 +492,10 @@ static const char plot_help[] =
     "         [--no-auto-profile] [--size WxH] [--title TEXT] [--logy] [--script FILE.gp]\n"
     "         [--collective NAME] [--latest] [--profiles DIR]\n"
     "busBW vs message size (log2 x axis), one curve per result, the typical (dashed) and\n"
-    "floor (dotted) lines of each named or auto-picked profile. Needs gnuplot.\n";
+    "floor (dotted) lines of each named or auto-picked profile. Needs gnuplot.\n"
+    "Exit codes: 0 written, 1 internal error, 2 usage, 5 gnuplot not installed, 7 -o not\n"
+    "writable, 8 gnuplot timed out (FABRIC_PLOT_TIMEOUT, default 60 s), 9 gnuplot failed\n"
+    "or warned, 10 input error (a result with no rows to draw, too).\n";
 
 static void add_lines(const struct fb_profile *p, const char *collective, struct fb_plot_line *lines,
                       size_t *n, size_t max)
@@ -619,10 +629,13 @@ static enum fb_status cmd_plot(const struct fb_opts_ctx *ctx, int argc, char **a
 
 static const char baseline_help[] =
     "usage: fabric-report baseline RESULT.json... --name NAME [-o FILE] [--tolerance PCT] [--force]\n"
+    "         [--profiles DIR]\n"
     "Saves a reference profile from known-good runs of one cluster (one per collective):\n"
     "typical = busBW at the largest size, floor = typical minus the tolerance (default 10 %).\n"
     "Written to ~/.config/fabric-bench/profiles/NAME.json (XDG_CONFIG_HOME honoured) unless -o;\n"
-    "commit it under results/reference/ to share it.\n";
+    "commit it under results/reference/ to share it. A run with busBW 0 (one rank) is refused.\n"
+    "Exit codes: 0 saved, 1 internal error, 2 usage (or the name exists), 7 not writable,\n"
+    "10 input error (or a run that is no baseline).\n";
 
 struct baseline_args {
     const char *name, *output;
@@ -689,7 +702,7 @@ static enum fb_status save_baseline(const void *args, int npaths, char **paths, 
     if (st == FB_OK)
         st = fb_profile_from_results(runs, set.n, a->name, a->tolerance / 100, &doc, err);
     if (st == FB_OK)
-        st = fb_json_write_atomic(target, doc, err);
+        st = fb_json_write_atomic_for(target, doc, "-o FILE", err);
     if (st == FB_OK)
         printf("saved profile %s to %s; check runs against it: fabric-report check RESULT.json --profile %s\n", a->name, target, a->name);
     if (doc != NULL)
@@ -711,7 +724,8 @@ static const char transport_help[] =
     "usage: fabric-report transport LOG...|DIR [--json]\n"
     "Which network NCCL used, per rank, from its NCCL_DEBUG=INFO logs (one file per\n"
     "process as NCCL_DEBUG_FILE=DIR/nccl.%h.%p writes them, or any output holding the\n"
-    "INFO lines). --json prints the results-schema \"transport\" object.\n";
+    "INFO lines). --json prints the results-schema \"transport\" object.\n"
+    "Exit codes: 0 success, 1 internal error, 2 usage, 10 input error.\n";
 
 struct transport_args {
     int json, help;
@@ -754,7 +768,8 @@ static enum fb_status cmd_transport(const struct fb_opts_ctx *ctx, int argc, cha
 
 static const char profiles_help[] =
     "usage: fabric-report profiles [--json] [--profiles DIR]\n"
-    "Lists the reference profiles found and their files.\n";
+    "Lists the reference profiles found and their files.\n"
+    "Exit codes: 0 success, 1 internal error, 2 usage, 10 a profile that does not read.\n";
 
 struct profiles_args {
     int json;

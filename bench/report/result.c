@@ -206,12 +206,14 @@ static enum fb_status read_envelope(json_object *doc, const char *name, struct f
                                     struct fb_err *err)
 {
     if (!json_object_is_type(doc, json_type_object))
-        return fb_fail(err, FB_ERR_INPUT, "%s: top level is not a JSON object; not a fabric-bench result", name);
+        return fb_fail(err, FB_ERR_INPUT, "%s: the top level is %s, not a JSON object; expected a fabric-bench result (fabric-coll -J)",
+                       name, fb_json_doc_kind(doc));
     const char *schema = opt_string(doc, "schema");
     if (schema == NULL || strcmp(schema, "fabric-bench.result") != 0) {
         if (looks_like_ncclt_json(doc))
             return fb_fail(err, FB_ERR_INPUT, "%s is nccl-tests JSON output; convert it first: fabric-report import %s -o OUT.json", name, name);
-        return fb_fail(err, FB_ERR_INPUT, "%s is not a fabric-bench result (\"schema\" is not \"fabric-bench.result\")", name);
+        return fb_fail(err, FB_ERR_INPUT, "%s is %s, not a fabric-bench result (\"schema\" is not \"fabric-bench.result\"); give a fabric-coll -J file",
+                       name, fb_json_doc_kind(doc));
     }
     int64_t version = 0;
     if (!fb_json_get_int64(doc, "schema_version", &version))
@@ -292,18 +294,19 @@ enum fb_status fb_result_from_json(json_object *doc, const char *name, struct fb
  * report is a common mistake: say how to convert it. */
 static void hint_import(const char *path, struct fb_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    char *head = NULL;
+    size_t len = 0;
+    struct fb_err ignored = {0};
+    if (fb_read_file(path, &head, &len, &ignored) != FB_OK)
         return;
-    char head[8192];
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = '\0';
+    if (len > 8191)
+        head[8191] = '\0'; /* the table's header is near the top */
     if (strstr(head, "# nThread") != NULL || strstr(head, "Avg bus bandwidth") != NULL ||
         strstr(head, "#bytes") != NULL || strstr(head, "#       size") != NULL)
         snprintf(err->msg, sizeof err->msg,
                  "%s is nccl-tests or perftest text, not a results JSON; convert it first: fabric-report import %s -o OUT.json",
                  path, path);
+    free(head);
 }
 
 enum fb_status fb_result_load(const char *path, struct fb_result *r, struct fb_err *err)

@@ -18,6 +18,11 @@ bad_case "negative size (exit 2)" 2 "negative" 2 all_reduce -b -1K "${J[@]}"
 bad_case "unknown dtype lists the choices (exit 2)" 2 "choose one of int8" 2 all_reduce -d float128 "${J[@]}"
 bad_case "unknown op (exit 2)" 2 "unknown op 'mulsum'" 2 all_reduce -o mulsum "${J[@]}"
 bad_case "unknown collective (exit 2)" 2 "unknown collective 'allredux'" 2 allredux "${J[@]}"
+bad_case "an option where a value belongs names the option as typed (exit 2)" 2 "option '-b' needs a value (BYTES)" 1 all_reduce -b --backend mpi "${J[@]}"
+bad_case "a bad value names the spelling typed (exit 2)" 2 "^fabric-coll: --minbytes: size '-1K' is negative" 1 all_reduce --minbytes -1K "${J[@]}"
+ln -s "$FB_BIN/fabric-coll" "$T_DIR/foo_perf"
+expect_error "a *_perf link that names no collective (exit 2)" 2 "foo_perf names no collective" fabric-coll \
+  mpi_quiet 1 "$T_DIR/foo_perf" all_reduce -b 1K -e 1K "${J[@]}"
 bad_case "linear 1K..16G trap (exit 2)" 2 "add -f 2" 2 all_reduce -b 1K -e 16G "${J[@]}"
 bad_case "root outside the job (exit 2)" 2 "-r 5 is not a rank" 2 broadcast -r 5 -b 1K -e 1K "${J[@]}"
 bad_case "half on the MPI backend (exit 2)" 2 "no half type" 2 all_reduce -d half -b 1K -e 1K --backend mpi "${J[@]}"
@@ -65,5 +70,5 @@ fi
 
 # Help and version: exit 0, on stdout.
 expect_exit "--help exits 0" 0 timeout 30 "$FB_BIN/fabric-coll" --help
-expect_grep "--help lists the collectives and exit codes" 'exit codes: 0 ok, 2 usage' "$T_OUT"
+expect_grep "--help lists the collectives and exit codes" 'exit codes: 0 ok, 1 internal error, 2 usage' "$T_OUT"
 expect_exit "--version exits 0" 0 timeout 30 "$FB_BIN/all_gather_perf" --version

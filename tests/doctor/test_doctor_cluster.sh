@@ -77,7 +77,7 @@ cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/bad/"
 printf '{"items": [' >"$T_DIR/bad/nodes.json"
 one_error "truncated nodes.json: exit 10 naming it" 10 "nodes.json" cluster --from "$T_DIR/bad"
 echo '"just a string"' >"$T_DIR/bad/nodes.json"
-one_error "nodes.json not a list: exit 10" 10 "not a kubectl list" cluster --from "$T_DIR/bad"
+one_error "nodes.json not a list: exit 10" 10 "expected a kubectl list" cluster --from "$T_DIR/bad"
 one_error "unknown check: exit 2" 2 "unknown cluster check 'nicinfo'; known: gpu-nic-networks" \
   cluster --from "$LISTS/tcpxo-healthy" nicinfo
 one_error "bad --pair: exit 2" 2 "PLUGIN=DAEMON" cluster --from "$LISTS/tcpxo-healthy" --pair v1.0.15

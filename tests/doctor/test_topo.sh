@@ -70,10 +70,11 @@ run topo -J "$T_DIR/live.json"
 if [ "$T_RC" -eq 0 ] && grep -q '^machine: ' "$T_OUT"; then ok "live machine: exit 0 and a summary"; else not_ok "live machine" "exit $T_RC: $(cat "$T_ERR")"; fi
 check "live machine: document valid" json_valid "$SCHEMA" "$T_DIR/live.json"
 
-one_error "missing topology: exit 10" 10 "cannot read topology $T_DIR/none.xml" --topology "$T_DIR/none.xml"
+one_error "missing topology: exit 10" 10 "cannot open $T_DIR/none.xml" --topology "$T_DIR/none.xml"
 printf '<?xml version="1.0"?>\n<topology version="2.0"><object type="Machine">' >"$T_DIR/cut.xml"
 one_error "truncated XML: exit 10, one line" 10 "not an hwloc XML topology" --topology "$T_DIR/cut.xml"
 one_error "bad --nics: exit 2" 2 "--nics='mlx5_0:x'" --nics 'mlx5_0:x'
+one_error "--nics of list markers only: exit 2" 2 "'=' is not a device name" --topology "$TOPO/h100-8gpu-8nic.xml" --nics '^=,,=,^'
 one_error "unknown option: exit 2" 2 "unknown option '--strict'" --strict
 one_error "stray argument: exit 2" 2 "unexpected argument 'gpu0'" gpu0
 one_error "--json with -J: exit 2" 2 "exclusive" --json -J "$T_DIR/x.json"

@@ -170,6 +170,10 @@ for f in "$FIX"/perftest/ib_write_bw-report_gbits.txt "$FIX"/perftest/ib_write_b
   check "imported $(basename "$f") is valid against probe.schema.json" json_valid "$T_DIR/probe.schema.json" "$T_DIR/imported/$(basename "$f").probe.json"
 done
 bad "perftest latency report" 10 'latency' "$R" import "$FIX/perftest/ib_write_lat.txt"
+bad "import to a path that cannot be written names -o" 7 'cannot create directory /proc/fb-none.*\(-o OUT.json\|DIR/\)' \
+  "$R" import "$FIX/ncclt/table-only.txt" -o /proc/fb-none/x.json
+bad "baseline to a path that cannot be written names -o" 7 'cannot create /proc/fb-prof.json.*\(-o FILE\)' \
+  "$R" baseline "$RES/vm-mpi-allreduce-4.json" --name unwritable -o /proc/fb-prof.json
 
 # ---- plot ----
 png_size() { /usr/bin/python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); assert d[:8]==b"\x89PNG\r\n\x1a\n"; print("%dx%d" % struct.unpack(">II", d[16:24]))' "$1"; }
@@ -187,6 +191,21 @@ fi
 FABRIC_GNUPLOT=/nonexistent/gnuplot bad "plot without gnuplot" 5 'gnuplot' "$R" plot "$RES/vm-mpi-allreduce-4.json" -o "$T_DIR/none.png"
 expect_exit "no picture left behind" 1 test -e "$T_DIR/none.png"
 bad "plot to a .jpg" 2 '.png or .svg' "$R" plot "$RES/vm-mpi-allreduce-4.json" -o "$T_DIR/p.jpg"
+bad "plot to a path that cannot be written" 7 'not writable.*-o FILE' "$R" plot "$RES/vm-mpi-allreduce-4.json" -o /proc/fb-plot.png
+bad "plot into a directory that cannot be made" 7 'cannot create directory.*-o FILE' "$R" plot "$RES/vm-mpi-allreduce-4.json" -o /proc/fb-none/p.png
+edit "$RES/vm-mpi-allreduce-4.json" "$T_DIR/no-bw.json" '(.rows[] | .out_of_place.busbw_GBps, .in_place.busbw_GBps) = null'
+bad "plot of a result without a busBW figure" 10 'no-bw.json has no rows with a busBW figure: no rows to draw' \
+  "$R" plot "$RES/vm-mpi-allreduce-4.json" "$T_DIR/no-bw.json" -o "$T_DIR/nobw.png" --script "$T_DIR/nobw.gp"
+expect_exit "... leaves no picture, script or data" 1 bash -c "ls '$T_DIR'/nobw.* 2>/dev/null | grep ."
+bad "FABRIC_PLOT_TIMEOUT must be whole seconds" 2 'FABRIC_PLOT_TIMEOUT=soon' env FABRIC_PLOT_TIMEOUT=soon "$R" plot "$RES/vm-mpi-allreduce-4.json" -o "$T_DIR/t.png"
+# A gnuplot that hangs with a child of its own: the timeout ends both.
+gone() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+FABRIC_PLOT_TIMEOUT=1 FABRIC_GNUPLOT=$FB_ROOT/tests/report/fake-gnuplot-hangs.sh FAKE_GNUPLOT_CHILD=$T_DIR/child.pid \
+  bad "a hanging gnuplot times out" 8 'gnuplot did not finish within 1 s' timeout 30 "$R" plot "$RES/vm-mpi-allreduce-4.json" -o "$T_DIR/hang.png"
+child=$(cat "$T_DIR/child.pid" 2>/dev/null)
+for _ in 1 2 3 4 5 6 7 8 9 10; do { [ -z "$child" ] || gone "$child"; } && break; sleep 0.2; done
+if [ -n "$child" ] && gone "$child"; then ok "the timeout kills gnuplot's children too"; else not_ok "the timeout kills gnuplot's children too" "child '${child:-none}' still runs"; kill "$child" 2>/dev/null; fi
+expect_exit "... and leaves no picture" 1 bash -c "ls '$T_DIR'/hang.png* 2>/dev/null | grep ."
 
 # ---- baseline and profiles ----
 expect_exit "baseline from a known-good run" 0 "$R" baseline "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allgather-4.json" --name vm4 --tolerance 50
@@ -199,6 +218,25 @@ expect_exit "--force replaces it" 0 "$R" baseline "$RES/vm-mpi-allreduce-4.json"
 bad "a fallback run is no baseline" 10 'TCP fallback' "$R" baseline "$RES/gke-socket-allreduce.json" --name broken
 bad "an unfinished run is no baseline" 10 'did not finish' "$R" baseline "$RES/gke-tcpxo-incomplete.json" --name half
 bad "a profile name is a file name" 2 'letters, digits' "$R" baseline "$RES/vm-mpi-allreduce-4.json" --name ../evil
+# One rank moves nothing between ranks: busBW 0, a profile every run would pass.
+edit "$RES/vm-mpi-allreduce-2.json" "$T_DIR/one-rank.json" \
+  '.topology.ranks = 1 | .topology.ranks_per_node = 1 | (.rows[] | .out_of_place.busbw_GBps, .in_place.busbw_GBps) = 0'
+bad "a 1-rank run (busBW 0) is no baseline" 10 'busBW 0 GB/s at its largest size \(1 rank\)' \
+  "$R" baseline "$T_DIR/one-rank.json" --name zero -o "$T_DIR/zero-profile.json"
+expect_exit "... and no profile is written" 1 test -e "$T_DIR/zero-profile.json"
+mkdir -p "$T_DIR/badprof"
+edit "$XDG_CONFIG_HOME/fabric-bench/profiles/vm4.json" "$T_DIR/badprof/floor-high.json" \
+  '.name = "floor-high" | .collectives.all_reduce.floor_GBps = .collectives.all_reduce.busbw_GBps * 2'
+bad "a profile whose floor is above its typical figure is refused, naming it" 10 'floor-high.json: .*floor_GBps .* is above busbw_GBps' \
+  "$R" check "$RES/vm-mpi-allreduce-4.json" --profiles "$T_DIR/badprof"
+rm "$T_DIR/badprof/floor-high.json"
+edit "$XDG_CONFIG_HOME/fabric-bench/profiles/vm4.json" "$T_DIR/badprof/zero.json" \
+  '.name = "zero" | .collectives.all_reduce.busbw_GBps = 0 | .collectives.all_reduce.floor_GBps = 0'
+bad "a profile with a 0 GB/s figure is refused, naming it" 10 'zero.json: .*busbw_GBps must be a number > 0' \
+  "$R" check "$RES/vm-mpi-allreduce-4.json" --profiles "$T_DIR/badprof"
+edit "$T_DIR/badprof/zero.json" "$T_DIR/badprof/zero.json.tmp" '.collectives.all_reduce.busbw_GBps = -3' && mv "$T_DIR/badprof/zero.json.tmp" "$T_DIR/badprof/zero.json"
+bad "a profile with a negative figure is refused" 10 'zero.json: .*must be a number > 0' "$R" profiles --profiles "$T_DIR/badprof"
+rm -r "$T_DIR/badprof"
 expect_exit "profiles lists shipped and user profiles" 0 "$R" profiles
 expect_grep "profiles shows the user one" '^vm4 ' "$T_OUT"
 expect_grep "profiles shows a shipped one" '^gke-a3-mega-tcpxo ' "$T_OUT"

@@ -1,8 +1,10 @@
 /* Core helpers: status, size parsing, JSON I/O. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "core/status.h"
 #include "core/units.h"
@@ -93,6 +95,14 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+static enum fb_status count_visit(const char *path, void *ctx, struct fb_err *err)
+{
+    (void)path;
+    (void)err;
+    (*(int *)ctx)++;
+    return FB_OK;
+}
+
 static void test_json_read_errors_are_one_line(void)
 {
     char path[] = "/tmp/fbjsonXXXXXX";
@@ -105,6 +115,9 @@ static void test_json_read_errors_are_one_line(void)
         {"{\"a\": [1, 2", "truncated"},
         {"hello", "not valid JSON"},
         {"{} {}", "not valid JSON"},
+        {"null", "holds only null at the top level"},
+        {" null \n", "holds only null at the top level"},
+        {"null x", "not valid JSON"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         write_file(path, cases[i].text);
@@ -119,6 +132,52 @@ static void test_json_read_errors_are_one_line(void)
     json_object *o = NULL;
     CHECK_INT(fb_json_read_file("/nonexistent/x.json", &o, &err), FB_ERR_INPUT);
     CHECK_CONTAINS(err.msg, "cannot open");
+}
+
+/* Nothing but a regular file within the limit is read: a FIFO would block
+ * the open, /dev/zero never ends, a sparse file costs its full size. */
+static void test_inputs_are_regular_files_within_the_limit(void)
+{
+    char dir[] = "/tmp/fbfilesXXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char fifo[64], big[64], link[64], walked[64];
+    snprintf(fifo, sizeof fifo, "%s/fifo.json", dir);
+    snprintf(big, sizeof big, "%s/big.json", dir);
+    snprintf(link, sizeof link, "%s/zero.json", dir);
+    CHECK_INT(mkfifo(fifo, 0600), 0);
+    CHECK_INT(symlink("/dev/zero", link), 0);
+    write_file(big, "");
+    CHECK_INT(truncate(big, (off_t)FB_INPUT_MAX_BYTES + 1), 0);
+    struct {
+        const char *path, *expect;
+    } cases[] = {
+        {fifo, "is a FIFO (named pipe), not a regular file"},
+        {link, "is a character device, not a regular file"},
+        {"/dev/zero", "is a character device, not a regular file"},
+        {dir, "is a directory, not a regular file"},
+        {big, "over the 256 MiB limit"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct fb_err err = {0};
+        char *text = NULL;
+        size_t len = 0;
+        CHECK_INT(fb_read_text_file(cases[i].path, &text, &len, &err), FB_ERR_INPUT);
+        CHECK_CONTAINS(err.msg, cases[i].expect);
+        CHECK_CONTAINS(err.msg, cases[i].path);
+        CHECK(text == NULL);
+    }
+    unlink(big);
+    /* A walk passes over the FIFO and the device, reads the one file. */
+    snprintf(walked, sizeof walked, "%s/ok.json", dir);
+    write_file(walked, "{}");
+    int seen = 0;
+    struct fb_err err = {0};
+    CHECK_INT(fb_walk_json_files(dir, 0, false, count_visit, &seen, &err), FB_OK);
+    CHECK_INT(seen, 1);
+    unlink(walked);
+    unlink(fifo);
+    unlink(link);
+    rmdir(dir);
 }
 
 static void test_unwritable_path_is_io_error(void)
@@ -136,6 +195,7 @@ int main(void)
     RUN(test_first_error_wins);
     RUN(test_json_atomic_write_and_read);
     RUN(test_json_read_errors_are_one_line);
+    RUN(test_inputs_are_regular_files_within_the_limit);
     RUN(test_unwritable_path_is_io_error);
     return fbt_done();
 }

@@ -149,7 +149,14 @@ static void test_usage_errors_have_one_wording(void)
         {"run x --name", "option '--name' needs a value (NAME); see fabric-demo run --help"},
         {"run -n", "option '-n' needs a value (NAME); see fabric-demo run --help"},
         {"run --json=yes", "option '--json' takes no value; see fabric-demo run --help"},
-        {"run --count 10", "-c/--count: 10 is out of range; allowed 1 to 9"},
+        {"run --count 10", "--count: 10 is out of range; allowed 1 to 9"},
+        {"run -c 10", "-c: 10 is out of range; allowed 1 to 9"},
+        {"run -c10", "-c: 10 is out of range; allowed 1 to 9"},
+        {"run --count --json", "option '--count' needs a value (N); see fabric-demo run --help"},
+        {"run -n --json x", "option '-n' needs a value (NAME); see fabric-demo run --help"},
+        {"run --name -j", "option '--name' needs a value (NAME); see fabric-demo run --help"},
+        {"run --name --fabric=rdma", "option '--name' needs a value (NAME); see fabric-demo run --help"},
+        {"run -n --", "option '-n' needs a value (NAME); see fabric-demo run --help"},
         {"run -d a -d b -d c --dir d", "option '--dir' given more than 3 times; see fabric-demo run --help"},
         {"run --fabric ib", "option '--fabric' does not accept 'ib'; use auto, rdma or tcpxo"},
     };
@@ -159,6 +166,24 @@ static void test_usage_errors_have_one_wording(void)
         CHECK_STR(p.err.msg, cases[i].msg);
         fb_opts_result_free(&p.res);
     }
+}
+
+/* A word that is none of the table's options is a value, whatever it
+ * looks like: a title "-x", a file "-", a name given in the same word. */
+static void test_values_that_look_like_options(void)
+{
+    struct parsed p = {0};
+    CHECK_INT(parse(&p, "run --name -x"), FB_OK);
+    CHECK_STR(p.d.name, "-x");
+    CHECK_INT(parse(&p, "run -n -"), FB_OK);
+    CHECK_STR(p.d.name, "-");
+    CHECK_INT(parse(&p, "run --name=--json"), FB_OK);
+    CHECK_STR(p.d.name, "--json");
+    CHECK_INT(parse(&p, "run -n--json"), FB_OK);
+    CHECK_STR(p.d.name, "--json");
+    CHECK_INT(parse(&p, "run --count -1"), FB_ERR_USAGE);
+    CHECK_STR(p.err.msg, "--count: -1 is out of range; allowed 1 to 9");
+    fb_opts_result_free(&p.res);
 }
 
 static void test_help_ends_the_parse(void)
@@ -254,6 +279,7 @@ int main(void)
     RUN(test_repeatable_values_fill_the_array);
     RUN(test_choices_store_the_index);
     RUN(test_usage_errors_have_one_wording);
+    RUN(test_values_that_look_like_options);
     RUN(test_help_ends_the_parse);
     RUN(test_help_lists_every_spelling);
     RUN(test_the_hash_follows_values_not_spelling);

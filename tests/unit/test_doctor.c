@@ -57,20 +57,27 @@ static void devspec_ports(void)
 
 static void devspec_rejects_bad_lists(void)
 {
+    struct {
+        const char *text, *var, *expect;
+    } bad[] = {
+        {"mlx5_0:x", "NCCL_IB_HCA", "NCCL_IB_HCA='mlx5_0:x': port 'x'"},
+        {"^", "NCCL_IB_HCA", "names no device"},
+        {":1", "NCCL_IB_HCA", "a port but no name"},
+        {"mlx5_0:", "NCCL_IB_HCA", "port after ':' must be a number"},
+        /* '^' and '=' lead the list; inside it they are no device's name. */
+        {"^=,,=,^", "--nics", "--nics='^=,,=,^': '=' is not a device name"},
+        {"mlx5_0,^mlx5_1", "NCCL_IB_HCA", "'^mlx5_1' is not a device name ('^' may only lead the list"},
+        {"mlx5 0", "NCCL_IB_HCA", "'mlx5 0' is not a device name (names hold no blanks"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct fb_devspec s;
+        struct fb_err err = {FB_OK, ""};
+        CHECK_INT(fb_devspec_parse(bad[i].text, bad[i].var, &s, &err), FB_ERR_USAGE);
+        CHECK_CONTAINS(err.msg, bad[i].expect);
+    }
+    /* Empty entries are skipped, as NCCL does. */
     struct fb_devspec s;
     struct fb_err err = {FB_OK, ""};
-    CHECK_INT(fb_devspec_parse("mlx5_0:x", "NCCL_IB_HCA", &s, &err), FB_ERR_USAGE);
-    CHECK_CONTAINS(err.msg, "NCCL_IB_HCA='mlx5_0:x'");
-    CHECK_CONTAINS(err.msg, "port 'x'");
-    fb_err_clear(&err);
-    CHECK_INT(fb_devspec_parse("^", "NCCL_IB_HCA", &s, &err), FB_ERR_USAGE);
-    CHECK_CONTAINS(err.msg, "names no device");
-    fb_err_clear(&err);
-    CHECK_INT(fb_devspec_parse(":1", "NCCL_IB_HCA", &s, &err), FB_ERR_USAGE);
-    fb_err_clear(&err);
-    CHECK_INT(fb_devspec_parse("mlx5_0:", "NCCL_IB_HCA", &s, &err), FB_ERR_USAGE);
-    /* Empty entries are skipped, as NCCL does. */
-    fb_err_clear(&err);
     CHECK_INT(fb_devspec_parse("mlx5_0,,mlx5_1,", "NCCL_IB_HCA", &s, &err), FB_OK);
     CHECK_INT(s.n, 2);
 }

@@ -524,7 +524,7 @@ static void from_dir_errors(void)
     fb_err_clear(&err);
     put("/nodes.json", "[1, 2]");
     CHECK_INT(fb_kube_from_dir(tree_root, FB_KUBE_NODES, &d, &err), FB_ERR_INPUT);
-    CHECK_CONTAINS(err.msg, "not a kubectl list");
+    CHECK_CONTAINS(err.msg, "expected a kubectl list");
     fb_err_clear(&err);
     /* A single object (kubectl get node X -o json) is a list of one. */
     put("/nodes.json", "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n1\"}}");
