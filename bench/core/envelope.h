@@ -67,7 +67,8 @@ enum fb_status fb_cluster_label_checked(const char *given, const char *fallback,
 void fb_label_safe(const char *name, char *out, size_t len);
 
 /* Where a measurement's results go: -J PATH when given, else
- * DIR/CLUSTER/STAMP-WHAT.json (WHAT: "all_reduce", "probe-verbs"). */
+ * DIR/CLUSTER/STAMP-WHAT.json (WHAT: "all_reduce", "probe-verbs"), a first
+ * choice that fb_json_create numbers when a run of the same second has it. */
 struct fb_results_name {
     const char *json_path; /* -J, or NULL */
     const char *dir;       /* --results-dir */
