@@ -277,12 +277,14 @@ static enum fb_compare_format compare_format(const struct compare_args *a)
 }
 
 /* Results that measured nothing are said on stderr and left out, so
- * one interrupted run does not fail a whole results tree. */
-static void pass_over_unmeasured(struct fb_result_set *set, const char *cmd)
+ * one interrupted run does not fail a whole results tree. When nothing is
+ * left, the one error line says so instead. */
+static enum fb_status pass_over_unmeasured(struct fb_result_set *set, const char *cmd, struct fb_err *err)
 {
     struct fb_str notes = {0};
+    size_t given = set->n;
     fb_result_set_drop_unmeasured(set, &notes);
-    const char *text = fb_str_get(&notes);
+    const char *text = set->n > 0 ? fb_str_get(&notes) : "";
     for (const char *line = text; *line != '\0';) {
         const char *nl = strchr(line, '\n');
         size_t n = nl ? (size_t)(nl - line) : strlen(line);
@@ -290,6 +292,10 @@ static void pass_over_unmeasured(struct fb_result_set *set, const char *cmd)
         line += n + (nl != NULL);
     }
     fb_str_free(&notes);
+    if (set->n == 0)
+        return fb_fail(err, FB_ERR_INPUT, "nothing to %s: no result with a measured size among the inputs (%zu stopped before their first size)",
+                       cmd, given);
+    return FB_OK;
 }
 
 static enum fb_status compare_results(const void *args, int npaths, char **paths, struct fb_err *err)
@@ -305,8 +311,8 @@ static enum fb_status compare_results(const void *args, int npaths, char **paths
     enum fb_status st = fb_result_set_load((const char *const *)paths, npaths, &set, err);
     if (st != FB_OK)
         return st;
-    pass_over_unmeasured(&set, "compare");
-    if (a->collective != NULL)
+    st = pass_over_unmeasured(&set, "compare", err);
+    if (st == FB_OK && a->collective != NULL)
         st = fb_result_set_filter(&set, a->collective, err);
     if (a->latest)
         fb_result_set_latest(&set);
@@ -647,8 +653,8 @@ static enum fb_status plot_results(const void *args, int npaths, char **paths, s
         fb_profiles_free(&ps);
         return st;
     }
-    pass_over_unmeasured(&set, "plot");
-    if (a->collective != NULL)
+    st = pass_over_unmeasured(&set, "plot", err);
+    if (st == FB_OK && a->collective != NULL)
         st = fb_result_set_filter(&set, a->collective, err);
     if (a->latest)
         fb_result_set_latest(&set);

@@ -170,6 +170,11 @@ else
   not_ok "compare DIR --latest passes over rowless runs" "exit $T_RC: $(head -c 400 "$T_ERR") $(head -c 300 "$T_OUT")"
 fi
 
+expect_error "compare of rowless runs alone: exit 10, nothing to compare" 10 "no result with a measured size" "fabric-report compare" \
+  "$R" compare "$partial" "$tree/tst/legacy-envelope-only.json"
+expect_error "plot of rowless runs alone: exit 10, nothing to plot" 10 "no result with a measured size" "fabric-report plot" \
+  "$R" plot "$partial" -o "$T_DIR/rowless.svg"
+
 # ---- 5. an unwritable -J fails before the sweep ----
 mkdir -p "$T_DIR/adir"
 expect_error "fabric-coll -J DIR: exit 7 before the sweep" 7 "is a directory" fabric-coll coll -J "$T_DIR/adir"
