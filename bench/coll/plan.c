@@ -10,6 +10,7 @@ enum fb_status fb_plan_sizes(uint64_t min, uint64_t max, long factor, uint64_t s
     plan->sizes = NULL;
     plan->count = 0;
     plan->linear_warning = 0;
+    plan->merged = 0;
     uint64_t n = 0;
     if (factor > 1) {
         for (uint64_t s = min; s <= max; s *= (uint64_t)factor) {
@@ -40,6 +41,21 @@ enum fb_status fb_plan_sizes(uint64_t min, uint64_t max, long factor, uint64_t s
     plan->count = (int)n;
     plan->linear_warning = factor <= 1 && n > 64;
     return FB_OK;
+}
+
+void fb_plan_dedupe(struct fb_plan *plan, const struct fb_collective *c, size_t eltsize, int nranks)
+{
+    int kept = 0;
+    size_t last = 0;
+    for (int i = 0; i < plan->count; i++) {
+        size_t bytes = c->counts((size_t)plan->sizes[i], eltsize, nranks).bytes;
+        if (kept > 0 && bytes == last)
+            continue;
+        plan->sizes[kept++] = plan->sizes[i];
+        last = bytes;
+    }
+    plan->merged += plan->count - kept;
+    plan->count = kept;
 }
 
 void fb_plan_free(struct fb_plan *plan)

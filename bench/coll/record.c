@@ -59,6 +59,7 @@ void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *mes
                      const char *host)
 {
     fb_envelope_fault(rec->doc, code, message, rank, host);
+    rec->faulted = true;
 }
 
 struct summary_acc {
@@ -119,10 +120,29 @@ json_object *fb_summary_of_rows(json_object *rows, int sizes_planned)
     return s;
 }
 
-enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err)
+static void update_summary(struct fb_record *rec, int complete)
 {
     json_object_object_add(rec->doc, "summary", fb_summary_of_rows(rec->rows, rec->sizes_planned));
     fb_envelope_finish(rec->doc, complete);
+}
+
+enum fb_status fb_record_start(struct fb_record *rec, bool exclusive, struct fb_err *err)
+{
+    rec->stream = fb_out_is_stream(rec->path);
+    if (rec->stream)
+        return fb_probe_writable(rec->path, err);
+    update_summary(rec, 0);
+    if (exclusive)
+        return fb_json_create(rec->path, sizeof rec->path, rec->doc, err);
+    return fb_json_write_atomic(rec->path, rec->doc, err);
+}
+
+enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err)
+{
+    /* A stream would receive one document per size, unreadable as a whole. */
+    if (rec->stream && !complete && !rec->faulted)
+        return FB_OK;
+    update_summary(rec, complete);
     return fb_json_write_atomic(rec->path, rec->doc, err);
 }
 

@@ -6,6 +6,7 @@
 
 #include <json-c/json.h>
 #include <limits.h>
+#include <stdbool.h>
 
 #include "coll/measure.h"
 #include "core/status.h"
@@ -15,6 +16,8 @@ struct fb_record {
     json_object *rows;
     char path[PATH_MAX];
     int sizes_planned;
+    bool stream;  /* path is a device or FIFO: one document, when the run ends */
+    bool faulted; /* a fault is recorded: the run ends with the next save */
 };
 
 /* A new document with the envelope filled in; the caller adds the run's
@@ -31,7 +34,15 @@ void fb_record_warn(struct fb_record *rec, const char *text);
 void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *message, int rank,
                      const char *host);
 
-/* Recomputes the summary and writes the file atomically. */
+/* The first version on disk, before anything that can be interrupted: a
+ * complete document with no rows yet. `exclusive` (a name the program made
+ * up) creates a new file, numbered when the name is taken, and rec->path
+ * becomes its name; otherwise (-J FILE) the file is replaced. A device or
+ * FIFO is only checked now: it gets the document when the run ends. */
+enum fb_status fb_record_start(struct fb_record *rec, bool exclusive, struct fb_err *err);
+
+/* Recomputes the summary and writes the file atomically (a stream only
+ * once the run is complete or faulted). */
 enum fb_status fb_record_save(struct fb_record *rec, int complete, struct fb_err *err);
 
 void fb_record_free(struct fb_record *rec);

@@ -173,11 +173,8 @@ static void warn_if_over_budget(struct sweep *r)
 
 int sweep_execute(struct sweep *r)
 {
-    if (r->world.rank == 0) {
+    if (r->world.rank == 0)
         sweep_print_preamble(r);
-        sweep_describe(r);
-        r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
-    }
     struct fb_err err = {0};
     sweep_arm(r, SETUP_BOUND_S, "device census");
     if (sweep_describe_devices(r, &err) != FB_OK)

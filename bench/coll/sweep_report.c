@@ -73,7 +73,8 @@ void sweep_describe(struct sweep *r)
     json_object_object_add(d, "dtype", json_object_new_string(fb_dtype_info(c->dtype)->name));
     json_object_object_add(d, "op", json_object_new_string(c->coll->reduces ? fb_redop_name(c->op) : "none"));
     json_object_object_add(d, "root", json_object_new_int(c->coll->rooted ? (int)c->root : -1));
-    json_object_object_add(d, "time_reduction", json_object_new_string(fb_time_reduction_name(r->timing.reduction)));
+    json_object_object_add(d, "time_reduction",
+                           json_object_new_string(fb_time_reduction_name((enum fb_time_reduction)c->average)));
     json_object_object_add(d, "config", fb_opts_to_json(coll_options, c));
     json_object *hosts = json_object_new_array();
     int per_node_max = 0;
@@ -133,8 +134,13 @@ void sweep_finish_log_capture(struct sweep *r)
     strncat(saved, ".nccl.log", sizeof saved - strlen(saved) - 1);
     json_object *transport = NULL;
     struct fb_err err = {0};
+    /* Beside a device or FIFO there is no place of ours for the copy (only
+     * rank 0 keeps it, so only its record counts). */
+    bool keep = !r->rec.stream;
+    if (!keep)
+        snprintf(saved, sizeof saved, "not kept: the results go to a stream");
     if (r->nccl_log.active &&
-        fb_nccl_capture_finish(&r->nccl_log, &r->world, saved, &transport, &err) != FB_OK &&
+        fb_nccl_capture_finish(&r->nccl_log, &r->world, keep ? saved : NULL, &transport, &err) != FB_OK &&
         r->world.rank == 0) {
         char text[FB_ERR_MSG_MAX + 32];
         snprintf(text, sizeof text, "transport not recorded: %s", err.msg);
@@ -201,6 +207,10 @@ void sweep_print_preamble(struct sweep *r)
            strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
     fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
     coll_config_notes(&r->cfg, stdout);
+    if (r->plan.merged > 0)
+        printf("# Note: %d size%s round%s to the bytes of the size before (whole elements, 16-byte blocks); "
+               "each is measured once\n",
+               r->plan.merged, r->plan.merged == 1 ? "" : "s", r->plan.merged == 1 ? "s" : "");
     if (r->cap_note[0])
         sweep_warn(r, r->cap_note);
     if (r->wd_note[0])
@@ -236,6 +246,9 @@ void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double bu
 
 void sweep_print_stability(struct sweep *r)
 {
+    /* Only repeats (-N) measure a size more than once. */
+    if (r->cfg.run_cycles < 2)
+        return;
     json_object *st = fb_stability_of_rows(r->rec.rows, r->cfg.cv_threshold);
     if (st == NULL)
         return;

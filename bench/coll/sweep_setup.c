@@ -23,9 +23,11 @@ static int fail_agreed(struct sweep *r, struct fb_err *err)
     return (int)st;
 }
 
-static void pick_cluster(struct sweep *r)
+/* The label names the results directory: a bad one is a usage error on
+ * every rank before anything starts. */
+static enum fb_status pick_cluster(struct sweep *r, struct fb_err *err)
 {
-    fb_cluster_label(r->cfg.cluster, r->world.hosts[0], r->cluster, sizeof r->cluster);
+    return fb_cluster_label_checked(r->cfg.cluster, r->world.hosts[0], r->cluster, sizeof r->cluster, err);
 }
 
 static enum fb_status results_path(struct sweep *r, char *path, size_t len, struct fb_err *err)
@@ -118,6 +120,41 @@ static void start_log_capture(struct sweep *r)
     fb_nccl_capture_start(&r->nccl_log, tmp && *tmp ? tmp : "/tmp", r->log_note, sizeof r->log_note);
 }
 
+/* The sizes as planned, each measured once: sizes that align to the same
+ * bytes collapse into one. */
+static enum fb_status plan_sizes(struct sweep *r, struct fb_err *err)
+{
+    enum fb_status st = fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes,
+                                      &r->plan, err);
+    if (st == FB_OK)
+        fb_plan_dedupe(&r->plan, r->cfg.coll, fb_dtype_info(r->cfg.dtype)->size, r->world.size);
+    return st;
+}
+
+/* Rank 0: the results file, complete but for its rows, on disk before
+ * buffers are allocated, so an interrupted set-up still leaves a document
+ * that says what ran and how far it got. A -J that cannot be written
+ * fails here, before the sweep. */
+static enum fb_status start_record(struct sweep *r, struct fb_err *err)
+{
+    char path[PATH_MAX];
+    /* Held throughout: a signal now must find no record, or the whole first
+     * version under its final name. */
+    pthread_mutex_lock(&r->rec_lock);
+    enum fb_status st = results_path(r, path, sizeof path, err);
+    if (st == FB_OK)
+        st = fb_record_new(&r->rec, path, "fabric-coll", r->cfg.invoked_as, r->cluster, err);
+    if (st == FB_OK) {
+        sweep_describe(r);
+        r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
+        st = fb_record_start(&r->rec, r->cfg.json_path == NULL, err);
+    }
+    if (st != FB_OK)
+        fb_record_free(&r->rec); /* nothing on disk is ours to update */
+    pthread_mutex_unlock(&r->rec_lock);
+    return st;
+}
+
 /* Everything before the first measurement; every step agreed on. */
 int sweep_prepare(struct sweep *r, int argc, char **argv)
 {
@@ -142,7 +179,9 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
     if (err.code == FB_OK)
         r->be.ops->available(&err);
     if (err.code == FB_OK)
-        fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes, &r->plan, &err);
+        plan_sizes(r, &err);
+    if (err.code == FB_OK)
+        pick_cluster(r, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     start_log_capture(r);
@@ -154,11 +193,10 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     sweep_setup_fallback(r);
-    pick_cluster(r);
-    char path[PATH_MAX];
-    if (r->world.rank == 0 && results_path(r, path, sizeof path, &err) == FB_OK &&
-        fb_probe_writable(path, &err) == FB_OK)
-        fb_record_new(&r->rec, path, "fabric-coll", r->cfg.invoked_as, r->cluster, &err);
+    if (r->world.rank == 0)
+        start_record(r, &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
     /* Touching fresh pages runs at ~400 MB/s on slow machines: allow for
      * it whatever -T says, since no peer is being waited for. */
     sweep_arm(r, SETUP_BOUND_S + 2.0 * (double)r->plan.sizes[r->plan.count - 1] / 1e8, "buffer allocation");

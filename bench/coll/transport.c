@@ -7,6 +7,7 @@
 
 #include "core/gather.h"
 #include "core/jsonio.h"
+#include "core/text.h"
 #include "nccl/nccl_log.h"
 
 /* A pathological log must not make rank 0 gather gigabytes. */
@@ -46,14 +47,17 @@ static char *read_capped(const char *path, int *truncated)
     return buf;
 }
 
+/* The copy beside the results, written like them: never through a link
+ * planted there or over something that is not a regular file. */
 static void save_logs(const char *save_path, char **texts, int n)
 {
-    FILE *f = fopen(save_path, "w");
-    if (f == NULL)
-        return;
+    struct fb_str all = {0};
     for (int r = 0; r < n; r++)
-        fputs(texts[r], f);
-    fclose(f);
+        fb_str_addf(&all, "%s", texts[r]);
+    struct fb_err ignored = {0};
+    if (!all.oom)
+        fb_out_write(save_path, fb_str_get(&all), all.len, &ignored);
+    fb_str_free(&all);
 }
 
 enum fb_status fb_nccl_capture_finish(struct fb_nccl_capture *cap, const struct fb_world *w,

@@ -1,5 +1,6 @@
 #include "core/envelope.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,44 @@
 #include "core/jsonio.h"
 #include "core/version.h"
 
+static bool label_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+}
+
+bool fb_label_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= FB_LABEL_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!label_char(name[i]))
+            return false;
+    return true;
+}
+
+void fb_label_escape(const char *name, char *out, size_t len)
+{
+    /* "." and ".." would name the results directory or its parent. */
+    bool dots = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p && len > 0; p++) {
+        bool plain = label_char((char)*p) && !(dots && *p == '.');
+        size_t need = plain ? 1 : 3;
+        if (o + need >= len)
+            break; /* whole sequences only: a cut escape would read as another name */
+        if (plain)
+            out[o++] = (char)*p;
+        else
+            o += (size_t)snprintf(out + o, len - o, "%%%02X", *p);
+    }
+    if (len > 0)
+        out[o] = '\0';
+    if (o == 0 && len > 0)
+        snprintf(out, len, "%s", "unnamed");
+}
+
 void fb_cluster_label(const char *given, const char *fallback, char *out, size_t len)
 {
     const char *name = given;
@@ -16,18 +55,48 @@ void fb_cluster_label(const char *given, const char *fallback, char *out, size_t
         name = getenv("FABRIC_CLUSTER");
     if (name == NULL || name[0] == '\0')
         name = fallback;
-    fb_label_safe(name, out, len);
+    fb_label_escape(name, out, len);
+}
+
+/* The label shown in a message: what was given, its bytes outside
+ * printable ASCII as '?', so the message stays one line. */
+static void printable(const char *s, char *out, size_t len)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < len; i++)
+        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    out[i] = '\0';
+}
+
+enum fb_status fb_cluster_label_checked(const char *given, const char *fallback, char *out, size_t len,
+                                        struct fb_err *err)
+{
+    const char *env = getenv("FABRIC_CLUSTER");
+    if (env != NULL && env[0] == '\0')
+        env = NULL; /* exported empty: as if unset */
+    const char *name = given != NULL ? given : env;
+    const char *source = given != NULL ? "--cluster" : "FABRIC_CLUSTER=";
+    if (name == NULL) {
+        fb_cluster_label(NULL, fallback, out, len);
+        return FB_OK;
+    }
+    if (!fb_label_ok(name)) {
+        char shown[96];
+        printable(name, shown, sizeof shown);
+        return fb_fail(err, FB_ERR_USAGE,
+                       "%s%s'%s': a cluster label names a results directory: use 1 to %d of the letters, digits, "
+                       "'.', '_' and '-', not '.' or '..'",
+                       source, given != NULL ? " " : "", shown, FB_LABEL_MAX - 1);
+    }
+    snprintf(out, len, "%s", name);
+    return FB_OK;
 }
 
 void fb_label_safe(const char *name, char *out, size_t len)
 {
     size_t i = 0;
-    for (; name[i] && i + 1 < len; i++) {
-        char c = name[i];
-        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                   c == '-' || c == '_' || c == '.';
-        out[i] = safe ? c : '_';
-    }
+    for (; name[i] && i + 1 < len; i++)
+        out[i] = label_char(name[i]) ? name[i] : '_';
     out[i] = '\0';
 }
 
@@ -112,9 +181,5 @@ enum fb_status fb_envelope_write(json_object *doc, const char *path, struct fb_e
     json_object_object_add(doc, "end_time", json_object_new_string(now));
     if (strcmp(path, "-") != 0)
         return fb_json_write_atomic(path, doc, err);
-    const char *text = json_object_to_json_string_ext(
-        doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-    if (fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
-        return fb_fail(err, FB_ERR_IO, "cannot write JSON to standard output");
-    return FB_OK;
+    return fb_json_print(stdout, doc, FB_JSON_FILE_FLAGS, err);
 }

@@ -5,6 +5,7 @@
 #define FB_CORE_ENVELOPE_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -39,16 +40,35 @@ void fb_envelope_finish(json_object *doc, int complete);
 /* Writes the document to stdout (path "-") or atomically to a file. */
 enum fb_status fb_envelope_write(json_object *doc, const char *path, struct fb_err *err);
 
-/* The cluster label: `given`, else $FABRIC_CLUSTER, else `fallback`, cut to
- * a safe alphabet ([A-Za-z0-9._-], others become '_') since it names a
- * results directory. */
+/* Cluster labels name results directories (DIR/LABEL/...), so they must
+ * stay inside DIR and distinct: 1 to FB_LABEL_MAX-1 bytes of [A-Za-z0-9._-],
+ * not "." or "..". */
+#define FB_LABEL_MAX 128
+bool fb_label_ok(const char *name);
+
+/* `name` mapped into that alphabet one to one: other bytes (and the dots
+ * of "." and "..") become %XX, so distinct names stay distinct; "" becomes
+ * "unnamed". */
+void fb_label_escape(const char *name, char *out, size_t len);
+
+/* The cluster label of a document: `given`, else $FABRIC_CLUSTER, else
+ * `fallback` (a host name), escaped as above. */
 void fb_cluster_label(const char *given, const char *fallback, char *out, size_t len);
 
-/* `name` cut to that alphabet, without the environment. */
+/* The same for a program that files results under the label: a label the
+ * user gave (--cluster, FABRIC_CLUSTER) that is not fb_label_ok is
+ * FB_ERR_USAGE naming where it came from and the alphabet; the fallback
+ * host name is escaped. */
+enum fb_status fb_cluster_label_checked(const char *given, const char *fallback, char *out, size_t len,
+                                        struct fb_err *err);
+
+/* `name` cut to that alphabet (others become '_'), for labels that name
+ * no directory. */
 void fb_label_safe(const char *name, char *out, size_t len);
 
 /* Where a measurement's results go: -J PATH when given, else
- * DIR/CLUSTER/STAMP-WHAT.json (WHAT: "all_reduce", "probe-verbs"). */
+ * DIR/CLUSTER/STAMP-WHAT.json (WHAT: "all_reduce", "probe-verbs"), a first
+ * choice that fb_json_create numbers when a run of the same second has it. */
 struct fb_results_name {
     const char *json_path; /* -J, or NULL */
     const char *dir;       /* --results-dir */

@@ -1,116 +1,88 @@
 #include "core/jsonio.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/files.h"
 #include "core/json_lint.h"
+#include "core/text.h"
 
-enum fb_status fb_make_parent_dirs(const char *path, const char *flag, struct fb_err *err)
+char *fb_json_text(json_object *obj, int flags)
 {
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-        return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL || slash == dir)
-        return FB_OK;
-    *slash = '\0';
-    for (char *p = dir + 1; ; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-            return fb_fail(err, FB_ERR_IO, "cannot create directory %s: %s; choose a writable path (%s)",
-                           dir, strerror(errno), flag);
-        *p = saved;
-        if (saved == '\0')
-            break;
+    const char *text = json_object_to_json_string_ext(obj, flags);
+    if (text == NULL)
+        return NULL;
+    /* json-c copies bytes >= 0x80 through as they are: an environment
+     * variable or host name that is not UTF-8 would make the whole file
+     * unreadable to strict readers. Structure is ASCII, so only string
+     * contents change. */
+    size_t n = 0;
+    char *clean = fb_utf8_sanitize(text, strlen(text), &n);
+    char *out = clean ? realloc(clean, n + 2) : NULL;
+    if (out == NULL) {
+        free(clean);
+        return NULL;
     }
-    return FB_OK;
-}
-
-static enum fb_status write_all(int fd, const char *data, size_t len, const char *path,
-                                const char *flag, struct fb_err *err)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return fb_fail(err, FB_ERR_IO, "cannot write %s: %s; free space or choose another path (%s)",
-                           path, strerror(errno), flag);
-        data += n;
-        len -= (size_t)n;
-    }
-    return FB_OK;
-}
-
-static enum fb_status write_text_atomic(const char *path, const char *text, const char *flag,
-                                        struct fb_err *err)
-{
-    enum fb_status st = fb_make_parent_dirs(path, flag, err);
-    if (st != FB_OK)
-        return st;
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return fb_fail(err, FB_ERR_IO, "cannot create %s: %s; choose a writable path (%s)",
-                       tmp, strerror(errno), flag);
-    st = write_all(fd, text, strlen(text), tmp, flag, err);
-    if (st == FB_OK && fsync(fd) != 0)
-        st = fb_fail(err, FB_ERR_IO, "cannot flush %s: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && st == FB_OK)
-        st = fb_fail(err, FB_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
-    if (st == FB_OK && rename(tmp, path) != 0)
-        st = fb_fail(err, FB_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st != FB_OK)
-        unlink(tmp);
-    return st;
-}
-
-enum fb_status fb_probe_writable(const char *path, struct fb_err *err)
-{
-    char probe[PATH_MAX];
-    if (snprintf(probe, sizeof probe, "%s.probe", path) >= (int)sizeof probe)
-        return fb_fail(err, FB_ERR_IO, "path too long: %s", path);
-    enum fb_status st = write_text_atomic(probe, "{}\n", "-J FILE", err);
-    if (st == FB_OK)
-        unlink(probe);
-    return st;
+    memcpy(out + n, "\n", 2);
+    return out;
 }
 
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err)
 {
-    return fb_json_write_atomic_for(path, obj, "-J FILE", err);
+    char *text = fb_json_text(obj, FB_JSON_FILE_FLAGS);
+    if (text == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "cannot serialise JSON for %s (out of memory)", path);
+    enum fb_status st = fb_out_write(path, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+/* The writers' messages name -J FILE, the option of the measuring tools;
+ * a command whose path came from another option names that one. */
+static void name_the_flag(struct fb_err *err, const char *flag)
+{
+    char *at = strstr(err->msg, "-J FILE");
+    struct fb_str msg = {0};
+    if (at != NULL)
+        fb_str_addf(&msg, "%.*s%s%s", (int)(at - err->msg), err->msg, flag, at + strlen("-J FILE"));
+    else
+        fb_str_addf(&msg, "%s (%s)", err->msg, flag);
+    fb_copy(err->msg, sizeof err->msg, fb_str_get(&msg), msg.len);
+    fb_str_free(&msg);
 }
 
 enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
                                         struct fb_err *err)
 {
-    const char *text = json_object_to_json_string_ext(
-        obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-    if (text == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "cannot serialise JSON for %s", path);
-    size_t len = strlen(text);
-    char *with_newline = malloc(len + 2);
-    if (with_newline == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory writing %s", path);
-    memcpy(with_newline, text, len);
-    memcpy(with_newline + len, "\n", 2);
-    enum fb_status st = write_text_atomic(path, with_newline, flag, err);
-    free(with_newline);
+    enum fb_status st = fb_json_write_atomic(path, obj, err);
+    if (st != FB_OK && flag != NULL)
+        name_the_flag(err, flag);
     return st;
+}
+
+enum fb_status fb_json_create(char *path, size_t cap, json_object *obj, struct fb_err *err)
+{
+    char *text = fb_json_text(obj, FB_JSON_FILE_FLAGS);
+    if (text == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "cannot serialise JSON for %s (out of memory)", path);
+    enum fb_status st = fb_out_create(path, cap, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+enum fb_status fb_json_print(FILE *f, json_object *obj, int flags, struct fb_err *err)
+{
+    char *text = fb_json_text(obj, flags);
+    if (text == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "cannot serialise JSON (out of memory)");
+    bool ok = fputs(text, f) != EOF && fflush(f) == 0;
+    free(text);
+    return ok ? FB_OK : fb_fail(err, FB_ERR_IO, "cannot write JSON to standard output: %s", strerror(errno));
 }
 
 static size_t first_non_space(const char *text, size_t from, size_t len)

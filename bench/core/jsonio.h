@@ -1,28 +1,44 @@
 /* JSON files on disk: atomic writes (temp file, fsync, rename) so a reader
- * or a crash never sees half a file, and reads that turn every way a file can
- * be wrong into one line naming the file. */
+ * or a crash never sees half a file, text that is always valid UTF-8, and
+ * reads that turn every way a file can be wrong into one line naming the
+ * file. */
 #ifndef FB_CORE_JSONIO_H
 #define FB_CORE_JSONIO_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "core/outfile.h"
 #include "core/status.h"
 
-/* mkdir -p for the directory part of `path` (the file itself not created);
- * a failure names `flag`, the option that chose the path ("-o FILE"). */
-enum fb_status fb_make_parent_dirs(const char *path, const char *flag, struct fb_err *err);
+/* How results files are laid out: indented, "a": 1, slashes as they are. */
+#define FB_JSON_FILE_FLAGS \
+    (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-/* Creates the parent directories and proves a file can be written and
- * renamed there, before any measurement is spent. */
-enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
+/* The one serialiser of every document written: json-c's text with `flags`
+ * and a final newline, valid UTF-8 whatever bytes the strings held (bytes
+ * that are not become U+FFFD). NULL when out of memory; free it. */
+char *fb_json_text(json_object *obj, int flags);
 
-/* A failure names "-J FILE" as the option to change, or `flag` (_for). */
+/* Writes the document to `path` as core/outfile.h says: a regular file (or
+ * nothing yet) replaced atomically, a device or FIFO written into, anything
+ * else refused (FB_ERR_IO). */
 enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
                                     struct fb_err *err);
+
+/* The same for a path another option chose (`flag`, e.g. "-o FILE"): the
+ * error names that option. */
 enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
                                         struct fb_err *err);
+
+/* Writes the document to a new file, never over an existing one: `path`,
+ * else PATH-2.json, PATH-3.json ...; `path` becomes the name taken. */
+enum fb_status fb_json_create(char *path, size_t cap, json_object *obj, struct fb_err *err);
+
+/* The document on `f` (standard output), flushed; FB_ERR_IO when it fails. */
+enum fb_status fb_json_print(FILE *f, json_object *obj, int flags, struct fb_err *err);
 
 /* Why a text is not one JSON document: json-c's error, how far it got, and
  * whether the text merely ends early (a run killed while writing). */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,4 +273,57 @@ char *fb_strip_launcher_prefixes(char *line)
     }
     remove_inner_mpi_tags(s);
     return s;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629, Table 3-7 of
+ * Unicode: no overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_sequence_len(const unsigned char *p, size_t left)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0 || n > left)
+        return 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+char *fb_utf8_sanitize(const char *text, size_t len, size_t *out_len)
+{
+    /* U+FFFD takes three bytes for each byte it replaces. */
+    char *out = len < SIZE_MAX / 3 ? malloc(3 * len + 1) : NULL;
+    if (out == NULL)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)text;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence_len(p + i, len - i);
+        if (n == 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + o, p + i, n);
+        o += n;
+        i += n;
+    }
+    out[o] = '\0';
+    if (out_len != NULL)
+        *out_len = o;
+    return out;
 }

@@ -63,4 +63,11 @@ bool fb_parse_double_token(const char *tok, double *out);
 /* Copies at most size-1 bytes and always terminates. */
 void fb_copy(char *dst, size_t size, const char *src, size_t n);
 
+/* A NUL-terminated copy of `len` bytes of text in which every byte that
+ * does not start a well-formed UTF-8 sequence (stray continuation bytes,
+ * overlong forms, surrogates, code points past U+10FFFF, a cut sequence)
+ * becomes U+FFFD, so strict readers (Python's json) accept it. *out_len
+ * (when given) is its length; NULL when out of memory. Free it. */
+char *fb_utf8_sanitize(const char *text, size_t len, size_t *out_len);
+
 #endif

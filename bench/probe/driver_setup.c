@@ -96,7 +96,9 @@ static enum fb_status open_devices(struct probe_driver *d, struct fb_err *err)
 static enum fb_status results_path(struct probe_driver *d, char *path, size_t len, char *cluster,
                                    size_t clen, struct fb_err *err)
 {
-    fb_cluster_label(d->o.cluster, d->w.hosts[0], cluster, clen);
+    enum fb_status st = fb_cluster_label_checked(d->o.cluster, d->w.hosts[0], cluster, clen, err);
+    if (st != FB_OK)
+        return st;
     char what[64];
     snprintf(what, sizeof what, "probe-%s", d->o.tp->name);
     struct fb_results_name n = {d->o.json_path, d->o.results_dir, cluster, what};
@@ -136,7 +138,7 @@ static void start_results(struct probe_driver *d, const char *path, const char *
     if (d->o.use_cuda && strcmp(d->me.mem_reg, "peermem") == 0)
         probe_results_warn(&d->res, "GPU memory registered through nvidia-peermem: dma-buf was refused");
     probe_print_header(stdout, &d->res);
-    if (probe_results_save(&d->res, 0, &err) != FB_OK) {
+    if (probe_results_start(&d->res, d->o.json_path == NULL, &err) != FB_OK) {
         fprintf(stderr, "fabric-rdma: %s\n", err.msg);
         MPI_Abort(d->w.comm, err.code);
     }
@@ -167,15 +169,17 @@ int probe_driver_prepare(struct probe_driver *d, int argc, char **argv,
     d->c = (struct probe_ctx){&d->w, MPI_COMM_NULL, d->o.timeout, stop};
     MPI_Comm_dup(d->w.comm, &d->c.comm);
     MPI_Comm_set_errhandler(d->c.comm, MPI_ERRORS_RETURN);
+    /* The label and the results path first: a mistake there costs no
+     * device set-up, and nothing is measured that cannot be kept. */
+    char path[PATH_MAX], cluster[128];
+    if (results_path(d, path, sizeof path, cluster, sizeof cluster, &err) == FB_OK && d->w.rank == 0)
+        fb_probe_writable(path, &err);
+    if (agreed(d, &err) != FB_OK)
+        return err.code;
     open_devices(d, &err);
     if (agreed(d, &err) != FB_OK)
         return err.code;
     build_schedule(d, &err);
-    if (agreed(d, &err) != FB_OK)
-        return err.code;
-    char path[PATH_MAX], cluster[128];
-    if (results_path(d, path, sizeof path, cluster, sizeof cluster, &err) == FB_OK && d->w.rank == 0)
-        fb_probe_writable(path, &err);
     if (agreed(d, &err) != FB_OK)
         return err.code;
     if (gather_endpoints(d, &err) != FB_OK) {

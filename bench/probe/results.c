@@ -422,8 +422,23 @@ json_object *probe_results_json(const struct probe_results *r, int complete)
     return d;
 }
 
+enum fb_status probe_results_start(struct probe_results *r, bool exclusive, struct fb_err *err)
+{
+    r->stream = fb_out_is_stream(r->path);
+    if (r->stream)
+        return fb_probe_writable(r->path, err);
+    json_object *d = probe_results_json(r, 0);
+    enum fb_status st = exclusive ? fb_json_create(r->path, sizeof r->path, d, err)
+                                  : fb_json_write_atomic(r->path, d, err);
+    json_object_put(d);
+    return st;
+}
+
 enum fb_status probe_results_save(struct probe_results *r, int complete, struct fb_err *err)
 {
+    /* A stream gets one document, when the run ends. */
+    if (r->stream && !complete && r->fault_code == 0)
+        return FB_OK;
     json_object *d = probe_results_json(r, complete);
     enum fb_status st = fb_json_write_atomic(r->path, d, err);
     json_object_put(d);

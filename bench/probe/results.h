@@ -7,6 +7,7 @@
 
 #include <json-c/json.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "core/world.h"
@@ -35,6 +36,7 @@ struct probe_results {
     struct probe_row *rows;
     int nrows, cap;
     json_object *warnings;
+    bool stream; /* path is a device or FIFO: written once, at the end */
     int fault_code, fault_rank;
     char fault_msg[FB_ERR_MSG_MAX];
 };
@@ -60,6 +62,10 @@ enum fb_status probe_results_add(struct probe_results *r, const struct probe_row
 void probe_results_warn(struct probe_results *r, const char *text);
 void probe_results_fault(struct probe_results *r, enum fb_status code, const char *msg, int rank);
 json_object *probe_results_json(const struct probe_results *r, int complete);
+/* The first version on disk. `exclusive` (a name made up, not -J)
+ * creates a new file, numbered when the name is taken (r->path becomes the
+ * name); a device or FIFO is only checked and gets the document at the end. */
+enum fb_status probe_results_start(struct probe_results *r, bool exclusive, struct fb_err *err);
 enum fb_status probe_results_save(struct probe_results *r, int complete, struct fb_err *err);
 void probe_results_free(struct probe_results *r);
 

@@ -42,6 +42,21 @@ enum fb_status fb_result_set_filter(struct fb_result_set *set, const char *colle
     return FB_OK;
 }
 
+void fb_result_set_drop_unmeasured(struct fb_result_set *set, struct fb_str *notes)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        if (set->r[i].nrows > 0) {
+            set->r[kept++] = set->r[i];
+            continue;
+        }
+        fb_str_addf(notes, "%s: no size measured (%s); passed over\n", set->r[i].path,
+                    set->r[i].complete ? "no rows" : "the run stopped before its first size");
+        fb_result_free(&set->r[i]);
+    }
+    set->n = kept;
+}
+
 static bool same_series(const struct fb_result *a, const struct fb_result *b)
 {
     return strcmp(a->cluster, b->cluster) == 0 && strcmp(a->collective, b->collective) == 0;
@@ -474,7 +489,12 @@ static void render_json(const struct table *t, struct fb_str *out)
         json_object_array_add(sizes, row);
     }
     json_object_object_add(o, "sizes", sizes);
-    fb_str_addf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    char *text = fb_json_text(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (text != NULL)
+        fb_str_addf(out, "%s", text);
+    else
+        out->oom = true;
+    free(text);
     json_object_put(o);
 }
 

@@ -28,6 +28,11 @@ enum fb_status fb_compare(const struct fb_result_set *set, const struct fb_compa
  * FB_ERR_INPUT when none is left. */
 enum fb_status fb_result_set_filter(struct fb_result_set *set, const char *collective, struct fb_err *err);
 
+/* Passes over results without a single row (a run stopped during set-up):
+ * nothing in them compares, and as the newest of their cluster they would
+ * hide the last run that measured. One line per result in `notes`. */
+void fb_result_set_drop_unmeasured(struct fb_result_set *set, struct fb_str *notes);
+
 /* Keeps, per cluster and collective, only the result that started last
  * (results/<cluster>/ accumulates runs; --latest compares the newest). */
 void fb_result_set_latest(struct fb_result_set *set);

@@ -395,7 +395,7 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
         return fb_fail(err, FB_ERR_INPUT, "nothing to plot: no results given");
     st = check_drawable(set, err);
     if (st == FB_OK)
-        st = fb_make_parent_dirs(o->out, "-o FILE", err);
+        st = fb_make_parent_dirs(o->out, err);
     if (st != FB_OK)
         return st;
     struct tmp t = {0};

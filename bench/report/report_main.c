@@ -79,6 +79,14 @@ static enum fb_status parse_and_run(const struct fb_opts_ctx *ctx, int argc, cha
     return st;
 }
 
+/* A document on stdout through the one serialiser (valid UTF-8 whatever
+ * an input's strings held). */
+static void print_json(json_object *doc)
+{
+    struct fb_err ignored = {0};
+    fb_json_print(stdout, doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &ignored);
+}
+
 static void print_str(FILE *f, const struct fb_str *s)
 {
     fputs(fb_str_get(s), f);
@@ -207,7 +215,7 @@ static enum fb_status judge_one(const void *args, int npaths, char **paths, stru
     if (st == FB_OK) {
         if (a->json) {
             json_object *o = fb_verdict_json(&v, &r);
-            printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+            print_json(o);
             json_object_put(o);
         } else {
             struct fb_str text = {0};
@@ -273,6 +281,28 @@ static enum fb_compare_format compare_format(const struct compare_args *a)
     return a->json ? FB_CMP_JSON : FB_CMP_TEXT;
 }
 
+/* Results that measured nothing are said on stderr and left out, so
+ * one interrupted run does not fail a whole results tree. When nothing is
+ * left, the one error line says so instead. */
+static enum fb_status pass_over_unmeasured(struct fb_result_set *set, const char *cmd, struct fb_err *err)
+{
+    struct fb_str notes = {0};
+    size_t given = set->n;
+    fb_result_set_drop_unmeasured(set, &notes);
+    const char *text = set->n > 0 ? fb_str_get(&notes) : "";
+    for (const char *line = text; *line != '\0';) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        fprintf(stderr, "fabric-report %s: note: %.*s\n", cmd, (int)n, line);
+        line += n + (nl != NULL);
+    }
+    fb_str_free(&notes);
+    if (set->n == 0)
+        return fb_fail(err, FB_ERR_INPUT, "nothing to %s: no result with a measured size among the inputs (%zu stopped before their first size)",
+                       cmd, given);
+    return FB_OK;
+}
+
 static enum fb_status compare_results(const void *args, int npaths, char **paths, struct fb_err *err)
 {
     const struct compare_args *a = args;
@@ -286,7 +316,8 @@ static enum fb_status compare_results(const void *args, int npaths, char **paths
     enum fb_status st = fb_result_set_load((const char *const *)paths, npaths, &set, err);
     if (st != FB_OK)
         return st;
-    if (a->collective != NULL)
+    st = pass_over_unmeasured(&set, "compare", err);
+    if (st == FB_OK && a->collective != NULL)
         st = fb_result_set_filter(&set, a->collective, err);
     if (a->latest)
         fb_result_set_latest(&set);
@@ -311,10 +342,12 @@ static enum fb_status cmd_compare(const struct fb_opts_ctx *ctx, int argc, char 
 static const char import_help[] =
     "usage: fabric-report import FILE... [-o OUT.json|DIR/] [--cluster NAME] [--collective NAME]\n"
     "         [--format auto|nccl-tests-text|nccl-tests-json|perftest-text|perftest-json]\n"
-    "         [--units Gbps|MBps] [--nccl-log FILE|DIR]...\n"
+    "         [--units Gbps|MBps] [--nccl-log FILE|DIR]... [--force]\n"
     "Converts nccl-tests output (text tables old and new, -J JSON) and perftest\n"
     "ib_*_bw output (text, --out_json) into fabric-bench results JSON. One result goes\n"
-    "to stdout unless -o names a file; several need -o DIR/ (one file each).\n"
+    "to stdout unless -o names a file; several need -o DIR/ (one file each, named after\n"
+    "its input, -2, -3 added where two inputs share a name; a file already there is\n"
+    "replaced only with --force).\n"
     "--nccl-log adds the transport from the run's separate NCCL_DEBUG=INFO logs.\n"
     "Exit codes: 0 success, 1 internal error, 2 usage, 7 -o not writable, 10 input error\n"
     "(nothing is written unless every input converts).\n";
@@ -381,7 +414,7 @@ struct import_args {
     const char *output, *cluster, *collective, *format, *units;
     const char *logs[LOG_ARGS_MAX];
     int nlogs;
-    int help;
+    int force, help;
 };
 
 #define IMPORT_ARG(f) offsetof(struct import_args, f)
@@ -393,6 +426,7 @@ static const struct fb_opt import_options[] = {
     {'f', "format", FB_OPT_STRING, IMPORT_ARG(format), "FORMAT", "auto (from the content, default), nccl-tests-text, nccl-tests-json, perftest-text or perftest-json"},
     {'u', "units", FB_OPT_STRING, IMPORT_ARG(units), "Gbps|MBps", "perftest --out_json units, when they cannot be inferred"},
     NCCL_LOG_OPTION(struct import_args),
+    {0, "force", FB_OPT_FLAG, IMPORT_ARG(force), NULL, "replace files that exist in -o DIR/"},
     HELP_OPTION(struct import_args),
     FB_OPT_END,
 };
@@ -416,33 +450,77 @@ static enum fb_status import_all(int npaths, char **paths, enum fb_import_format
     return st;
 }
 
-static enum fb_status write_imports(int npaths, char **paths, const char *output,
+/* The name of each result written to DIR/: its own, or numbered (-2, -3)
+ * when an earlier result of this import took it (a/log.txt and b/log.txt). */
+static enum fb_status distinct_target(const char *dir, const char *input, json_object *doc, bool with_kind,
+                                      char (*taken)[PATH_MAX], size_t ntaken, struct fb_err *err)
+{
+    char base[PATH_MAX];
+    import_target(dir, input, doc, with_kind, base, sizeof base);
+    for (int n = 1; n <= (int)ntaken + 1; n++) {
+        if (!fb_out_numbered(base, n, taken[ntaken], sizeof taken[ntaken]))
+            return fb_fail(err, FB_ERR_USAGE, "output path too long: %s; choose a shorter -o DIR/", base);
+        bool used = false;
+        for (size_t k = 0; k < ntaken && !used; k++)
+            used = strcmp(taken[k], taken[ntaken]) == 0;
+        if (!used)
+            return FB_OK;
+    }
+    return fb_fail(err, FB_ERR_INTERNAL, "no free name for %s", base); /* ntaken + 1 names cannot all be taken */
+}
+
+/* Where each result goes, decided before anything is written: a name in
+ * DIR/ is never over an existing file unless --force. */
+static enum fb_status import_targets(int npaths, char **paths, const char *output, bool to_dir, bool force,
+                                     const struct fb_import_out *outs, char (*targets)[PATH_MAX],
+                                     struct fb_err *err)
+{
+    size_t t = 0;
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < npaths && st == FB_OK; i++) {
+        for (size_t k = 0; k < outs[i].n && st == FB_OK; k++, t++) {
+            if (!to_dir) {
+                snprintf(targets[t], sizeof targets[t], "%s", output);
+                continue;
+            }
+            st = distinct_target(output, paths[i], outs[i].docs[k], outs[i].n > 1, targets, t, err);
+            struct stat sb;
+            if (st == FB_OK && !force && lstat(targets[t], &sb) == 0)
+                st = fb_fail(err, FB_ERR_USAGE, "%s already exists; add --force to replace it, or choose another -o DIR/",
+                             targets[t]);
+        }
+    }
+    return st;
+}
+
+static enum fb_status write_imports(int npaths, char **paths, const char *output, bool force,
                                     const struct fb_import_out *outs, struct fb_err *err)
 {
     bool to_dir = output != NULL && (is_dir(output) || output[strlen(output) - 1] == '/');
     size_t total = 0;
     for (int i = 0; i < npaths; i++)
         total += outs[i].n;
-    enum fb_status st = FB_OK;
     if (total > 1 && !to_dir)
-        st = fb_fail(err, FB_ERR_USAGE, "the inputs hold %zu results; write them to a directory with -o DIR/", total);
+        return fb_fail(err, FB_ERR_USAGE, "the inputs hold %zu results; write them to a directory with -o DIR/", total);
+    if (output == NULL) {
+        for (int i = 0; i < npaths; i++)
+            for (size_t k = 0; k < outs[i].n; k++)
+                print_json(outs[i].docs[k]);
+        return FB_OK;
+    }
+    char (*targets)[PATH_MAX] = calloc(total ? total : 1, sizeof *targets);
+    if (targets == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing");
+    enum fb_status st = import_targets(npaths, paths, output, to_dir, force, outs, targets, err);
+    size_t t = 0;
     for (int i = 0; i < npaths && st == FB_OK; i++) {
-        const struct fb_import_out *out = &outs[i];
-        for (size_t k = 0; k < out->n && st == FB_OK; k++) {
-            if (output == NULL) {
-                printf("%s\n", json_object_to_json_string_ext(out->docs[k], JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                continue;
-            }
-            char target[PATH_MAX];
-            if (to_dir)
-                import_target(output, paths[i], out->docs[k], out->n > 1, target, sizeof target);
-            else
-                snprintf(target, sizeof target, "%s", output);
-            st = fb_json_write_atomic_for(target, out->docs[k], "-o OUT.json|DIR/", err);
+        for (size_t k = 0; k < outs[i].n && st == FB_OK; k++, t++) {
+            st = fb_json_write_atomic_for(targets[t], outs[i].docs[k], "-o OUT.json|DIR/", err);
             if (st == FB_OK)
-                import_note(paths[i], target, out->docs[k]);
+                import_note(paths[i], targets[t], outs[i].docs[k]);
         }
     }
+    free(targets);
     return st;
 }
 
@@ -472,7 +550,7 @@ static enum fb_status import_files(const void *args, int npaths, char **paths, s
     if (transport != NULL)
         json_object_put(transport);
     if (st == FB_OK)
-        st = write_imports(npaths, paths, a->output, outs, err);
+        st = write_imports(npaths, paths, a->output, a->force, outs, err);
     for (int i = 0; outs != NULL && i < npaths; i++)
         fb_import_out_free(&outs[i]);
     free(outs);
@@ -585,7 +663,8 @@ static enum fb_status plot_results(const void *args, int npaths, char **paths, s
         fb_profiles_free(&ps);
         return st;
     }
-    if (a->collective != NULL)
+    st = pass_over_unmeasured(&set, "plot", err);
+    if (st == FB_OK && a->collective != NULL)
         st = fb_result_set_filter(&set, a->collective, err);
     if (a->latest)
         fb_result_set_latest(&set);
@@ -747,7 +826,7 @@ static enum fb_status show_transport(const void *args, int npaths, char **paths,
     if (st != FB_OK)
         return st;
     if (a->json) {
-        printf("%s\n", json_object_to_json_string_ext(t, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        print_json(t);
     } else {
         struct fb_str text = {0};
         fb_transport_text(t, &text);
@@ -812,7 +891,7 @@ static enum fb_status list_profiles(const void *args, int npaths, char **paths, 
         json_object_array_add(arr, o);
     }
     if (a->json)
-        printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        print_json(arr);
     json_object_put(arr);
     fb_profiles_free(&ps);
     return FB_OK;

@@ -228,11 +228,14 @@ static enum fb_status read_envelope(json_object *doc, const char *name, struct f
         return fb_fail(err, FB_ERR_INPUT, "%s is a \"%s\" result; this command reads collective results (fabric-coll)", name, kind);
     if (!fb_json_get_bool(doc, "complete", &r->complete))
         return fb_fail(err, FB_ERR_INPUT, "%s: \"complete\" is missing or not true/false", name);
-    /* null: a run that failed before its first row and never named it. */
+    /* null: a run that failed before its first row and never named it;
+     * absent: an unfinished run of an older fabric-coll that was stopped
+     * before it described itself. */
     json_object *coll = fb_json_member(doc, "collective"), *rows = fb_json_member(doc, "rows");
     bool rowless = rows != NULL && json_object_is_type(rows, json_type_array) && json_object_array_length(rows) == 0;
+    bool unnamed = json_object_object_get_ex(doc, "collective", NULL) || !r->complete;
     r->collective = opt_string(doc, "collective");
-    if (r->collective == NULL && json_object_object_get_ex(doc, "collective", NULL) && coll == NULL && rowless)
+    if (r->collective == NULL && unnamed && coll == NULL && rowless)
         r->collective = FB_COLLECTIVE_UNKNOWN;
     else if (r->collective == NULL || !fb_collective_known(r->collective))
         return fail_collective(name, err);

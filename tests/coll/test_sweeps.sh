@@ -65,8 +65,9 @@ then ok "-N 3 repeats rows, -a 2 reports the minimum"; else not_ok "-N 3 repeats
 
 # Default results path: results/<cluster>/<stamp>-<collective>.json.
 dir=$T_DIR/res
-run fb_mpirun 2 "$FB_BIN/fabric-coll" broadcast -b 1K -e 1K -n 1 --results-dir "$dir" --cluster "lab a/b"
-f=$(find "$dir/lab_a_b" -name '*-broadcast.json' 2>/dev/null | head -1)
-if [ -n "$f" ] && grep -q '"cluster": "lab_a_b"' "$f"; then ok "default path results/<cluster>/<stamp>-<collective>.json"; else not_ok "default path results/<cluster>/<stamp>-<collective>.json" "$(ls -R "$dir")"; fi
+# (Labels outside [A-Za-z0-9._-] are refused: tests/faults/test_data_safety.sh.)
+run fb_mpirun 2 "$FB_BIN/fabric-coll" broadcast -b 1K -e 1K -n 1 --results-dir "$dir" --cluster "lab-a.b_1"
+f=$(find "$dir/lab-a.b_1" -name '*-broadcast.json' 2>/dev/null | head -1)
+if [ -n "$f" ] && grep -q '"cluster": "lab-a.b_1"' "$f"; then ok "default path results/<cluster>/<stamp>-<collective>.json"; else not_ok "default path results/<cluster>/<stamp>-<collective>.json" "$(ls -R "$dir")"; fi
 FABRIC_CLUSTER=envname run fb_mpirun 1 -x FABRIC_CLUSTER "$FB_BIN/fabric-coll" reduce -b 1K -e 1K -n 1 --results-dir "$dir"
 if ls "$dir"/envname/*-reduce.json >/dev/null 2>&1; then ok "cluster label from FABRIC_CLUSTER"; else not_ok "cluster label from FABRIC_CLUSTER" "$(ls "$dir")"; fi

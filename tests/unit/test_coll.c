@@ -171,6 +171,37 @@ static void test_plan_doubling_and_linear(void)
     fb_plan_free(&p);
 }
 
+/* Sizes that align to the same bytes are one size: no duplicate rows. */
+static void test_plan_drops_sizes_that_align_alike(void)
+{
+    struct fb_plan p;
+    struct fb_err err = {0};
+    const struct fb_collective *ar = fb_collective_find("all_reduce");
+    CHECK_INT(fb_plan_sizes(1000, 1010, 1, 1, &p, &err), FB_OK);
+    CHECK_INT(p.count, 11);
+    fb_plan_dedupe(&p, ar, 4, 2); /* whole floats: 1000, 1004, 1008 */
+    CHECK_INT(p.count, 3);
+    CHECK_INT(p.merged, 8);
+    CHECK_INT(p.sizes[0], 1000);
+    CHECK_INT(p.sizes[1], 1004);
+    CHECK_INT(p.sizes[2], 1008);
+    fb_plan_free(&p);
+    /* all_gather on 3 ranks: 16-byte blocks per rank, 48-byte steps. */
+    const struct fb_collective *ag = fb_collective_find("all_gather");
+    CHECK_INT(fb_plan_sizes(960, 1100, 1, 16, &p, &err), FB_OK);
+    fb_plan_dedupe(&p, ag, 4, 3);
+    for (int i = 1; i < p.count; i++)
+        CHECK(ag->counts(p.sizes[i], 4, 3).bytes > ag->counts(p.sizes[i - 1], 4, 3).bytes);
+    CHECK(p.merged > 0);
+    fb_plan_free(&p);
+    /* A doubling sweep has nothing to drop. */
+    CHECK_INT(fb_plan_sizes(1024, 1 << 20, 2, 1, &p, &err), FB_OK);
+    fb_plan_dedupe(&p, ar, 4, 8);
+    CHECK_INT(p.count, 11);
+    CHECK_INT(p.merged, 0);
+    fb_plan_free(&p);
+}
+
 static void test_sizes_follow_nccl_tests_conventions(void)
 {
     const struct fb_collective *ag = fb_collective_find("all_gather");
@@ -485,6 +516,7 @@ int main(void)
     RUN(test_compat_flags_are_noted_not_silent);
     RUN(test_options_echo_and_hash);
     RUN(test_plan_doubling_and_linear);
+    RUN(test_plan_drops_sizes_that_align_alike);
     RUN(test_sizes_follow_nccl_tests_conventions);
     RUN(test_bus_bandwidth_factors);
     RUN(test_low_precision_conversions_are_exact);

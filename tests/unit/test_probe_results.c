@@ -215,7 +215,7 @@ static void test_cluster_label_is_path_safe(void)
 {
     char out[64];
     fb_cluster_label("gke a3/mega", "h0", out, sizeof out);
-    CHECK_STR(out, "gke_a3_mega");
+    CHECK_STR(out, "gke%20a3%2Fmega");
     unsetenv("FABRIC_CLUSTER");
     fb_cluster_label(NULL, "node-a", out, sizeof out);
     CHECK_STR(out, "node-a");

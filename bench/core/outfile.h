@@ -1,0 +1,57 @@
+/* Output files that never destroy what is not theirs: a regular file is
+ * replaced atomically (a temporary file created exclusively beside it, then
+ * renamed over it), a character device or FIFO (/dev/null, /dev/stdout, a
+ * pipe) is written into and stays what it is, and anything else (a
+ * directory, a block device, a socket, a symbolic link to nothing) is
+ * refused with FB_ERR_IO. A symbolic link to a regular file is followed:
+ * the file it names is replaced and the link kept. New results are created
+ * exclusively, so a run never lands on an existing result. */
+#ifndef FB_CORE_OUTFILE_H
+#define FB_CORE_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* mkdir -p for the directory part of `path` (the file itself not created). */
+enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err);
+
+/* What writing `path` meets. */
+enum fb_out_kind {
+    FB_OUT_NEW,    /* nothing yet: created */
+    FB_OUT_FILE,   /* a regular file, perhaps through symbolic links: replaced */
+    FB_OUT_STREAM, /* a character device or FIFO: written into, never replaced */
+};
+
+/* The kind of `path`, and in `real` the path a replacement renames onto
+ * (the file a symbolic link names; `path` itself otherwise). FB_ERR_IO
+ * naming the path and the fix for an empty path and for what is refused. */
+enum fb_status fb_out_kind_of(const char *path, enum fb_out_kind *kind, char *real, size_t len,
+                              struct fb_err *err);
+
+/* True when `path` is a character device or FIFO (written into). */
+bool fb_out_is_stream(const char *path);
+
+/* Proves, before any measurement is spent, that `path` can be written:
+ * its directories created and a file created there, or the stream open to
+ * writing. */
+enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
+
+/* Writes `len` bytes of text to `path` as its kind says: created or
+ * replaced atomically, or written into a stream. */
+enum fb_status fb_out_write(const char *path, const char *text, size_t len, struct fb_err *err);
+
+/* Creates a file that did not exist, never replacing one: `path`, else
+ * the first free of its name with -2, -3, ... before the extension
+ * (RUN.json, RUN-2.json). The whole text appears at once (linked from an
+ * exclusive temporary file). `path` (of capacity `cap`) becomes the name
+ * taken. */
+enum fb_status fb_out_create(char *path, size_t cap, const char *text, size_t len,
+                             struct fb_err *err);
+
+/* `path` with -N before its extension (N > 1), or as given for N = 1;
+ * false when it does not fit. */
+bool fb_out_numbered(const char *path, int n, char *out, size_t cap);
+
+#endif
