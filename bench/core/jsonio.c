@@ -42,26 +42,12 @@ enum fb_status fb_json_write_atomic(const char *path, json_object *obj,
     return st;
 }
 
-/* The writers' messages name -J FILE, the option of the measuring tools;
- * a command whose path came from another option names that one. */
-static void name_the_flag(struct fb_err *err, const char *flag)
-{
-    char *at = strstr(err->msg, "-J FILE");
-    struct fb_str msg = {0};
-    if (at != NULL)
-        fb_str_addf(&msg, "%.*s%s%s", (int)(at - err->msg), err->msg, flag, at + strlen("-J FILE"));
-    else
-        fb_str_addf(&msg, "%s (%s)", err->msg, flag);
-    fb_copy(err->msg, sizeof err->msg, fb_str_get(&msg), msg.len);
-    fb_str_free(&msg);
-}
-
 enum fb_status fb_json_write_atomic_for(const char *path, json_object *obj, const char *flag,
                                         struct fb_err *err)
 {
     enum fb_status st = fb_json_write_atomic(path, obj, err);
     if (st != FB_OK && flag != NULL)
-        name_the_flag(err, flag);
+        fb_out_name_option(err, flag);
     return st;
 }
 

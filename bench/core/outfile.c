@@ -1,5 +1,7 @@
 #include "core/outfile.h"
 
+#include "core/text.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -299,4 +301,18 @@ enum fb_status fb_out_create(char *path, size_t cap, const char *text, size_t le
     if (st == FB_OK && snprintf(path, cap, "%s", name) >= (int)cap)
         st = fb_fail(err, FB_ERR_IO, "path too long: %s", name);
     return st;
+}
+
+/* The writers' messages name -J FILE, the option of the measuring tools;
+ * a command whose path came from another option names that one. */
+void fb_out_name_option(struct fb_err *err, const char *flag)
+{
+    char *at = strstr(err->msg, "-J FILE");
+    struct fb_str msg = {0};
+    if (at != NULL)
+        fb_str_addf(&msg, "%.*s%s%s", (int)(at - err->msg), err->msg, flag, at + strlen("-J FILE"));
+    else
+        fb_str_addf(&msg, "%s (%s)", err->msg, flag);
+    fb_copy(err->msg, sizeof err->msg, fb_str_get(&msg), msg.len);
+    fb_str_free(&msg);
 }

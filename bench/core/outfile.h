@@ -50,6 +50,10 @@ enum fb_status fb_out_write(const char *path, const char *text, size_t len, stru
 enum fb_status fb_out_create(char *path, size_t cap, const char *text, size_t len,
                              struct fb_err *err);
 
+/* Messages here name -J FILE, the measuring tools' option; a command
+ * whose path came from another option (`flag`, "-o FILE") names that. */
+void fb_out_name_option(struct fb_err *err, const char *flag);
+
 /* `path` with -N before its extension (N > 1), or as given for N = 1;
  * false when it does not fit. */
 bool fb_out_numbered(const char *path, int n, char *out, size_t cap);

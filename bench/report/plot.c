@@ -394,10 +394,13 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
     if (set->n == 0)
         return fb_fail(err, FB_ERR_INPUT, "nothing to plot: no results given");
     st = check_drawable(set, err);
-    if (st == FB_OK)
-        st = fb_make_parent_dirs(o->out, err);
     if (st != FB_OK)
         return st;
+    st = fb_make_parent_dirs(o->out, err);
+    if (st != FB_OK) {
+        fb_out_name_option(err, "-o FILE");
+        return st;
+    }
     struct tmp t = {0};
     const char *base = getenv("TMPDIR");
     snprintf(t.dir, sizeof t.dir, "%s/fabric-plot.XXXXXX", base && base[0] ? base : "/tmp");
