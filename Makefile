@@ -79,7 +79,7 @@ TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/unit/test_$(m).c tests/unit
 TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # nccl-tests names, links to fabric-coll (which reads its argv[0]), one per
 # row of the collective table.
-PERF_NAMES := $(shell sed -n 's/.*"\([a-z0-9_]*\)_perf".*/\1/p' bench/nccl/collective.c)
+PERF_NAMES := $(shell sed -n '/= {FB_/s/.*"\([a-z0-9_]*\)_perf".*/\1/p' bench/nccl/collective.c)
 PERF_LINKS := $(if $(filter %/coll_main.c,$(MAIN_SRCS)),$(foreach n,$(PERF_NAMES),$(BUILD)/bin/$(n)_perf))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
