@@ -308,8 +308,14 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
     cudaError_t e = refuse_while_capturing(s) ? cudaErrorStreamCaptureUnsupported
                     : s->completed == s->enqueued ? cudaSuccess : cudaErrorNotReady;
     pthread_mutex_unlock(&s->lock);
-    /* Not ready is an answer, not an error: it does not stick. */
-    return e == cudaErrorNotReady ? e : fbsi_cuda_ret(e);
+    /* The stand-in's device is this machine's CPUs: a caller polling a busy
+     * stream gives them up a moment, or it starves the work it waits for. */
+    if (e == cudaErrorNotReady) {
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+        return e; /* an answer, not an error: it does not stick */
+    }
+    return fbsi_cuda_ret(e);
 }
 
 static cudaError_t drain(struct CUstream_st *s)
