@@ -44,6 +44,18 @@ fi
 expect_exit "gpu-standin.sh without a command: exit 2" 2 "$gs"
 expect_exit "gpu-standin.sh without a stand-in built: exit 5" 5 env BUILD="$T_DIR/none" "$gs" true
 
+# The stand-in's own checks (tests/standin/selftest.c): events, graphs,
+# memory, the last error, ncclCommSplit, ranks that disagree.
+if mpicc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -isystem "${CUDA_HOME:-/usr/local/cuda}/include" \
+    "$FB_ROOT/tests/standin/selftest.c" -o "$T_DIR/selftest" -L"$standin" -l:libnccl.so.2 -l:"$cudart" \
+    >"$T_DIR/cc.log" 2>&1; then
+  run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np 4 -x LD_LIBRARY_PATH "$T_DIR/selftest"
+  grep -E '^(not )?ok - ' "$T_OUT"
+  if [ "$T_RC" -ne 0 ] && ! grep -q '^not ok' "$T_OUT"; then not_ok "the stand-in's self-test" "exit $T_RC: $(head -c 300 "$T_ERR")"; fi
+else
+  not_ok "the stand-in's self-test builds" "$(head -5 "$T_DIR/cc.log")"
+fi
+
 # --- one host -----------------------------------------------------------
 # sg NP ARGS...: fabric-coll on NP local ranks under the stand-in.
 sg() {

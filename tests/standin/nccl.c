@@ -323,6 +323,117 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
     return atomic_load(&comm->async_error);
 }
 
+struct split_info {
+    int32_t color, key;
+    uint16_t port, pad;
+};
+
+/* Every rank's colour, key and listening port, over the parent's
+ * connections: the parent is idle (every rank splits at the same point of
+ * its program), so this is the next thing on every wire. */
+static ncclResult_t split_exchange(struct ncclComm *c, struct split_info *all)
+{
+    struct plan p;
+    int ok = 1;
+    fbsi_plan_init(&p, c);
+    for (int q = 0; q < c->nranks; q++) {
+        if (q == c->rank)
+            continue;
+        ok = ok && fbsi_plan_add(&p, q, 1, C_SPLIT, &all[c->rank], sizeof *all);
+        ok = ok && fbsi_plan_add(&p, q, 0, C_SPLIT, &all[q], sizeof *all);
+    }
+    pthread_mutex_lock(&c->exec);
+    ncclResult_t r = ok ? fbsi_plan_run(&p) : ncclSystemError;
+    pthread_mutex_unlock(&c->exec);
+    fbsi_plan_free(&p);
+    return r;
+}
+
+/* The parent ranks of one colour, by key then parent rank: the new ranks. */
+static int members(const struct split_info *all, int n, int color, int *old)
+{
+    int k = 0;
+    for (int q = 0; q < n; q++) {
+        if (all[q].color != color)
+            continue;
+        int at = k++;
+        while (at > 0 && all[old[at - 1]].key > all[q].key) {
+            old[at] = old[at - 1];
+            at--;
+        }
+        old[at] = q;
+    }
+    return k;
+}
+
+static uint32_t peer_addr(const struct ncclComm *c, int q)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    if (c->fd[q] < 0 || getpeername(c->fd[q], (struct sockaddr *)&a, &len) != 0)
+        return 0;
+    return a.sin_addr.s_addr;
+}
+
+static ncclResult_t split_build(struct ncclComm *parent, const struct split_info *all, int color, int lfd,
+                                ncclComm_t *newcomm)
+{
+    int *old = malloc((size_t)parent->nranks * sizeof *old);
+    struct fbsi_member *m = calloc((size_t)parent->nranks, sizeof *m);
+    struct ncclComm *c = NULL;
+    ncclResult_t r = ncclSystemError;
+    int n = old && m ? members(all, parent->nranks, color, old) : 0, me = 0;
+    for (int i = 0; i < n; i++) {
+        me = old[i] == parent->rank ? i : me;
+        m[i] = (struct fbsi_member){.addr = peer_addr(parent, old[i]), .port = all[old[i]].port,
+                                    .info = parent->peers[old[i]]};
+    }
+    if (n > 0 && (c = comm_new(n, me, parent->cuda_dev)) != NULL) {
+        int unused = 0;
+        c->id = parent->id * 1099511628211ULL + (uint32_t)color;
+        read_faults(c, &unused);
+        r = fbsi_split_mesh(c, lfd, m);
+    }
+    if (r == ncclSuccess) {
+        log_init(c);
+        *newcomm = c;
+    } else if (c != NULL) {
+        comm_free(c);
+    }
+    free(old);
+    free(m);
+    return r;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    (void)config;
+    if (comm == NULL || newcomm == NULL || (color < 0 && color != NCCL_SPLIT_NOCOLOR))
+        return ncclInvalidArgument;
+    *newcomm = NULL;
+    if (atomic_load(&comm->aborted))
+        return ncclInvalidUsage;
+    wait_idle(comm);
+    ncclResult_t r = (ncclResult_t)atomic_load(&comm->async_error);
+    if (r != ncclSuccess)
+        return r;
+    struct split_info *all = calloc((size_t)comm->nranks, sizeof *all);
+    if (all == NULL)
+        return ncclSystemError;
+    uint16_t port = 0;
+    int lfd = color == NCCL_SPLIT_NOCOLOR ? -1 : fbsi_listen(&port);
+    all[comm->rank] = (struct split_info){.color = color, .key = key, .port = port};
+    r = split_exchange(comm, all);
+    if (r == ncclSuccess && color != NCCL_SPLIT_NOCOLOR)
+        r = lfd < 0 ? ncclSystemError : split_build(comm, all, color, lfd, newcomm);
+    if (r != ncclSuccess)
+        fbsi_set_error(comm, "ncclCommSplit on rank %d failed: %s", comm->rank, ncclGetErrorString(r));
+    if (lfd >= 0)
+        close(lfd);
+    free(all);
+    return r;
+}
+
 ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     if (comm == NULL)

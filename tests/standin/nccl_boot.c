@@ -214,13 +214,14 @@ static ncclResult_t join_root(struct ncclComm *c, const struct unique_id *id, ui
     return my_status ? ncclSystemError : ncclRemoteError;
 }
 
-/* Ranks 1..n-1 connect pairwise: each connects to the lower ranks (whose
- * listening sockets exist already) and then accepts the higher ones. */
-static ncclResult_t mesh(struct ncclComm *c, int lfd, const struct entry *table)
+/* Ranks first..n-1 connect pairwise: each connects to the lower ranks
+ * (whose listening sockets exist already) and then accepts the higher ones.
+ * At init rank 0's connections are those of the bootstrap (first = 1). */
+static ncclResult_t mesh(struct ncclComm *c, int lfd, const struct entry *table, int first)
 {
     struct hello h;
     fill_hello(c, &h, 0, 0);
-    for (int r = 1; r < c->rank; r++) {
+    for (int r = first; r < c->rank; r++) {
         c->fd[r] = fbsi_connect(table[r].addr, table[r].port);
         if (c->fd[r] < 0 || fbsi_send_all(c->fd[r], &h, sizeof h) != 0) {
             fbsi_set_error(c, "rank %d cannot connect to rank %d on %s", c->rank, r, table[r].host);
@@ -240,6 +241,18 @@ static ncclResult_t mesh(struct ncclComm *c, int lfd, const struct entry *table)
         c->fd[in.rank] = fd;
     }
     return ncclSuccess;
+}
+
+/* The table becomes the communicator's view of its peers. */
+static void adopt(struct ncclComm *c, const struct entry *table)
+{
+    for (int i = 0; i < c->nranks; i++) {
+        memcpy(c->peers[i].host, table[i].host, sizeof c->peers[i].host);
+        c->peers[i].cuda_dev = table[i].cuda_dev;
+        c->peers[i].bus_id = table[i].bus_id;
+        if (c->fd[i] >= 0)
+            fbsi_socket_ready(c->fd[i]);
+    }
 }
 
 ncclResult_t fbsi_bootstrap(struct ncclComm *c, const ncclUniqueId *raw, int fail_init)
@@ -267,16 +280,28 @@ ncclResult_t fbsi_bootstrap(struct ncclComm *c, const ncclUniqueId *raw, int fai
     if (r == ncclSuccess)
         r = c->rank == 0 ? gather_ranks(c, lfd, table, fail_init) : join_root(c, &id, port, table, fail_init);
     if (r == ncclSuccess && c->rank != 0)
-        r = mesh(c, lfd, table);
-    for (int i = 0; r == ncclSuccess && i < c->nranks; i++) {
-        memcpy(c->peers[i].host, table[i].host, sizeof c->peers[i].host);
-        c->peers[i].cuda_dev = table[i].cuda_dev;
-        c->peers[i].bus_id = table[i].bus_id;
-        if (c->fd[i] >= 0)
-            fbsi_socket_ready(c->fd[i]);
-    }
+        r = mesh(c, lfd, table, 1);
+    if (r == ncclSuccess)
+        adopt(c, table);
     if (lfd >= 0)
         close(lfd);
+    free(table);
+    return r;
+}
+
+ncclResult_t fbsi_split_mesh(struct ncclComm *c, int lfd, const struct fbsi_member *m)
+{
+    struct entry *table = calloc((size_t)c->nranks, sizeof *table);
+    if (table == NULL)
+        return ncclSystemError;
+    for (int i = 0; i < c->nranks; i++) {
+        table[i] = (struct entry){.addr = m[i].addr, .port = m[i].port, .cuda_dev = m[i].info.cuda_dev,
+                                  .bus_id = m[i].info.bus_id};
+        memcpy(table[i].host, m[i].info.host, sizeof table[i].host);
+    }
+    ncclResult_t r = mesh(c, lfd, table, 0);
+    if (r == ncclSuccess)
+        adopt(c, table);
     free(table);
     return r;
 }

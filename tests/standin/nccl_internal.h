@@ -113,6 +113,14 @@ void fbsi_plan_free(struct plan *p);
 ncclResult_t fbsi_unique_id(ncclUniqueId *id);
 ncclResult_t fbsi_bootstrap(struct ncclComm *c, const ncclUniqueId *id, int fail_init);
 
+/* A rank of a communicator being split off: where it listens. */
+struct fbsi_member {
+    uint32_t addr;
+    uint16_t port;
+    struct peer_info info;
+};
+ncclResult_t fbsi_split_mesh(struct ncclComm *c, int lfd, const struct fbsi_member *m);
+
 /* nccl_coll.c: element types and the collectives over a plan. */
 size_t fbsi_type_size(ncclDataType_t t);
 ncclResult_t fbsi_run_collective(struct ncclComm *c, const struct call *k);
