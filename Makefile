@@ -159,12 +159,12 @@ $(foreach s,$(TEST_SRCS),$(eval $(call test_rule,$(basename $(notdir $(s))),$(ca
 
 # cudart symbols carry the version node of the real library
 # (cudaMalloc@libcudart.so.13), NCCL's none, as the programs expect.
-$(STANDIN_CUDART): $(filter tests/standin/cudart%.c tests/standin/knobs.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h)
+$(STANDIN_CUDART): $(filter tests/standin/cudart%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h)
 	@mkdir -p $(@D)
 	@printf '%s {\n  global: cuda*;\n  local: *;\n};\n' $(@F) >$(@D)/cudart.map
 	$(STANDIN_LINK) -Wl,--version-script=$(@D)/cudart.map $(filter %.c,$^)
 
-$(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/knobs.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h) $(STANDIN_CUDART)
+$(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h) $(STANDIN_CUDART)
 	@printf '{\n  global: nccl*;\n  local: *;\n};\n' >$(@D)/nccl.map
 	$(STANDIN_LINK) -Wl,--version-script=$(@D)/nccl.map $(filter %.c,$^) -L$(@D) -l:$(notdir $(STANDIN_CUDART))
 

@@ -208,16 +208,8 @@ rdma
 if [ "$T_RC" -ne 0 ] && ! grep -qi 'cuda\|GPU' "$T_ERR"; then ok "fabric-rdma --use-cuda: GPU memory allocated, then the missing RDMA device is what stops it (exit $T_RC)"; else not_ok "fabric-rdma --use-cuda gets past GPU memory" "exit $T_RC: $(cat "$T_ERR")"; fi
 
 # --- two namespace hosts ------------------------------------------------
-if ! is_root; then
-  skip "the stand-in across two hosts" "needs root for network namespaces"
-  exit 0
-fi
-th=$FB_ROOT/scripts/testhosts.sh
-on_exit "$th down fbg >/dev/null 2>&1"
-if ! "$th" up fbg 2 4 >"$T_DIR/up.log" 2>&1; then
-  not_ok "test hosts come up" "$(cat "$T_DIR/up.log")"
-  exit 0
-fi
+# The hosts: scripts/testhosts.sh, through hosts_up (tests/lib.sh).
+hosts_up fbg 2 4 "the stand-in across two hosts" || exit 0
 # sg2 NP ARGS...: fabric-coll across the hosts, one rank per host in turn.
 sg2() {
   local np=$1 knobs=() v

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cudart_internal.h"
-#include "knobs.h"
+#include "common.h"
 
 #define MAX_DEVICES 16
 #define DEFAULT_GPUS 8
@@ -145,21 +145,24 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     return cudaSuccess;
 }
 
+/* What every stand-in GPU says of itself (an H100's figures). */
+static const struct {
+    enum cudaDeviceAttr attr;
+    int value;
+} attrs[] = {
+    {cudaDevAttrComputeCapabilityMajor, 9}, {cudaDevAttrComputeCapabilityMinor, 0},
+    {cudaDevAttrMultiProcessorCount, 132},  {cudaDevAttrWarpSize, 32},
+    {cudaDevAttrUnifiedAddressing, 1},      {cudaDevAttrMaxThreadsPerBlock, 1024},
+};
+
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
     if (!valid_device(device))
         return fbsi_cuda_ret(ndev() == 0 ? cudaErrorNoDevice : cudaErrorInvalidDevice);
-    switch (attr) {
-    case cudaDevAttrPciBusId: *value = bus_of(device); break;
-    case cudaDevAttrPciDeviceId: *value = 0; break;
-    case cudaDevAttrPciDomainId: *value = 0; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-    case cudaDevAttrMultiProcessorCount: *value = 132; break;
-    case cudaDevAttrWarpSize: *value = 32; break;
-    case cudaDevAttrUnifiedAddressing: *value = 1; break;
-    default: *value = 0; break;
-    }
+    *value = attr == cudaDevAttrPciBusId ? bus_of(device) : 0;
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++)
+        if (attrs[i].attr == attr)
+            *value = attrs[i].value;
     return cudaSuccess;
 }
 
@@ -206,14 +209,10 @@ int fbsi_is_device_span(const void *p, size_t n)
 
 static int remember(char *base, size_t size, int device)
 {
-    if (g.nallocs == g.cap) {
-        size_t cap = g.cap ? g.cap * 2 : 16;
-        struct alloc *a = realloc(g.allocs, cap * sizeof *a);
-        if (a == NULL)
-            return 0;
-        g.allocs = a;
-        g.cap = cap;
-    }
+    struct alloc *a = fbsi_grow(g.allocs, &g.cap, g.nallocs, sizeof *a);
+    if (a == NULL)
+        return 0;
+    g.allocs = a;
     g.allocs[g.nallocs++] = (struct alloc){base, size, device};
     return 1;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "cudart_internal.h"
 
 enum op_kind { OP_HOST, OP_COPY, OP_SET, OP_EVENT, OP_WAIT_EVENT, OP_GRAPH };
@@ -193,14 +194,10 @@ static int is_default(cudaStream_t s)
 
 static cudaError_t graph_add(struct CUgraph_st *g, const struct op *op)
 {
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 16;
-        struct op *n = realloc(g->nodes, cap * sizeof *n);
-        if (n == NULL)
-            return cudaErrorMemoryAllocation;
-        g->nodes = n;
-        g->cap = cap;
-    }
+    struct op *nodes = fbsi_grow(g->nodes, &g->cap, g->n, sizeof *nodes);
+    if (nodes == NULL)
+        return cudaErrorMemoryAllocation;
+    g->nodes = nodes;
     g->nodes[g->n++] = *op;
     return cudaSuccess;
 }

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "knobs.h"
+#include "common.h"
 #include "nccl_internal.h"
 
 #define DEFAULT_AFTER 100
@@ -40,7 +40,7 @@ static _Thread_local size_t group_n, group_cap;
 const char *fbsi_call_name(enum call_kind k)
 {
     static const char *const names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
-                                        "Send", "Recv", "AllToAll", "CommSplit"};
+                                        "Send", "Recv", "AllToAll"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
@@ -64,17 +64,17 @@ void fbsi_set_error(struct ncclComm *c, const char *fmt, ...)
 
 const char *ncclGetErrorString(ncclResult_t result)
 {
-    switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
-    }
+    static const char *const texts[] = {
+        [ncclSuccess] = "no error",
+        [ncclUnhandledCudaError] = "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        [ncclSystemError] = "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        [ncclInternalError] = "internal error - please report this issue to the NCCL developers",
+        [ncclInvalidArgument] = "invalid argument (run with NCCL_DEBUG=WARN for details)",
+        [ncclInvalidUsage] = "invalid usage (run with NCCL_DEBUG=WARN for details)",
+        [ncclRemoteError] = "remote process exited or there was a network error",
+        [ncclInProgress] = "NCCL operation in progress",
+    };
+    return (unsigned)result < sizeof texts / sizeof *texts ? texts[result] : "unknown result code";
 }
 
 const char *ncclGetLastError(ncclComm_t comm)
@@ -328,24 +328,15 @@ struct split_info {
     uint16_t port, pad;
 };
 
-/* Every rank's colour, key and listening port, over the parent's
- * connections: the parent is idle (every rank splits at the same point of
- * its program), so this is the next thing on every wire. */
+/* Every rank's colour, key and listening port: an all_gather over the
+ * parent's connections. The parent is idle (every rank splits at the same
+ * point of its program), so this is the next thing on every wire. */
 static ncclResult_t split_exchange(struct ncclComm *c, struct split_info *all)
 {
-    struct plan p;
-    int ok = 1;
-    fbsi_plan_init(&p, c);
-    for (int q = 0; q < c->nranks; q++) {
-        if (q == c->rank)
-            continue;
-        ok = ok && fbsi_plan_add(&p, q, 1, C_SPLIT, &all[c->rank], sizeof *all);
-        ok = ok && fbsi_plan_add(&p, q, 0, C_SPLIT, &all[q], sizeof *all);
-    }
+    struct call k = {C_ALLGATHER, &all[c->rank], all, sizeof *all, ncclUint8, ncclSum, 0};
     pthread_mutex_lock(&c->exec);
-    ncclResult_t r = ok ? fbsi_plan_run(&p) : ncclSystemError;
+    ncclResult_t r = fbsi_run_collective(c, &k);
     pthread_mutex_unlock(&c->exec);
-    fbsi_plan_free(&p);
     return r;
 }
 
@@ -716,25 +707,17 @@ static ncclResult_t group_add(struct ncclComm *c, cudaStream_t stream, const str
         if (group[i].comm == c && group[i].stream == stream)
             g = &group[i];
     if (g == NULL) {
-        if (group_n == group_cap) {
-            size_t cap = group_cap ? group_cap * 2 : 4;
-            struct group_part *ng = realloc(group, cap * sizeof *ng);
-            if (ng == NULL)
-                return ncclSystemError;
-            group = ng;
-            group_cap = cap;
-        }
+        struct group_part *parts = fbsi_grow(group, &group_cap, group_n, sizeof *parts);
+        if (parts == NULL)
+            return ncclSystemError;
+        group = parts;
         g = &group[group_n++];
         *g = (struct group_part){.comm = c, .stream = stream};
     }
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 8;
-        struct call *nc = realloc(g->calls, cap * sizeof *nc);
-        if (nc == NULL)
-            return ncclSystemError;
-        g->calls = nc;
-        g->cap = cap;
-    }
+    struct call *calls = fbsi_grow(g->calls, &g->cap, g->n, sizeof *calls);
+    if (calls == NULL)
+        return ncclSystemError;
+    g->calls = calls;
     g->calls[g->n++] = *k;
     return ncclSuccess;
 }

@@ -221,22 +221,30 @@ static ncclResult_t reduction(struct ncclComm *c, const struct call *k, int ever
     return ncclSuccess;
 }
 
-static ncclResult_t all_gather(struct ncclComm *c, const struct call *k)
+/* Every rank sends `bytes` to every other, from send + q * send_step, and
+ * receives theirs into recv + q * recv_step; to itself too with `self`. */
+static ncclResult_t exchange(struct ncclComm *c, const struct call *k, size_t bytes, size_t send_step,
+                             size_t recv_step, int self)
 {
-    size_t bytes = k->count * fbsi_type_size(k->dt);
-    char *recv = k->recv;
     struct plan p;
     int ok = 1;
     fbsi_plan_init(&p, c);
     for (int q = 0; q < c->nranks; q++) {
-        if (q == c->rank)
+        if (q == c->rank && !self)
             continue;
-        ok = ok && fbsi_plan_add(&p, q, 1, k->kind, k->send, bytes);
-        ok = ok && fbsi_plan_add(&p, q, 0, k->kind, recv + (size_t)q * bytes, bytes);
+        ok = ok && fbsi_plan_add(&p, q, 1, k->kind, (const char *)k->send + (size_t)q * send_step, bytes);
+        ok = ok && fbsi_plan_add(&p, q, 0, k->kind, (char *)k->recv + (size_t)q * recv_step, bytes);
     }
-    if (recv + (size_t)c->rank * bytes != (const char *)k->send)
-        memmove(recv + (size_t)c->rank * bytes, k->send, bytes);
     return run_plan(&p, ok);
+}
+
+static ncclResult_t all_gather(struct ncclComm *c, const struct call *k)
+{
+    size_t bytes = k->count * fbsi_type_size(k->dt);
+    char *mine = (char *)k->recv + (size_t)c->rank * bytes;
+    if (mine != (const char *)k->send)
+        memmove(mine, k->send, bytes);
+    return exchange(c, k, bytes, 0, bytes, 0);
 }
 
 static ncclResult_t broadcast(struct ncclComm *c, const struct call *k)
@@ -258,14 +266,7 @@ static ncclResult_t broadcast(struct ncclComm *c, const struct call *k)
 static ncclResult_t all_to_all(struct ncclComm *c, const struct call *k)
 {
     size_t bytes = k->count * fbsi_type_size(k->dt);
-    struct plan p;
-    int ok = 1;
-    fbsi_plan_init(&p, c);
-    for (int q = 0; q < c->nranks; q++) {
-        ok = ok && fbsi_plan_add(&p, q, 1, k->kind, (const char *)k->send + (size_t)q * bytes, bytes);
-        ok = ok && fbsi_plan_add(&p, q, 0, k->kind, (char *)k->recv + (size_t)q * bytes, bytes);
-    }
-    return run_plan(&p, ok);
+    return exchange(c, k, bytes, bytes, bytes, 1);
 }
 
 ncclResult_t fbsi_run_collective(struct ncclComm *c, const struct call *k)

@@ -14,7 +14,7 @@
 #define FBSI_HOST_MAX 64
 
 enum call_kind { C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_BROADCAST, C_REDUCE, C_SEND, C_RECV,
-                 C_ALLTOALL, C_SPLIT };
+                 C_ALLTOALL };
 
 /* One NCCL call, as the caller gave it. `root` is the peer of send/recv. */
 struct call {

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "knobs.h"
+#include "common.h"
 #include "nccl_internal.h"
 
 #define WIRE_MAGIC 0x46425349u /* "FBSI" */
@@ -151,10 +151,11 @@ int fbsi_accept(int lfd, uint32_t *peer_addr)
     return fd;
 }
 
-int fbsi_send_all(int fd, const void *p, size_t n)
+/* Blocking, whole: set-up messages only (the data goes by the engine). */
+static int io_all(int fd, char *p, size_t n, int sending)
 {
     for (size_t done = 0; done < n;) {
-        ssize_t k = send(fd, (const char *)p + done, n - done, MSG_NOSIGNAL);
+        ssize_t k = sending ? send(fd, p + done, n - done, MSG_NOSIGNAL) : recv(fd, p + done, n - done, 0);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -164,17 +165,14 @@ int fbsi_send_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+int fbsi_send_all(int fd, const void *p, size_t n)
+{
+    return io_all(fd, (char *)p, n, 1);
+}
+
 int fbsi_recv_all(int fd, void *p, size_t n)
 {
-    for (size_t done = 0; done < n;) {
-        ssize_t k = recv(fd, (char *)p + done, n - done, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        done += (size_t)k;
-    }
-    return 0;
+    return io_all(fd, p, n, 0);
 }
 
 /* From set-up to data: non-blocking, no Nagle delay on small messages. */
@@ -195,14 +193,10 @@ void fbsi_plan_init(struct plan *p, struct ncclComm *c)
 
 int fbsi_plan_add(struct plan *p, int peer, int send, enum call_kind kind, const void *buf, size_t len)
 {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        struct xfer *x = realloc(p->x, cap * sizeof *x);
-        if (x == NULL)
-            return 0;
-        p->x = x;
-        p->cap = cap;
-    }
+    struct xfer *x = fbsi_grow(p->x, &p->cap, p->n, sizeof *x);
+    if (x == NULL)
+        return 0;
+    p->x = x;
     p->x[p->n++] = (struct xfer){.peer = peer, .send = send, .kind = kind, .buf = (char *)buf, .len = len};
     return 1;
 }

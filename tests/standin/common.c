@@ -1,4 +1,4 @@
-#include "knobs.h"
+#include "common.h"
 
 #include <stdlib.h>
 
@@ -38,4 +38,15 @@ const char *fbsi_env_str(const char *name, const char *def)
 {
     const char *v = getenv(name);
     return v != NULL && *v != '\0' ? v : def;
+}
+
+void *fbsi_grow(void *array, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return array;
+    size_t more = *cap ? *cap * 2 : 16;
+    void *bigger = realloc(array, more * elem);
+    if (bigger != NULL)
+        *cap = more;
+    return bigger;
 }
