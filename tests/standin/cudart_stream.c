@@ -134,9 +134,15 @@ static void *worker(void *arg)
         if (s->head == NULL)
             break;
         struct op *op = s->head;
-        pthread_mutex_unlock(&s->lock);
-        run_op(op);
-        pthread_mutex_lock(&s->lock);
+        if (op->kind != OP_EVENT) {
+            pthread_mutex_unlock(&s->lock);
+            run_op(op);
+            pthread_mutex_lock(&s->lock);
+        } else {
+            /* Under the stream's lock: whoever sees the event complete sees
+             * the stream past it, and the other way round. */
+            run_op(op);
+        }
         s->head = op->next;
         if (s->head == NULL)
             s->tail = NULL;
