@@ -107,6 +107,7 @@ help:
 	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no))"
 	@echo "make demo       host-memory all_reduce sweep on local ranks, verdict and plot"
 	@echo "make test       all tests; ends with 'N passed, N failed'"
+	@echo "make standin    the CUDA/NCCL stand-in: GPU paths without a GPU (docs/standin.md)$(if $(STANDIN),, - not here: no CUDA/NCCL headers)"
 	@echo "make bench      harness overhead and probe throughput against baselines"
 
 # Installs missing Debian packages once per build tree.

@@ -21,7 +21,7 @@
 #                         process over the same GPUs (-g N)
 #   FB_GPU_CHECK_MIN/MAX  the sweep (1K, 16G); FB_GPU_CHECK_ITERS/WARMUP (20, 5);
 #                         FB_GPU_CHECK_GRAPH, the -G launches (10)
-#   FB_GPU_CHECK_GPUS     ranks (default: the GPUs nvidia-smi lists)
+#   FB_GPU_CHECK_GPUS     ranks (default: the GPUs of CUDA_VISIBLE_DEVICES, else nvidia-smi's)
 #   FB_GPU_CHECK_OUT      where the outputs go (results/gpu-check/<UTC time>)
 #   FB_GPU_CHECK_BUILD    the build tree (build); FB_GPU_CHECK_MPIRUN_ARGS, more mpirun flags
 # Exit: 0 when every run passed validation; else the first failing run's
@@ -87,13 +87,16 @@ build_tree() {
   esac
 }
 
+# The GPUs one rank each can take: CUDA_VISIBLE_DEVICES when set (nvidia-smi
+# lists every GPU whatever it says), else nvidia-smi's list.
 gpu_count() {
   if [ -n "${FB_GPU_CHECK_GPUS:-}" ]; then echo "$FB_GPU_CHECK_GPUS"; return; fi
+  if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c . || true; return; fi
   command -v nvidia-smi >/dev/null || die 5 "no nvidia-smi: set FB_GPU_CHECK_GPUS to the number of GPUs"
-  nvidia-smi -L | grep -c '^GPU '
+  nvidia-smi -L | grep -c '^GPU ' || true
 }
 
-# runs_of NAME CMD...: runs one sweep into $out/NAME.txt; keeps the first
+# sweep NAME CMD...: runs one sweep into $out/NAME.txt; keeps the first
 # failure's exit code.
 status=0
 sweep() {
@@ -188,7 +191,7 @@ main() {
   command -v mpirun >/dev/null || die 5 "no mpirun: install Open MPI or give FB_MPI_PREFIX (Open MPI's .debs unpacked with dpkg -x)"
   build_tree
   ngpus=$(gpu_count)
-  [ "$ngpus" -gt 0 ] || die 5 "no GPU visible (nvidia-smi -L lists none)"
+  [ "$ngpus" -gt 0 ] || die 5 "no GPU visible (CUDA_VISIBLE_DEVICES is empty or nvidia-smi -L lists none)"
   local launch=(mpirun -np "$ngpus")
   [ "$(id -u)" -ne 0 ] || launch+=(--allow-run-as-root)
   # shellcheck disable=SC2206 # flags, split on purpose
