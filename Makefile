@@ -166,6 +166,7 @@ $(STANDIN_CUDART): $(filter tests/standin/cudart%.c tests/standin/common.c,$(STA
 	$(STANDIN_LINK) -Wl,--version-script=$(@D)/cudart.map $(filter %.c,$^)
 
 $(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h) $(STANDIN_CUDART)
+	@mkdir -p $(@D)
 	@printf '{\n  global: nccl*;\n  local: *;\n};\n' >$(@D)/nccl.map
 	$(STANDIN_LINK) -Wl,--version-script=$(@D)/nccl.map $(filter %.c,$^) -L$(@D) -l:$(notdir $(STANDIN_CUDART))
 

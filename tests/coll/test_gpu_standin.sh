@@ -152,11 +152,11 @@ logs=$T_DIR/hang-logs
 mkdir -p "$logs"
 start=$SECONDS
 FB_STANDIN_HANG_RANK=1 FB_STANDIN_AFTER=30 NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$logs/nccl.%h.%p \
-  sg 2 all_reduce -b 1K -e 64K -f 4 -n 5 -c 1 -T 4 -J "$T_DIR/hang.json"
+  sg 2 all_reduce -b 1K -e 64K -f 4 -n 5 -c 1 -T 6 -J "$T_DIR/hang.json"
 took=$((SECONDS - start))
 if [ "$T_RC" -eq 8 ] && [ "$took" -le 30 ]; then ok "FB_STANDIN_HANG_RANK=1: exit 8 (timeout) in ${took}s"; else not_ok "FB_STANDIN_HANG_RANK=1: exit 8" "exit $T_RC after ${took}s: $(head -c 400 "$T_ERR")"; fi
 expect_grep "FB_STANDIN_HANG_RANK=1: the timeout names rank 1, in its timed loop" \
-  '^fabric-coll: timeout: all_reduce 16K (out-of-place|in-place) \((timed|warm-up|check) iteration [0-9]+\) did not complete within 4 s \(rank 1 on [^ ]+\)$' "$T_ERR"
+  '^fabric-coll: timeout: all_reduce 16K (out-of-place|in-place) \((timed|warm-up|check) iteration [0-9]+\) did not complete within 6 s \(rank 1 on [^ ]+\)$' "$T_ERR"
 expect_grep "FB_STANDIN_HANG_RANK=1: rank 0 is shown past its wait" 'rank 0 on .*: alive, at all_reduce 16K .*(time reduction|barrier|check)' "$T_ERR"
 if grep -qh 'rank 0 nranks 2 .* - Abort COMPLETE' "$logs"/nccl.*; then ok "FB_STANDIN_HANG_RANK=1: rank 0 aborted its communicator (ncclCommAbort)"; else not_ok "FB_STANDIN_HANG_RANK=1: ncclCommAbort" "$(cat "$logs"/nccl.* | grep -v Channel | tail -5)"; fi
 checked "FB_STANDIN_HANG_RANK=1: the results keep the 2 sizes done, marked incomplete" "$T_DIR/hang.json" --incomplete --rows 2
