@@ -447,7 +447,6 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
         return ncclSuccess;
     cut_connections(comm);
     pthread_mutex_lock(&comm->state);
-    comm->released = 1;
     pthread_cond_broadcast(&comm->cond);
     pthread_mutex_unlock(&comm->state);
     pthread_mutex_lock(&lib_lock);

@@ -71,7 +71,6 @@ struct ncclComm {
     pthread_cond_t cond;
     struct task *pending;   /* enqueued, not yet finished, in order */
     struct task *graph_tasks;
-    int released;           /* destroyed or aborted by the caller */
     int running;            /* graph replays under way */
     char last_error[512];
     atomic_int async_error; /* ncclResult_t */
