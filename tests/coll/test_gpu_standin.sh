@@ -161,6 +161,7 @@ expect_grep "FB_STANDIN_HANG_RANK=1: rank 0 is shown past its wait" 'rank 0 on .
 if grep -qh 'rank 0 nranks 2 .* - Abort COMPLETE' "$logs"/nccl.*; then ok "FB_STANDIN_HANG_RANK=1: rank 0 aborted its communicator (ncclCommAbort)"; else not_ok "FB_STANDIN_HANG_RANK=1: ncclCommAbort" "$(cat "$logs"/nccl.* | grep -v Channel | tail -5)"; fi
 checked "FB_STANDIN_HANG_RANK=1: the results keep the 2 sizes done, marked incomplete" "$T_DIR/hang.json" --incomplete --rows 2
 jq_is "FB_STANDIN_HANG_RANK=1: the fault record says timeout" "$T_DIR/hang.json" '[.fault.status, .fault.exit_code]' '["timeout",8]'
+expect_exit "FB_STANDIN_HANG_RANK=1: fabric-report check says INCOMPLETE (exit 23)" 23 "$FB_BIN/fabric-report" check "$T_DIR/hang.json"
 
 # A peer lost mid-sweep: NCCL's asynchronous error ends the wait (exit 9)
 # long before the watchdog would. With -n 1 -w 1 every call is followed by
@@ -254,3 +255,12 @@ jq_is "2 ranks per host: the census gives GPUs 0 and 1 on each" "$T_DIR/ib.json"
 expect_exit "NET/IB: fabric-report check against the profile says PASS" 0 "$FB_BIN/fabric-report" check "$T_DIR/ib.json" \
   --profiles "$prof" --profile standin-ib
 expect_grep "NET/IB: the verdict names the profile" 'PASS.*standin-ib' "$T_OUT"
+
+# IB without GPUDirect RDMA caps the verdict at DEGRADED; OFI is named by
+# its plugin (AWS Libfabric) and provider.
+FB_STANDIN_NET=IB FB_STANDIN_GDR=0 sg2 2 "$FB_BIN/fabric-coll" all_reduce -b 64K -e 1M -f 4 -n 3 -c 1 -J "$T_DIR/nogdr.json"
+jq_is "NET/IB, FB_STANDIN_GDR=0: transport IB without GPUDirect RDMA" "$T_DIR/nogdr.json" '[.transport.net, .transport.gdr]' '["IB",false]'
+expect_exit "NET/IB without GPUDirect RDMA: fabric-report check says DEGRADED (exit 20)" 20 "$FB_BIN/fabric-report" check \
+  "$T_DIR/nogdr.json" --profiles "$prof" --profile standin-ib
+FB_STANDIN_NET=OFI sg2 2 "$FB_BIN/fabric-coll" all_reduce -b 64K -e 64K -n 1 -c 1 -J "$T_DIR/ofi.json"
+jq_is "NET/OFI: transport OFI, provider efa, GPUDirect RDMA" "$T_DIR/ofi.json" '[.transport.net, .transport.provider, .transport.gdr]' '["OFI","efa",true]'
