@@ -89,13 +89,18 @@ for np in 1 2 4; do
     fi
   done
 done
+# -G 3 with -n 2: 2 calls captured, the graph launched 3 times, for each
+# of 3 sizes and 2 placements: 36 calls replayed from graphs on each rank.
 for c in all_reduce alltoall; do
-  sg 3 "$c" -b 4K -e 256K -f 8 -n 2 -G 3 -c 1 -J "$T_DIR/g-$c.json"
+  mkdir -p "$T_DIR/g-$c"
+  NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T_DIR/g-$c/nccl.%h.%p sg 3 "$c" -b 4K -e 256K -f 8 -n 2 -G 3 -c 1 -J "$T_DIR/g-$c.json"
   if [ "$T_RC" -eq 0 ] && grep -q 'graph: 3$' "$T_OUT"; then
     checked "$c -G 3 (CUDA graphs captured and replayed) on 3 ranks validates" "$T_DIR/g-$c.json" --ranks 3 --rows 3 --complete
   else
     not_ok "$c -G 3 on 3 ranks" "exit $T_RC: $(head -c 300 "$T_ERR")"
   fi
+  n=$(cat "$T_DIR/g-$c"/nccl.* | grep -c 'standin: [0-9]* calls carried out, 36 of them replayed from CUDA graphs')
+  if [ "$n" -eq 3 ]; then ok "$c -G 3: each rank carried 36 calls out of graph replays"; else not_ok "$c -G 3: 36 calls replayed on each rank" "$(grep -h 'standin: [0-9]* calls' "$T_DIR/g-$c"/nccl.*)"; fi
 done
 for spec in "half sum" "bfloat16 avg" "int8 prod" "uint64 min"; do
   read -r dtype op <<<"$spec"

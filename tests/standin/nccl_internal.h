@@ -72,6 +72,7 @@ struct ncclComm {
     struct task *pending;   /* enqueued, not yet finished, in order */
     struct task *graph_tasks;
     int running;            /* graph replays under way */
+    long replayed;          /* tasks run from CUDA graphs */
     char last_error[512];
     atomic_int async_error; /* ncclResult_t */
     atomic_int aborted;
