@@ -47,6 +47,19 @@ ifeq ($(HAVE_NCCL),1)
   LDLIBS   := $(filter-out -lcudart,$(LDLIBS)) -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -lnccl -lcudart
 endif
 
+# The CUDA runtime and NCCL stand-in (tests/standin, docs/standin.md):
+# built against the real headers whenever they are here, never linked into
+# a program; the same programs load it through LD_LIBRARY_PATH
+# (scripts/gpu-standin.sh). Plain cc, no sanitizers: every build loads it.
+STANDIN_SRCS := $(wildcard tests/standin/*.c)
+STANDIN_DIR  := $(BUILD)/standin
+STANDIN_CC   ?= cc
+CUDART_MAJOR := $(if $(filter 1,$(HAVE_CUDA)),$(shell sed -n 's/^\#define CUDART_VERSION *\([0-9]*\)[0-9][0-9][0-9]$$/\1/p' $(CUDA_HOME)/include/cuda_runtime_api.h))
+STANDIN_CUDART := $(STANDIN_DIR)/libcudart.so.$(CUDART_MAJOR)
+STANDIN_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g \
+                 -pthread -isystem $(CUDA_HOME)/include $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
+STANDIN_LINK  = $(STANDIN_CC) $(STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$(@F) -o $@
+
 # Each module names the layers it uses, nearest first, in its module.mk.
 include $(wildcard bench/*/module.mk)
 ALL_MODULES := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
@@ -57,6 +70,8 @@ closure = $(sort $(1) $(foreach m,$(1),$(call uses,$(m))))
 # if BUILD is given too.
 MODULES ?= $(ALL_MODULES)
 override MODULES := $(call closure,$(MODULES))
+# The stand-in stands in for what coll and probe call.
+STANDIN := $(if $(and $(filter 1,$(HAVE_NCCL)),$(STANDIN_SRCS),$(CUDART_MAJOR),$(filter coll probe,$(MODULES))),$(STANDIN_CUDART) $(STANDIN_DIR)/libnccl.so.2)
 ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
   ALL_SRCS := $(filter-out %_nccl.c,$(ALL_SRCS))
@@ -84,13 +99,15 @@ PERF_LINKS := $(if $(filter %/coll_main.c,$(MAIN_SRCS)),$(foreach n,$(PERF_NAMES
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps demo test bench check-asan check-valgrind clean lint help
-all: $(BINS) $(PERF_LINKS) $(TESTS)
+.PHONY: all deps demo test bench check-asan check-valgrind clean lint help standin
+all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN)
+standin: $(STANDIN)
 
 help:
 	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no))"
 	@echo "make demo       host-memory all_reduce sweep on local ranks, verdict and plot"
 	@echo "make test       all tests; ends with 'N passed, N failed'"
+	@echo "make standin    the CUDA/NCCL stand-in: GPU paths without a GPU (docs/standin.md)$(if $(STANDIN),, - not here: no CUDA/NCCL headers)"
 	@echo "make bench      harness overhead and probe throughput against baselines"
 
 # Installs missing Debian packages once per build tree.
@@ -140,6 +157,18 @@ $(BUILD)/tests/$(1): $(BUILD)/obj/tests/unit/$(1).o $(call link_libs,$(2))
 	$$(call LINK,$(2))
 endef
 $(foreach s,$(TEST_SRCS),$(eval $(call test_rule,$(basename $(notdir $(s))),$(call module_of,$(s)))))
+
+# cudart symbols carry the version node of the real library
+# (cudaMalloc@libcudart.so.13), NCCL's none, as the programs expect.
+$(STANDIN_CUDART): $(filter tests/standin/cudart%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h)
+	@mkdir -p $(@D)
+	@printf '%s {\n  global: cuda*;\n  local: *;\n};\n' $(@F) >$(@D)/cudart.map
+	$(STANDIN_LINK) -Wl,--version-script=$(@D)/cudart.map $(filter %.c,$^)
+
+$(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h) $(STANDIN_CUDART)
+	@mkdir -p $(@D)
+	@printf '{\n  global: nccl*;\n  local: *;\n};\n' >$(@D)/nccl.map
+	$(STANDIN_LINK) -Wl,--version-script=$(@D)/nccl.map $(filter %.c,$^) -L$(@D) -l:$(notdir $(STANDIN_CUDART))
 
 demo: all
 	scripts/demo.sh

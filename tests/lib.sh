@@ -99,6 +99,22 @@ mpi_quiet() { local np=$1; shift; timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
+# hosts_up NAME N SLOTS WHAT: namespace test hosts NAME1..NAMEN
+# (scripts/testhosts.sh), taken down at exit; sets $th to the script. Returns
+# 1 after saying skip (not root: WHAT names the tests) or not ok.
+hosts_up() {
+  th=$FB_ROOT/scripts/testhosts.sh
+  if ! is_root; then
+    skip "$4" "needs root for network namespaces"
+    return 1
+  fi
+  on_exit "$th down $1 >/dev/null 2>&1"
+  if ! "$th" up "$1" "$2" "$3" >"$T_DIR/up.log" 2>&1; then
+    not_ok "test hosts come up" "$(cat "$T_DIR/up.log")"
+    return 1
+  fi
+}
+
 # MPI on this machine: root needs the allow flags; more ranks than cores
 # need oversubscribe; op/avx saturates int8 sums (docs/known-issues).
 FB_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca op ^avx

@@ -64,7 +64,8 @@ struct fb_backend_ops {
      * time of the launches alone, capture and instantiation excluded. */
     enum fb_status (*run_graph)(struct fb_backend *be, const struct fb_call *call, long ops,
                                 int launches, double *seconds, struct fb_err *err);
-    /* Waits until every issued call has completed. */
+    /* Waits until every issued call has completed, or a call failed on the
+     * way (a peer lost: NCCL's asynchronous error, FB_ERR_RUNTIME). */
     enum fb_status (*wait)(struct fb_backend *be, struct fb_err *err);
     /* Copies between a buffer and host memory (for data set-up and checks). */
     enum fb_status (*write)(struct fb_backend *be, enum fb_buf which, size_t byte_off,
@@ -75,7 +76,16 @@ struct fb_backend_ops {
     void (*describe)(struct fb_backend *be, json_object *device);
     /* Adds library versions to the versions object. */
     void (*versions)(struct fb_backend *be, json_object *versions);
-    /* Releases everything; `abort` after a failure (ncclCommAbort). */
+    /* The most memory in use seen so far where the buffers live, sampling
+     * now: GPU memory in use on the rank's device (NCCL), the process's peak
+     * resident size (MPI). */
+    enum fb_status (*peak_memory)(struct fb_backend *be, uint64_t *bytes, struct fb_err *err);
+    /* Optional (NULL: nothing to do): from another thread, as the job ends
+     * on a fault, stops calls that may never complete (ncclCommAbort). The
+     * backend only takes fini(abort = 1) after it. */
+    void (*cancel)(struct fb_backend *be);
+    /* Releases everything; `abort` after a failure (ncclCommAbort), when
+     * the process is about to end (memory may be left to the exit). */
     void (*fini)(struct fb_backend *be, int abort);
 };
 

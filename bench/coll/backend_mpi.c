@@ -2,6 +2,7 @@
  * What every CPU-only machine runs, and the reference the NCCL numbers of
  * the same job can be read against. */
 #include <limits.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +216,17 @@ static void mpi_versions(struct fb_backend *be, json_object *versions)
     (void)be, (void)versions;
 }
 
+/* Host buffers: the process's high-water mark of resident memory. */
+static enum fb_status mpi_peak_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
+{
+    (void)be;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return fb_fail(err, FB_ERR_RUNTIME, "getrusage failed");
+    *bytes = (uint64_t)ru.ru_maxrss * 1024u;
+    return FB_OK;
+}
+
 static void mpi_fini(struct fb_backend *be, int abort)
 {
     (void)abort;
@@ -241,5 +253,6 @@ const struct fb_backend_ops fb_backend_mpi = {
     .read = mpi_read,
     .describe = mpi_describe,
     .versions = mpi_versions,
+    .peak_memory = mpi_peak_memory,
     .fini = mpi_fini,
 };

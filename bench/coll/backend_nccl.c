@@ -3,20 +3,30 @@
  * present (also on machines without a GPU, where available() says so). */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll/backend.h"
 #include "core/clock.h"
 
+/* A wait spins this long (short calls end within it), then sleeps a
+ * little per round so that long ones leave the CPU to NCCL's threads. */
+#define SPIN_S 0.01
+#define NAP_NS 50000L
+
 struct nccl_state {
     int device;
-    ncclComm_t comm;
+    /* Taken by whoever ends it: fini, or cancel from the watchdog thread. */
+    _Atomic(ncclComm_t) comm;
     cudaStream_t stream;
     struct fb_buffers buf;
     int rank, size;
     char host[FB_HOST_MAX];
+    uint64_t peak_bytes; /* most GPU memory in use seen (peak_memory) */
 };
 
 static enum fb_status cuda_check(cudaError_t rc, const char *what, struct fb_err *err)
@@ -124,7 +134,10 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
     if ((st = cuda_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
                          "cudaStreamCreate", err)) != FB_OK)
         return st;
-    return nccl_check(ncclCommInitRank(&s->comm, w->size, id, w->rank), NULL, "ncclCommInitRank", err);
+    ncclComm_t comm = NULL;
+    st = nccl_check(ncclCommInitRank(&comm, w->size, id, w->rank), NULL, "ncclCommInitRank", err);
+    atomic_store(&s->comm, comm);
+    return st;
 }
 
 static enum fb_status nccl_free_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
@@ -160,22 +173,25 @@ static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_
 static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
                           ncclRedOp_t op)
 {
+    ncclComm_t comm = atomic_load(&s->comm);
+    if (comm == NULL)
+        return ncclInvalidUsage; /* aborted by the watchdog: the job is ending */
     size_t esz = fb_dtype_info(c->dtype)->size;
     const char *send = (c->in_place ? s->buf.recv : s->buf.send) + c->send_off * esz;
     char *recv = s->buf.recv + c->recv_off * esz;
     size_t n = c->counts.param;
     switch (c->coll->id) {
-    case FB_ALL_REDUCE: return ncclAllReduce(send, recv, n, dt, op, s->comm, s->stream);
-    case FB_ALL_GATHER: return ncclAllGather(send, recv, n, dt, s->comm, s->stream);
-    case FB_REDUCE_SCATTER: return ncclReduceScatter(send, recv, n, dt, op, s->comm, s->stream);
-    case FB_BROADCAST: return ncclBroadcast(send, recv, n, dt, c->root, s->comm, s->stream);
-    case FB_REDUCE: return ncclReduce(send, recv, n, dt, op, c->root, s->comm, s->stream);
+    case FB_ALL_REDUCE: return ncclAllReduce(send, recv, n, dt, op, comm, s->stream);
+    case FB_ALL_GATHER: return ncclAllGather(send, recv, n, dt, comm, s->stream);
+    case FB_REDUCE_SCATTER: return ncclReduceScatter(send, recv, n, dt, op, comm, s->stream);
+    case FB_BROADCAST: return ncclBroadcast(send, recv, n, dt, c->root, comm, s->stream);
+    case FB_REDUCE: return ncclReduce(send, recv, n, dt, op, c->root, comm, s->stream);
     case FB_ALLTOALL: {
         ncclResult_t rc = ncclGroupStart();
         for (int r = 0; r < s->size && rc == ncclSuccess; r++) {
-            rc = ncclSend(send + (size_t)r * n * esz, n, dt, r, s->comm, s->stream);
+            rc = ncclSend(send + (size_t)r * n * esz, n, dt, r, comm, s->stream);
             if (rc == ncclSuccess)
-                rc = ncclRecv(recv + (size_t)r * n * esz, n, dt, r, s->comm, s->stream);
+                rc = ncclRecv(recv + (size_t)r * n * esz, n, dt, r, comm, s->stream);
         }
         ncclResult_t end = ncclGroupEnd();
         return rc != ncclSuccess ? rc : end;
@@ -184,9 +200,9 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
         int next = (s->rank + 1) % s->size, prev = (s->rank - 1 + s->size) % s->size;
         ncclResult_t rc = ncclGroupStart();
         if (rc == ncclSuccess)
-            rc = ncclSend(send, n, dt, next, s->comm, s->stream);
+            rc = ncclSend(send, n, dt, next, comm, s->stream);
         if (rc == ncclSuccess)
-            rc = ncclRecv(recv, n, dt, prev, s->comm, s->stream);
+            rc = ncclRecv(recv, n, dt, prev, comm, s->stream);
         ncclResult_t end = ncclGroupEnd();
         return rc != ncclSuccess ? rc : end;
     }
@@ -216,7 +232,34 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, s
      * (the run's type and operator were checked before the sweep). */
     if (!ncclt(c->dtype, &dt) || (c->coll->reduces && !ncclo(c->op, &op)))
         return nccl_supports(c->coll, c->dtype, c->op, err);
-    return nccl_check(issue(s, c, dt, op), s->comm, c->coll->name, err);
+    return nccl_check(issue(s, c, dt, op), atomic_load(&s->comm), c->coll->name, err);
+}
+
+/* The stream's work done, or NCCL's asynchronous error: a lost peer or a
+ * broken network leaves the stream busy for ever (its kernels wait for data
+ * that never comes), so the wait asks NCCL as it goes, as nccl-tests does. */
+static enum fb_status stream_wait(struct nccl_state *s, struct fb_err *err)
+{
+    const struct timespec nap = {0, NAP_NS};
+    double start = fb_now();
+    for (;;) {
+        cudaError_t rc = cudaStreamQuery(s->stream);
+        if (rc == cudaSuccess)
+            return FB_OK;
+        if (rc != cudaErrorNotReady)
+            return cuda_check(rc, "cudaStreamQuery", err);
+        ncclComm_t comm = atomic_load(&s->comm);
+        ncclResult_t async = ncclSuccess;
+        if (comm != NULL && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess) {
+            const char *last = ncclGetLastError(comm);
+            return fb_fail(err, FB_ERR_RUNTIME, "NCCL failed during the call (ncclCommGetAsyncError: %s)%s%s",
+                           ncclGetErrorString(async), last && *last ? ": " : "", last ? last : "");
+        }
+        if (fb_now() - start < SPIN_S)
+            sched_yield();
+        else
+            nanosleep(&nap, NULL);
+    }
 }
 
 /* Launch overhead out of the measurement: the timed calls are captured
@@ -240,7 +283,7 @@ static enum fb_status nccl_run_graph(struct fb_backend *be, const struct fb_call
     for (int l = 0; st == FB_OK && l < launches; l++)
         st = cuda_check(cudaGraphLaunch(exec, s->stream), "cudaGraphLaunch", err);
     if (st == FB_OK)
-        st = cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
+        st = stream_wait(s, err);
     *seconds = fb_now() - t0;
     if (exec)
         cudaGraphExecDestroy(exec);
@@ -251,8 +294,7 @@ static enum fb_status nccl_run_graph(struct fb_backend *be, const struct fb_call
 
 static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
-    return cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
+    return stream_wait(be->state, err);
 }
 
 static enum fb_status nccl_write(struct fb_backend *be, enum fb_buf which, size_t off,
@@ -317,17 +359,41 @@ static void nccl_versions(struct fb_backend *be, json_object *versions)
         json_object_object_add(versions, "cuda_driver", version_string(v, 1000, 10, 100));
 }
 
+static enum fb_status nccl_peak_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    size_t free_b = 0, total = 0;
+    enum fb_status st = cuda_check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo", err);
+    if (st == FB_OK && total - free_b > s->peak_bytes)
+        s->peak_bytes = total - free_b;
+    *bytes = s->peak_bytes;
+    return st;
+}
+
+/* The watchdog's way out of a hang: kernels stuck on a lost peer end only
+ * when the communicator is aborted. */
+static void nccl_cancel(struct fb_backend *be)
+{
+    struct nccl_state *s = be->state;
+    ncclComm_t comm = s ? atomic_exchange(&s->comm, NULL) : NULL;
+    if (comm != NULL)
+        ncclCommAbort(comm);
+}
+
 static void nccl_fini(struct fb_backend *be, int abort)
 {
     struct nccl_state *s = be->state;
     if (s == NULL)
         return;
-    if (s->comm != NULL) {
-        if (abort)
-            ncclCommAbort(s->comm);
-        else
-            ncclCommDestroy(s->comm);
+    ncclComm_t comm = atomic_exchange(&s->comm, NULL);
+    if (abort) {
+        /* The process ends next; the watchdog thread may be reading s. */
+        if (comm != NULL)
+            ncclCommAbort(comm);
+        return;
     }
+    if (comm != NULL)
+        ncclCommDestroy(comm);
     if (s->buf.send)
         cudaFree(s->buf.send);
     if (s->buf.recv)
@@ -353,5 +419,7 @@ const struct fb_backend_ops fb_backend_nccl = {
     .read = nccl_read,
     .describe = nccl_describe,
     .versions = nccl_versions,
+    .peak_memory = nccl_peak_memory,
+    .cancel = nccl_cancel,
     .fini = nccl_fini,
 };

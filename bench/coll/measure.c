@@ -93,6 +93,7 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
             *mm = this_round;
         local += this_round.wrong;
     }
+    fb_watchdog_tick(tm->wd, tm->check, "check");
     mm->wrong = local;
     uint64_t all = 0;
     MPI_Allreduce(&local, &all, 1, MPI_UINT64_T, MPI_SUM, w->comm);
@@ -124,6 +125,8 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     if (st != FB_OK)
         return st;
     double per_op = elapsed / (double)(ops * (graphs ? be->graph_launches : 1));
+    /* Past this rank's last wait: a rank still stuck in it is behind. */
+    fb_watchdog_tick(tm->wd, 0, "time reduction");
     reduce_time(w, per_op, tm->reduction, res);
     double seconds = res->time_us * 1e-6;
     res->algbw_GBps = fb_algbw_GBps(call->counts.bytes, seconds);

@@ -52,6 +52,7 @@ struct sweep {
     struct fb_fallback_rule fallback; /* band_GBps 0: early stop off */
     char fallback_note[FB_ERR_MSG_MAX + 128];
     int fallback_said;                /* --full: the suspicion said once */
+    uint64_t peak_memory;             /* backend's peak_memory, 0 until sampled */
 };
 
 /* Everything before the first measurement, agreed by all ranks. Returns 0
@@ -89,5 +90,7 @@ void sweep_finish_log_capture(struct sweep *r); /* collective */
 void sweep_print_summary(struct sweep *r);
 void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double busbw, const char *reason);
 void sweep_print_stability(struct sweep *r);
+void sweep_sample_memory(struct sweep *r); /* any rank, local */
+void sweep_record_memory(struct sweep *r); /* collective: devices[].peak_memory_bytes */
 
 #endif

@@ -147,6 +147,7 @@ static int measure_size(struct sweep *r, uint64_t size, int cycle)
         r->busbw_n++;
     }
     note_bandwidth(r, &calls[0], res);
+    sweep_sample_memory(r);
     r->sizes_done++;
     if (r->world.rank == 0) {
         fb_table_row(stdout, &calls[0], &res[0], &res[1]);
@@ -188,6 +189,7 @@ int sweep_execute(struct sweep *r)
             stop = measure_size(r, r->plan.sizes[i], cycle);
     warn_if_over_budget(r);
     sweep_arm(r, SETUP_BOUND_S, "NCCL log collection");
+    sweep_record_memory(r);
     sweep_finish_log_capture(r);
     fb_watchdog_disarm(r->wd);
     if (r->world.rank == 0) {
@@ -217,13 +219,8 @@ int sweep_execute(struct sweep *r)
     return 0;
 }
 
-/* From the watchdog thread, before the process ends: the results file
- * keeps what was measured and says why it stops there. */
-void sweep_record_fault(void *ctx, enum fb_status code, const char *message)
+static void record_fault_now(struct sweep *r, enum fb_status code, const char *message)
 {
-    struct sweep *r = ctx;
-    if (r->world.rank != 0 || r->rec.doc == NULL)
-        return;
     struct timespec limit;
     clock_gettime(CLOCK_REALTIME, &limit);
     limit.tv_sec += 3;
@@ -235,4 +232,16 @@ void sweep_record_fault(void *ctx, enum fb_status code, const char *message)
         fprintf(stderr, "fabric-coll: results so far: %s (%zu sizes, marked incomplete)\n", r->rec.path,
                 json_object_array_length(r->rec.rows));
     pthread_mutex_unlock(&r->rec_lock);
+}
+
+/* From the watchdog thread, before the process ends: the results file
+ * keeps what was measured and says why it stops there; then the backend's
+ * calls that may never complete are stopped (ncclCommAbort). */
+void sweep_record_fault(void *ctx, enum fb_status code, const char *message)
+{
+    struct sweep *r = ctx;
+    if (r->world.rank == 0 && r->rec.doc != NULL)
+        record_fault_now(r, code, message);
+    if (r->be.ops != NULL && r->be.ops->cancel != NULL && r->be.state != NULL)
+        r->be.ops->cancel(&r->be);
 }

@@ -64,6 +64,36 @@ enum fb_status sweep_describe_devices(struct sweep *r, struct fb_err *err)
     return FB_OK;
 }
 
+/* Memory in use where the buffers live, at its highest: sampled after the
+ * allocation and after every size (NCCL allocates its own as it connects). */
+void sweep_sample_memory(struct sweep *r)
+{
+    struct fb_err err = {0};
+    uint64_t bytes = 0;
+    if (r->be.ops->peak_memory(&r->be, &bytes, &err) == FB_OK && bytes > r->peak_memory)
+        r->peak_memory = bytes;
+}
+
+/* Every rank's peak into its device record, for the memory a sweep to -e
+ * really takes (0 when it could not be sampled: recorded as null). */
+void sweep_record_memory(struct sweep *r)
+{
+    sweep_sample_memory(r);
+    uint64_t *all = r->world.rank == 0 ? calloc((size_t)r->world.size, sizeof *all) : NULL;
+    MPI_Gather(&r->peak_memory, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, r->world.comm);
+    json_object *devices = NULL;
+    if (all == NULL || r->rec.doc == NULL || !json_object_object_get_ex(r->rec.doc, "devices", &devices)) {
+        free(all);
+        return;
+    }
+    pthread_mutex_lock(&r->rec_lock);
+    for (int i = 0; i < r->world.size && i < (int)json_object_array_length(devices); i++)
+        json_object_object_add(json_object_array_get_idx(devices, (size_t)i), "peak_memory_bytes",
+                               all[i] ? json_object_new_uint64(all[i]) : NULL);
+    pthread_mutex_unlock(&r->rec_lock);
+    free(all);
+}
+
 void sweep_describe(struct sweep *r)
 {
     json_object *d = r->rec.doc;

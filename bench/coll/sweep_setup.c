@@ -100,6 +100,8 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
     fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
     enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
     if (st == FB_OK)
+        sweep_sample_memory(r);
+    if (st == FB_OK)
         st = fb_checker_init(&r->checker, STAGE_BYTES, err);
     return st;
 }

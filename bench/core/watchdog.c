@@ -25,6 +25,7 @@ extern char *program_invocation_short_name;
 struct heartbeat {
     int32_t rank, done, expired, pad;
     int64_t step, iteration;
+    int64_t ticks; /* fb_watchdog_tick calls since the step was armed */
     double elapsed; /* seconds since the step was armed */
     char phase[16];
     char what[96];
@@ -49,7 +50,7 @@ struct fb_watchdog {
     long step;
     char what[96];
     /* Ticked every iteration: atomics, no lock, no formatting. */
-    atomic_long iteration;
+    atomic_long iteration, ticks;
     _Atomic(const char *) phase;
 
     /* owned by the thread */
@@ -73,6 +74,7 @@ static void snapshot(struct fb_watchdog *wd, struct heartbeat *hb, double now)
     hb->rank = wd->w->rank;
     hb->step = wd->step;
     hb->iteration = atomic_load(&wd->iteration);
+    hb->ticks = atomic_load(&wd->ticks);
     hb->elapsed = wd->deadline > 0 ? now - wd->armed_at : 0;
     snprintf(hb->phase, sizeof hb->phase, "%s", atomic_load(&wd->phase));
     snprintf(hb->what, sizeof hb->what, "%s", wd->what);
@@ -136,6 +138,33 @@ static void describe_rank(struct fb_watchdog *wd, int r, double now)
                 (long long)p->hb.iteration, p->hb.elapsed);
 }
 
+static int behind(const struct heartbeat *a, const struct heartbeat *b)
+{
+    return a->step < b->step || (a->step == b->step && a->ticks < b->ticks);
+}
+
+/* Rank 0: the rank a timeout is laid at. Every rank waits for the one
+ * that stopped answering, else for the one furthest behind in the run (a
+ * rank whose GPU stream never completes stays in its last wait while the
+ * others go on to the next collective and wait there); `fallback` (the rank
+ * whose deadline passed) when none is behind it. */
+static int pick_culprit(struct fb_watchdog *wd, double now, int fallback)
+{
+    snapshot(wd, &wd->peers[0].hb, now);
+    wd->peers[0].last_seen = now;
+    int best = fallback;
+    for (int r = 0; r < wd->w->size; r++) {
+        const struct peer *p = &wd->peers[r];
+        if (p->hb.done)
+            continue;
+        if (now - p->last_seen > STALE_S)
+            return r;
+        if (behind(&p->hb, &wd->peers[best].hb))
+            best = r;
+    }
+    return best;
+}
+
 static void *exit_later(void *arg)
 {
     (void)arg;
@@ -151,10 +180,12 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
     char message[FB_HOST_MAX + 256], where[48] = "";
     struct heartbeat me;
     snapshot(wd, &me, now);
-    if (strcmp(me.phase, "start") != 0)
-        snprintf(where, sizeof where, " (%s iteration %lld)", me.phase, (long long)me.iteration);
+    /* Rank 0 knows where the culprit is: that is the place to name. */
+    const struct heartbeat *at = wd->w->rank == 0 ? &wd->peers[culprit].hb : &me;
+    if (strcmp(at->phase, "start") != 0 && at->phase[0] != '\0')
+        snprintf(where, sizeof where, " (%s iteration %lld)", at->phase, (long long)at->iteration);
     snprintf(message, sizeof message, "%s%s did not complete within %.0f s (rank %d on %s)",
-             me.what[0] ? me.what : "set-up", where, wd->armed_for, culprit, wd->w->hosts[culprit]);
+             at->what[0] ? at->what : "set-up", where, wd->armed_for, culprit, wd->w->hosts[culprit]);
     fprintf(stderr, "%s: timeout: %s\n", prog, message);
     if (wd->w->rank == 0) {
         int silent = 0;
@@ -222,9 +253,9 @@ static void *watch(void *arg)
         if (wd->w->rank == 0) {
             int peer_expired = poll_heartbeats(wd, now);
             if (expired)
-                report_and_abort(wd, now, 0);
+                report_and_abort(wd, now, pick_culprit(wd, now, 0));
             if (peer_expired > 0)
-                report_and_abort(wd, now, peer_expired);
+                report_and_abort(wd, now, pick_culprit(wd, now, peer_expired));
         } else if (expired && now > deadline + GRACE_S) {
             report_and_abort(wd, now, wd->w->rank);
         }
@@ -340,6 +371,7 @@ void fb_watchdog_arm(struct fb_watchdog *wd, double seconds, long step, const ch
     wd->deadline = now + seconds;
     wd->step = step;
     atomic_store(&wd->iteration, 0);
+    atomic_store(&wd->ticks, 0);
     atomic_store(&wd->phase, "start");
     snprintf(wd->what, sizeof wd->what, "%s", what);
     pthread_mutex_unlock(&wd->lock);
@@ -350,6 +382,7 @@ void fb_watchdog_tick(struct fb_watchdog *wd, long iteration, const char *phase)
     if (wd == NULL)
         return;
     atomic_store_explicit(&wd->iteration, iteration, memory_order_relaxed);
+    atomic_fetch_add_explicit(&wd->ticks, 1, memory_order_relaxed);
     atomic_store_explicit(&wd->phase, phase, memory_order_relaxed);
 }
 

@@ -48,7 +48,9 @@ void fb_watchdog_arm(struct fb_watchdog *wd, double seconds, long step, const ch
 
 /* Main thread: the iteration within the armed step (for the report).
  * `phase` must be a string literal: only the pointer is kept. Lock-free, so
- * it can sit inside a timed loop. */
+ * it can sit inside a timed loop. Ticks are counted too: when a deadline
+ * passes, the rank with the fewest ticks in the step (or the fewest steps)
+ * is the one the others wait for, and the timeout is laid at it. */
 void fb_watchdog_tick(struct fb_watchdog *wd, long iteration, const char *phase);
 
 void fb_watchdog_disarm(struct fb_watchdog *wd);

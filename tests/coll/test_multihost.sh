@@ -4,16 +4,8 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root; then
-  skip "2-host sweep over veth" "needs root for network namespaces"
-  exit 0
-fi
-th=$FB_ROOT/scripts/testhosts.sh
-on_exit "$th down fbc >/dev/null 2>&1"
-if ! "$th" up fbc 2 2 >"$T_DIR/up.log" 2>&1; then
-  not_ok "test hosts come up" "$(cat "$T_DIR/up.log")"
-  exit 0
-fi
+# The hosts: scripts/testhosts.sh, through hosts_up (tests/lib.sh).
+hosts_up fbc 2 2 "2-host sweep over veth" || exit 0
 ok "two namespace hosts with sshd are up"
 
 for c in all_reduce all_gather; do

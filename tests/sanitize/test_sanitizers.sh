@@ -41,3 +41,25 @@ for c in all_reduce all_gather reduce_scatter alltoall; do
 done
 run fb_mpirun 2 -x ASAN_OPTIONS "$tree/bin/fabric-coll" all_reduce -b 1M -e 1K -J "$T_DIR/bad.json"
 if [ "$T_RC" -eq 2 ] && ! grep -q AddressSanitizer "$T_ERR"; then ok "ASan: error path exits cleanly"; else not_ok "ASan: error path exits cleanly" "exit $T_RC"; fi
+# The NCCL backend too, on the GPU stand-in (docs/standin.md): graphs, and a
+# peer lost mid-sweep (exit 9 through ncclCommGetAsyncError).
+if [ -e "$tree/standin/libnccl.so.2" ]; then
+  for c in all_reduce alltoall; do
+    run env BUILD="$tree" "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 300 "${FB_MPIRUN[@]}" -np 3 \
+      -x LD_LIBRARY_PATH -x ASAN_OPTIONS -x UBSAN_OPTIONS "$tree/bin/fabric-coll" "$c" -b 1K -e 256K -f 8 -n 2 -c 1 -G 2 \
+      -J "$T_DIR/s-$c.json"
+    if [ "$T_RC" -eq 0 ] && ! grep -qE 'AddressSanitizer|runtime error' "$T_ERR"; then
+      ok "ASan/UBSan: fabric-coll $c -G 2 on 3 stand-in GPUs"
+    else
+      not_ok "ASan/UBSan: fabric-coll $c on the stand-in" "exit $T_RC $(grep -m3 -E 'ERROR|runtime error' "$T_ERR" | tr '\n' ' ')"
+    fi
+  done
+  run env BUILD="$tree" FB_STANDIN_FAIL=async FB_STANDIN_AFTER=14 "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 300 \
+    "${FB_MPIRUN[@]}" -np 3 -x LD_LIBRARY_PATH -x ASAN_OPTIONS -x UBSAN_OPTIONS "$tree/bin/fabric-coll" all_reduce \
+    -b 1K -e 64K -f 4 -n 1 -w 1 -c 1 -T 20 -J "$T_DIR/s-async.json"
+  if [ "$T_RC" -eq 9 ] && ! grep -qE 'AddressSanitizer|runtime error' "$T_ERR"; then
+    ok "ASan/UBSan: a peer lost on the stand-in ends with exit 9, cleanly"
+  else
+    not_ok "ASan/UBSan: a peer lost on the stand-in" "exit $T_RC $(grep -m3 -E 'ERROR|runtime error' "$T_ERR" | tr '\n' ' ')"
+  fi
+fi

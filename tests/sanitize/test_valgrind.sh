@@ -29,3 +29,15 @@ if [ "$T_RC" -eq 0 ]; then
 else
   not_ok "valgrind: fabric-coll all_reduce on 2 ranks" "exit $T_RC $(grep -m8 '==' "$T_ERR" | tr '\n' ' ')"
 fi
+# The NCCL backend on the GPU stand-in (docs/standin.md), graphs included.
+if [ -e "$FB_BUILD/standin/libnccl.so.2" ]; then
+  run "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 300 "${FB_MPIRUN[@]}" -q -np 2 -x LD_LIBRARY_PATH \
+    valgrind -q --error-exitcode=99 --suppressions="$supp" --suppressions="$FB_ROOT/tests/sanitize/mpi.supp" \
+    --leak-check=full --errors-for-leak-kinds=definite \
+    "$FB_BIN/fabric-coll" all_reduce -b 1K -e 256K -f 8 -n 2 -c 1 -G 2 -J "$T_DIR/vs.json"
+  if [ "$T_RC" -eq 0 ]; then
+    ok "valgrind: fabric-coll all_reduce -G 2 on 2 stand-in GPUs, no memory errors or leaks"
+  else
+    not_ok "valgrind: fabric-coll on the stand-in" "exit $T_RC $(grep -m8 '==' "$T_ERR" | tr '\n' ' ')"
+  fi
+fi
