@@ -474,55 +474,70 @@ static const struct fb_point *large_peak(const struct fb_point *pts, size_t npts
     return best;
 }
 
+/* Where a run stands against the TCP-fallback band: its best busBW at
+ * large sizes, the band's top and where it comes from. `pk` is NULL when
+ * the band says nothing about the run (not GPUs, not across nodes, no
+ * large size, no band profile). Read once for both rules that use it. */
+struct band_reading {
+    const struct fb_point *pk;
+    double top;
+    const char *from;
+    bool assumed; /* multi-node only because of the rank count */
+    char at[32];
+};
+
+static void read_band(const struct fb_result *r, const struct fb_profiles *ps, const struct fb_point *pts,
+                      size_t npts, const struct fb_verdict *v, struct band_reading *b)
+{
+    memset(b, 0, sizeof *b);
+    b->top = tcp_band_top(ps, r->collective, &b->from);
+    b->pk = large_peak(pts, npts);
+    if (!on_gpus(r) || !spans_nodes(r, v, &b->assumed) || isnan(b->top))
+        b->pk = NULL;
+    if (b->pk != NULL)
+        size_label(b->pk->bytes, b->at, sizeof b->at);
+}
+
+static void band_measured(const struct band_reading *b, struct fb_verdict *v)
+{
+    v->measured_bytes = b->pk->bytes;
+    v->measured = b->pk->best;
+}
+
 /* Physics, before any profile: a multi-node GPU run whose large messages
  * stay in the TCP band fell back to TCP, whatever it was meant to use; when
  * NCCL's own channels went over an RDMA network the fabric is there but
  * delivers TCP-band bandwidth (DEGRADED). */
-static bool judge_tcp_band(const struct fb_result *r, const struct fb_profiles *ps, const struct fb_point *pts,
-                           size_t npts, struct fb_verdict *v, struct fb_str *out)
+static bool judge_tcp_band(const struct fb_result *r, const struct band_reading *b, struct fb_verdict *v,
+                           struct fb_str *out)
 {
-    bool assumed = false;
-    const struct fb_point *pk = large_peak(pts, npts);
-    const char *from = NULL;
-    double top = tcp_band_top(ps, r->collective, &from);
-    if (!on_gpus(r) || !spans_nodes(r, v, &assumed) || pk == NULL || isnan(top) || pk->best > top)
+    if (b->pk == NULL || b->pk->best > b->top)
         return false;
-    char at[32];
-    size_label(pk->bytes, at, sizeof at);
-    v->measured_bytes = pk->bytes;
-    v->measured = pk->best;
+    band_measured(b, v);
     if (r->net != NULL && strcmp(r->net, "Socket") != 0) {
         set_verdict(v, FB_VERDICT_DEGRADED);
         fb_str_addf(out, " NCCL's channels went over NET/%s, yet busBW peaks at %.2f GB/s (at %s), inside the TCP-fallback band (<= %.0f GB/s): the fabric is in use but carries no more than TCP would (one NIC of several, no GPUDirect RDMA, a slow or congested link).",
-                    r->net, pk->best, at, top);
+                    r->net, b->pk->best, b->at, b->top);
         return true;
     }
     set_verdict(v, FB_VERDICT_TCP_FALLBACK);
     v->fallback = true;
     fb_str_addf(out, " busBW peaks at %.2f GB/s (at %s) across nodes%s, inside the TCP-fallback band (<= %.0f GB/s, %.0fx profile %s): NCCL moved the data over TCP sockets, whatever the run was meant to use.",
-                pk->best, at, assumed ? " (assumed: more than 8 ranks)" : "", top, TCP_BAND_FACTOR, from);
+                b->pk->best, b->at, b->assumed ? " (assumed: more than 8 ranks)" : "", b->top, TCP_BAND_FACTOR, b->from);
     return true;
 }
 
 /* Physics when no profile describes the cluster: busBW far above the TCP
  * band across nodes proves the fabric carried the run. That is all it
  * proves; a figure check needs a profile. */
-static bool judge_fabric_in_use(const struct fb_result *r, const struct fb_profiles *ps, const struct fb_point *pts,
-                                size_t npts, struct fb_verdict *v, struct fb_str *out)
+static bool judge_fabric_in_use(const struct band_reading *b, struct fb_verdict *v, struct fb_str *out)
 {
-    bool assumed = false;
-    const struct fb_point *pk = large_peak(pts, npts);
-    const char *from = NULL;
-    double top = tcp_band_top(ps, r->collective, &from);
-    if (!on_gpus(r) || !spans_nodes(r, v, &assumed) || pk == NULL || isnan(top) || !(pk->best > top))
+    if (b->pk == NULL || !(b->pk->best > b->top))
         return false;
-    char at[32];
-    size_label(pk->bytes, at, sizeof at);
-    v->measured_bytes = pk->bytes;
-    v->measured = pk->best;
+    band_measured(b, v);
     set_verdict(v, FB_OK);
     fb_str_addf(out, " Fabric in use: busBW peaks at %.2f GB/s (at %s) across nodes%s, %.1fx the top of the TCP-fallback band (%.0f GB/s). No reference profile describes this cluster, so no figure was checked; save one from a known-good run (fabric-report baseline) to judge the next.",
-                pk->best, at, assumed ? " (assumed: more than 8 ranks)" : "", pk->best / top, top);
+                b->pk->best, b->at, b->assumed ? " (assumed: more than 8 ranks)" : "", b->pk->best / b->top, b->top);
     return true;
 }
 
@@ -665,9 +680,11 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
         set_verdict(v, FB_VERDICT_DEGRADED);
         decided = true;
     }
-    bool band = !decided && !collapse && !v->fallback && judge_tcp_band(r, ps, pts, npts, v, out);
+    struct band_reading reading;
+    read_band(r, ps, pts, npts, v, &reading);
+    bool band = !decided && !collapse && !v->fallback && judge_tcp_band(r, &reading, v, out);
     decided = decided || band;
-    if (!decided && v->expect == NULL && judge_fabric_in_use(r, ps, pts, npts, v, out))
+    if (!decided && v->expect == NULL && judge_fabric_in_use(&reading, v, out))
         decided = true;
     if (!decided && v->expect == NULL) {
         free(pts);
