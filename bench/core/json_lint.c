@@ -63,32 +63,39 @@ static void close_frame(struct lint *l)
     free(f->keys);
 }
 
+/* Room for one more element in *items (capacity *cap, `used` in use),
+ * doubling the capacity so that appends stay amortised constant. */
+static bool room_for_one(void **items, size_t *cap, size_t used, size_t size)
+{
+    if (used < *cap)
+        return true;
+    size_t grown = *cap ? *cap * 2 : 16;
+    void *p = realloc(*items, grown * size);
+    if (p == NULL)
+        return false;
+    *items = p;
+    *cap = grown;
+    return true;
+}
+
 static bool open_frame(struct lint *l, bool object)
 {
-    if (l->depth == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct frame *s = realloc(l->stack, cap * sizeof *s);
-        if (s == NULL)
-            return false;
-        l->stack = s;
-        l->cap = cap;
-    }
-    l->stack[l->depth++] = (struct frame){.object = object, .want_key = object};
-    return true;
+    void *stack = l->stack;
+    bool ok = room_for_one(&stack, &l->cap, l->depth, sizeof *l->stack);
+    l->stack = stack;
+    if (ok)
+        l->stack[l->depth++] = (struct frame){.object = object, .want_key = object};
+    return ok;
 }
 
 static bool add_key(struct frame *f, const char *s, size_t n, long line)
 {
-    if (f->nkeys == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 8;
-        struct key *k = realloc(f->keys, cap * sizeof *k);
-        if (k == NULL)
-            return false;
-        f->keys = k;
-        f->cap = cap;
-    }
-    f->keys[f->nkeys++] = (struct key){s, n, line};
-    return true;
+    void *keys = f->keys;
+    bool ok = room_for_one(&keys, &f->cap, f->nkeys, sizeof *f->keys);
+    f->keys = keys;
+    if (ok)
+        f->keys[f->nkeys++] = (struct key){s, n, line};
+    return ok;
 }
 
 /* At an opening quote: skips the string, recording it when it is a key. */
