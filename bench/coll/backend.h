@@ -40,6 +40,24 @@ struct fb_call {
 
 struct fb_backend;
 
+/* At most this many ranks in one process (-t x -g). */
+#define FB_LOCAL_RANKS_MAX 64
+
+/* nccl-tests' NCCL-only flags, as the backend is to apply them. A process
+ * holds threads x gpus ranks (one per GPU); check_flags may lower -R and -x
+ * to what the NCCL it runs with has, as nccl-tests does. */
+struct fb_backend_flags {
+    int threads, gpus;  /* -t, -g */
+    int parallel_init;  /* -p 1: each thread's communicators set up by a thread of their own */
+    int null_stream;    /* -y 1: calls on the NULL stream */
+    int register_mode;  /* -R: 0 none, 1 ncclCommRegister, 2 symmetric windows */
+    int cta_policy;     /* -x, -1 when not given */
+    int device_impl;    /* -D, 0: NCCL's own implementation */
+    int device_impl_given;
+    int device_ctas;    /* -V */
+    int device_ctas_given;
+};
+
 struct fb_backend_ops {
     const char *name;
     enum fb_inplace_style inplace_style;
@@ -52,34 +70,44 @@ struct fb_backend_ops {
                                struct fb_err *err);
     /* Collective over the world: communicators, device selection. */
     enum fb_status (*init)(struct fb_backend *be, const struct fb_world *w, struct fb_err *err);
-    /* Bytes this rank can allocate for buffers (host or device memory). */
+    /* Optional (NULL: the flags need nothing): checks be->flags against the
+     * library this process runs with, before init. FB_ERR_USAGE for a flag
+     * it cannot take, FB_ERR_UNAVAIL for one it cannot carry out; a flag
+     * lowered instead leaves one line for a "# Note:" in `notes`. Local. */
+    enum fb_status (*check_flags)(struct fb_backend *be, char *notes, size_t len, struct fb_err *err);
+    /* Bytes each of this process's ranks can allocate for buffers (host or
+     * device memory): the least over its devices. */
     enum fb_status (*free_memory)(struct fb_backend *be, uint64_t *bytes, struct fb_err *err);
     /* Allocates and touches both buffers once, at the largest size. */
     enum fb_status (*alloc)(struct fb_backend *be, size_t send_bytes, size_t recv_bytes,
                             struct fb_err *err);
-    /* Issues one call; may return before it completes (NCCL). */
-    enum fb_status (*run)(struct fb_backend *be, const struct fb_call *call, struct fb_err *err);
+    /* Issues one call on every rank of this process, calls[i] being local
+     * rank i's (be->local_ranks of them, one group); may return before
+     * they complete (NCCL). */
+    enum fb_status (*run)(struct fb_backend *be, const struct fb_call *calls, struct fb_err *err);
     /* Optional (NULL when unsupported): captures `ops` calls into one CUDA
      * graph and launches it `launches` times, for -G. *seconds is the wall
      * time of the launches alone, capture and instantiation excluded. */
-    enum fb_status (*run_graph)(struct fb_backend *be, const struct fb_call *call, long ops,
+    enum fb_status (*run_graph)(struct fb_backend *be, const struct fb_call *calls, long ops,
                                 int launches, double *seconds, struct fb_err *err);
     /* Waits until every issued call has completed, or a call failed on the
      * way (a peer lost: NCCL's asynchronous error, FB_ERR_RUNTIME). */
     enum fb_status (*wait)(struct fb_backend *be, struct fb_err *err);
-    /* Copies between a buffer and host memory (for data set-up and checks). */
-    enum fb_status (*write)(struct fb_backend *be, enum fb_buf which, size_t byte_off,
+    /* Copies between a buffer of local rank `local` and host memory (for
+     * data set-up and checks). */
+    enum fb_status (*write)(struct fb_backend *be, int local, enum fb_buf which, size_t byte_off,
                             const void *src, size_t bytes, struct fb_err *err);
-    enum fb_status (*read)(struct fb_backend *be, enum fb_buf which, size_t byte_off, void *dst,
-                           size_t bytes, struct fb_err *err);
-    /* Fills the per-rank device record {kind, name, pci_bus_id, memory_bytes}. */
-    void (*describe)(struct fb_backend *be, json_object *device);
+    enum fb_status (*read)(struct fb_backend *be, int local, enum fb_buf which, size_t byte_off,
+                           void *dst, size_t bytes, struct fb_err *err);
+    /* Fills local rank `local`'s device record {kind, name, pci_bus_id,
+     * memory_bytes}. */
+    void (*describe)(struct fb_backend *be, int local, json_object *device);
     /* Adds library versions to the versions object. */
     void (*versions)(struct fb_backend *be, json_object *versions);
     /* The most memory in use seen so far where the buffers live, sampling
-     * now: GPU memory in use on the rank's device (NCCL), the process's peak
-     * resident size (MPI). */
-    enum fb_status (*peak_memory)(struct fb_backend *be, uint64_t *bytes, struct fb_err *err);
+     * now: GPU memory in use on local rank `local`'s device (NCCL), the
+     * process's peak resident size (MPI). */
+    enum fb_status (*peak_memory)(struct fb_backend *be, int local, uint64_t *bytes, struct fb_err *err);
     /* Optional (NULL: nothing to do): from another thread, as the job ends
      * on a fault, stops calls that may never complete (ncclCommAbort). The
      * backend only takes fini(abort = 1) after it. */
@@ -93,6 +121,11 @@ struct fb_backend {
     const struct fb_backend_ops *ops;
     void *state;
     int graph_launches; /* -G: CUDA graph replays, 0 = off (NCCL only) */
+    struct fb_backend_flags flags;
+    /* Ranks this process holds, local ranks 0 .. local_ranks-1: global
+     * rank = process rank x local_ranks + local rank (nccl-tests' order);
+     * the collective's rank count is processes x local_ranks. */
+    int local_ranks;
 };
 
 extern const struct fb_backend_ops fb_backend_mpi;

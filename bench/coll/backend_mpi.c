@@ -177,9 +177,10 @@ static enum fb_status mpi_wait(struct fb_backend *be, struct fb_err *err)
     return FB_OK; /* blocking MPI collectives have completed on return */
 }
 
-static enum fb_status mpi_write(struct fb_backend *be, enum fb_buf which, size_t off,
+static enum fb_status mpi_write(struct fb_backend *be, int local, enum fb_buf which, size_t off,
                                 const void *src, size_t bytes, struct fb_err *err)
 {
+    (void)local; /* one rank per process */
     struct mpi_state *s = be->state;
     char *at = fb_buffer_span(&s->buf, which, off, bytes, "write", err);
     if (at == NULL)
@@ -188,9 +189,10 @@ static enum fb_status mpi_write(struct fb_backend *be, enum fb_buf which, size_t
     return FB_OK;
 }
 
-static enum fb_status mpi_read(struct fb_backend *be, enum fb_buf which, size_t off, void *dst,
+static enum fb_status mpi_read(struct fb_backend *be, int local, enum fb_buf which, size_t off, void *dst,
                                size_t bytes, struct fb_err *err)
 {
+    (void)local;
     struct mpi_state *s = be->state;
     const char *at = fb_buffer_span(&s->buf, which, off, bytes, "read", err);
     if (at == NULL)
@@ -199,9 +201,9 @@ static enum fb_status mpi_read(struct fb_backend *be, enum fb_buf which, size_t 
     return FB_OK;
 }
 
-static void mpi_describe(struct fb_backend *be, json_object *device)
+static void mpi_describe(struct fb_backend *be, int local, json_object *device)
 {
-    (void)be;
+    (void)be, (void)local;
     json_object_object_add(device, "kind", json_object_new_string("cpu"));
     json_object_object_add(device, "name", json_object_new_string("host memory"));
     json_object_object_add(device, "pci_bus_id", NULL);
@@ -217,9 +219,9 @@ static void mpi_versions(struct fb_backend *be, json_object *versions)
 }
 
 /* Host buffers: the process's high-water mark of resident memory. */
-static enum fb_status mpi_peak_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
+static enum fb_status mpi_peak_memory(struct fb_backend *be, int local, uint64_t *bytes, struct fb_err *err)
 {
-    (void)be;
+    (void)be, (void)local;
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return fb_fail(err, FB_ERR_RUNTIME, "getrusage failed");

@@ -1,8 +1,11 @@
 /* GPU backend: one GPU per rank, NCCL collectives on a private stream,
- * communicator bootstrapped over MPI. Compiled whenever CUDA and NCCL are
- * present (also on machines without a GPU, where available() says so). */
+ * communicators bootstrapped over MPI. A process holds -t x -g ranks (one
+ * communicator, stream and pair of buffers per GPU), driven from one thread
+ * with group calls. Compiled whenever CUDA and NCCL are present (also on
+ * machines without a GPU, where available() says so). */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,21 +15,47 @@
 
 #include "coll/backend.h"
 #include "core/clock.h"
+#include "core/host.h"
+
+/* Newer than the oldest NCCL this runs with: looked up at load time, NULL
+ * where the library has not got them (the flags that need them are then
+ * lowered by check_flags, as nccl-tests does). */
+#pragma weak ncclMemAlloc
+#pragma weak ncclMemFree
+#pragma weak ncclCommRegister
+#pragma weak ncclCommDeregister
+#pragma weak ncclCommWindowRegister
+#pragma weak ncclCommWindowDeregister
 
 /* A wait spins this long (short calls end within it), then sleeps a
  * little per round so that long ones leave the CPU to NCCL's threads. */
 #define SPIN_S 0.01
 #define NAP_NS 50000L
 
+#define V2_19 NCCL_VERSION(2, 19, 0)
+#define V2_27 NCCL_VERSION(2, 27, 0)
+#define V2_28 NCCL_VERSION(2, 28, 0)
+
+/* One rank of this process: its GPU, communicator, stream and buffers. */
 struct nccl_state {
     int device;
     /* Taken by whoever ends it: fini, or cancel from the watchdog thread. */
     _Atomic(ncclComm_t) comm;
-    cudaStream_t stream;
+    cudaStream_t stream; /* NULL with -y 1 */
     struct fb_buffers buf;
-    int rank, size;
-    char host[FB_HOST_MAX];
+    int rank, size;      /* global rank, ranks in all */
     uint64_t peak_bytes; /* most GPU memory in use seen (peak_memory) */
+    int nccl_mem;        /* buffers from ncclMemAlloc */
+    void *send_reg, *recv_reg; /* -R handles (ncclWindow_t with -R 2) */
+};
+
+/* Every rank of this process, local rank i at rank[i]. */
+struct nccl_ranks {
+    int n;
+    int version; /* ncclGetVersion: the library this process runs with */
+    struct fb_backend_flags flags;
+    ncclUniqueId id;
+    struct nccl_state rank[FB_LOCAL_RANKS_MAX];
 };
 
 static enum fb_status cuda_check(cudaError_t rc, const char *what, struct fb_err *err)
@@ -93,80 +122,347 @@ static int ncclo(enum fb_redop op, ncclRedOp_t *out)
     }
 }
 
-/* One GPU per rank: the launcher's local rank picks it. */
-static enum fb_status pick_device(struct nccl_state *s, const struct fb_world *w, struct fb_err *err)
+static int runtime_version(void)
+{
+    int v = 0;
+    return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+}
+
+/* Since 2.9 the code is major*10000 + minor*100 + patch. */
+static void version_text(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+}
+
+static void add_note(char *notes, size_t len, const char *text)
+{
+    size_t used = strlen(notes);
+    if (used < len)
+        snprintf(notes + used, len - used, "%s\n", text);
+}
+
+/* -R and -x as far as this NCCL has them, with nccl-tests' words
+ * (src/common.cu, main) for what is lowered. */
+static void lower_to_version(struct fb_backend_flags *f, int v, char *notes, size_t len)
+{
+    char text[160];
+    if (f->register_mode == 2 && v < V2_27) {
+        add_note(notes, len, "Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration");
+        f->register_mode = 1;
+    }
+    if (f->register_mode > 0 && v < V2_19) {
+        add_note(notes, len, "Option -R (register) is not supported before NCCL 2.19. Ignoring");
+        f->register_mode = 0;
+    }
+    if (f->cta_policy >= 0 && v < V2_27) {
+        add_note(notes, len, "Option -x (cta_policy) is not supported before NCCL 2.27. Ignoring");
+        f->cta_policy = -1;
+    } else if (f->cta_policy > 1 && v < V2_28) {
+        snprintf(text, sizeof text, "Option -x (cta_policy) %d is not supported before NCCL 2.28. Ignoring",
+                 f->cta_policy);
+        add_note(notes, len, text);
+        f->cta_policy = -1;
+    }
+}
+
+/* nccl-tests' checks of -D and -V (src/common.cu, main). A device
+ * implementation is CUDA kernels over NCCL's device API, compiled per
+ * collective; fabric-coll is C and builds none, so -D > 0 is unavailable
+ * here rather than silently NCCL's own implementation. */
+static enum fb_status nccl_check_flags(struct fb_backend *be, char *notes, size_t len, struct fb_err *err)
+{
+    struct fb_backend_flags *f = &be->flags;
+    int v = runtime_version();
+    char have[32], text[160];
+    version_text(v, have, sizeof have);
+    if (f->device_impl_given && v < V2_28)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "Option -D (device implementation) requires NCCL >= 2.28.0 (this process runs NCCL %s); drop -D",
+                       have);
+    if (f->device_ctas_given && v < V2_28)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "Option -V (device CTA count) requires NCCL >= 2.28.0 (this process runs NCCL %s); drop -V",
+                       have);
+    if (f->device_ctas_given && (f->device_ctas <= 0 || f->device_ctas > 128)) {
+        snprintf(text, sizeof text,
+                 "device_cta_count (-V) must be positive and less than 128, got %d. Using default value 16.",
+                 f->device_ctas);
+        add_note(notes, len, text);
+        f->device_ctas = 16;
+    }
+    lower_to_version(f, v, notes, len);
+    if (f->device_impl > 0 && f->register_mode != 2)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2); "
+                       "add -R 2 or drop -D");
+    if (f->device_impl > 0)
+        return fb_fail(err, FB_ERR_UNAVAIL,
+                       "-D %d: a device implementation is CUDA kernels over NCCL %s's device API, which fabric-coll "
+                       "does not build; drop -D to measure NCCL's own implementation",
+                       f->device_impl, have);
+    return FB_OK;
+}
+
+/* NCCL_TESTS_DEVICE, as nccl-tests reads it: the first GPU of every
+ * process; -1 when unset. */
+static enum fb_status first_device_from_env(int *first, struct fb_err *err)
+{
+    const char *env = getenv("NCCL_TESTS_DEVICE");
+    *first = -1;
+    if (env == NULL || *env == '\0')
+        return FB_OK;
+    char *end = NULL;
+    long v = strtol(env, &end, 10);
+    if (*end != '\0' || v < 0 || v > 4096)
+        return fb_fail(err, FB_ERR_USAGE, "NCCL_TESTS_DEVICE='%s' is not a device number; set 0, 1, ... or unset it",
+                       env);
+    *first = (int)v;
+    return FB_OK;
+}
+
+/* The process's GPUs: local rank i drives GPU first + i, first being
+ * NCCL_TESTS_DEVICE or the launcher's local rank x ranks per process. */
+static enum fb_status pick_devices(struct nccl_ranks *s, const struct fb_world *w, struct fb_err *err)
 {
     int ndev = 0;
     enum fb_status st = cuda_check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", err);
     if (st != FB_OK)
         return fb_fail(err, FB_ERR_UNAVAIL, "no usable CUDA device on %s", w->host);
     const char *source = NULL;
-    int local = fb_launcher_local_rank(&source);
+    int local = fb_launcher_local_rank(&source), first = -1;
     if (local < 0)
         local = w->local_rank; /* from the host-name census */
-    if (local >= ndev)
+    if ((st = first_device_from_env(&first, err)) != FB_OK)
+        return st;
+    int from_env = first >= 0;
+    if (!from_env)
+        first = local * s->n;
+    if (from_env && first + s->n > ndev)
+        return fb_fail(err, FB_ERR_USAGE, "NCCL_TESTS_DEVICE=%d with %d GPU%s per process needs GPUs up to %d but %d %s visible on %s; lower it",
+                       first, s->n, s->n == 1 ? "" : "s", first + s->n - 1, ndev, ndev == 1 ? "is" : "are", w->host);
+    if (s->n == 1 && first >= ndev)
         return fb_fail(err, FB_ERR_USAGE,
                        "rank %d is local rank %d on %s but only %d GPU%s visible; start at most %d ranks per node",
                        w->rank, local, w->host, ndev, ndev == 1 ? " is" : "s are", ndev);
-    s->device = local;
-    return cuda_check(cudaSetDevice(local), "cudaSetDevice", err);
+    if (first + s->n > ndev)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "process %d is local process %d on %s with -t %d -g %d: GPUs %d to %d, but only %d %s visible; "
+                       "start at most %d processes per node or lower -g",
+                       w->rank, local, w->host, s->flags.threads, s->flags.gpus, first, first + s->n - 1, ndev,
+                       ndev == 1 ? "is" : "are", ndev / s->n);
+    for (int i = 0; i < s->n; i++)
+        s->rank[i].device = first + i;
+    return cuda_check(cudaSetDevice(first), "cudaSetDevice", err);
+}
+
+static enum fb_status make_streams(struct nccl_ranks *s, struct fb_err *err)
+{
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < s->n && st == FB_OK; i++) {
+        st = cuda_check(cudaSetDevice(s->rank[i].device), "cudaSetDevice", err);
+        if (st == FB_OK && !s->flags.null_stream)
+            st = cuda_check(cudaStreamCreateWithFlags(&s->rank[i].stream, cudaStreamNonBlocking),
+                            "cudaStreamCreate", err);
+    }
+    return st;
+}
+
+/* Local ranks [first, first + count) join their communicators in one
+ * group, each on its GPU, with the config nccl-tests gives (initComms). */
+static ncclResult_t init_comms(struct nccl_ranks *s, int first, int count)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+    if (s->flags.cta_policy >= 0)
+        config.CTAPolicy = s->flags.cta_policy;
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    if (s->version >= V2_28)
+        config.nvlinkCentricSched = 1;
+#endif
+    ncclComm_t comms[FB_LOCAL_RANKS_MAX] = {0};
+    ncclResult_t rc = ncclGroupStart();
+    for (int i = first; i < first + count && rc == ncclSuccess; i++) {
+        struct nccl_state *d = &s->rank[i];
+        rc = cudaSetDevice(d->device) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+        if (rc == ncclSuccess)
+            rc = ncclCommInitRankConfig(&comms[i], d->size, s->id, d->rank, &config);
+    }
+    ncclResult_t end = ncclGroupEnd();
+    for (int i = first; i < first + count; i++)
+        atomic_store(&s->rank[i].comm, comms[i]);
+    return rc != ncclSuccess ? rc : end;
+}
+
+struct init_thread {
+    pthread_t tid;
+    struct nccl_ranks *s;
+    int first, count;
+    ncclResult_t rc;
+};
+
+static void *init_thread_main(void *arg)
+{
+    struct init_thread *t = arg;
+    t->rc = init_comms(t->s, t->first, t->count);
+    return NULL;
+}
+
+/* -p 1: each of the -t threads sets up its -g communicators itself, in
+ * parallel, as nccl-tests' threads do; else one group for all. */
+static ncclResult_t init_all_comms(struct nccl_ranks *s)
+{
+    int threads = s->flags.threads, per = s->flags.gpus;
+    if (!s->flags.parallel_init || threads == 1)
+        return init_comms(s, 0, s->n);
+    struct init_thread t[FB_LOCAL_RANKS_MAX];
+    for (int i = 1; i < threads; i++) {
+        t[i] = (struct init_thread){.s = s, .first = i * per, .count = per, .rc = ncclSuccess};
+        if (pthread_create(&t[i].tid, NULL, init_thread_main, &t[i]) != 0)
+            t[i].rc = init_comms(s, i * per, per); /* no thread: in turn (it may then wait for the others) */
+    }
+    ncclResult_t rc = init_comms(s, 0, per);
+    for (int i = 1; i < threads; i++) {
+        if (t[i].tid)
+            pthread_join(t[i].tid, NULL);
+        if (rc == ncclSuccess)
+            rc = t[i].rc;
+    }
+    return rc;
 }
 
 static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w, struct fb_err *err)
 {
-    struct nccl_state *s = calloc(1, sizeof *s);
+    struct nccl_ranks *s = calloc(1, sizeof *s);
     if (s == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     be->state = s;
-    s->rank = w->rank;
-    s->size = w->size;
-    snprintf(s->host, sizeof s->host, "%s", w->host);
-    pick_device(s, w, err);
+    s->flags = be->flags;
+    s->n = be->local_ranks > 0 ? be->local_ranks : 1;
+    s->version = runtime_version();
+    for (int i = 0; i < s->n; i++) {
+        s->rank[i].rank = w->rank * s->n + i;
+        s->rank[i].size = w->size * s->n;
+    }
+    pick_devices(s, w, err);
     /* ncclCommInitRank blocks until every rank joins: a rank that could not
      * pick its GPU must stop the others here, not leave them waiting. */
     enum fb_status st = fb_world_agree(w, err);
     if (st != FB_OK)
         return st;
-    ncclUniqueId id;
-    if (w->rank == 0 && (st = nccl_check(ncclGetUniqueId(&id), NULL, "ncclGetUniqueId", err)) != FB_OK)
+    if (w->rank == 0 && (st = nccl_check(ncclGetUniqueId(&s->id), NULL, "ncclGetUniqueId", err)) != FB_OK)
         return st;
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, w->comm);
-    if ((st = cuda_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
-                         "cudaStreamCreate", err)) != FB_OK)
+    MPI_Bcast(&s->id, sizeof s->id, MPI_BYTE, 0, w->comm);
+    if ((st = make_streams(s, err)) != FB_OK)
         return st;
-    ncclComm_t comm = NULL;
-    st = nccl_check(ncclCommInitRank(&comm, w->size, id, w->rank), NULL, "ncclCommInitRank", err);
-    atomic_store(&s->comm, comm);
-    return st;
+    return nccl_check(init_all_comms(s), NULL, "ncclCommInitRank", err);
 }
 
 static enum fb_status nccl_free_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
 {
-    (void)be;
-    size_t free_b = 0, total = 0;
-    enum fb_status st = cuda_check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo", err);
-    if (st == FB_OK)
-        *bytes = free_b;
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    *bytes = UINT64_MAX;
+    for (int i = 0; i < s->n && st == FB_OK; i++) {
+        size_t free_b = 0, total = 0;
+        st = cuda_check(cudaSetDevice(s->rank[i].device), "cudaSetDevice", err);
+        if (st == FB_OK)
+            st = cuda_check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo", err);
+        if (st == FB_OK && free_b < *bytes)
+            *bytes = free_b;
+    }
     return st;
+}
+
+/* Registration wants memory NCCL can map (cuMem): with -R the buffers come
+ * from ncclMemAlloc, as in nccl-tests; without, from cudaMalloc. */
+static enum fb_status alloc_buffer(struct nccl_state *d, char **p, size_t bytes, const char *what,
+                                   struct fb_err *err)
+{
+    size_t n = bytes ? bytes : 1;
+    if (d->nccl_mem)
+        return nccl_check(ncclMemAlloc((void **)p, n), NULL, what, err);
+    return cuda_check(cudaMalloc((void **)p, n), what, err);
+}
+
+static void free_buffer(struct nccl_state *d, char *p)
+{
+    if (p == NULL)
+        return;
+    if (d->nccl_mem)
+        ncclMemFree(p);
+    else
+        cudaFree(p);
+}
+
+static enum fb_status alloc_rank(struct nccl_state *d, int nccl_mem, size_t send_bytes, size_t recv_bytes,
+                                 struct fb_err *err)
+{
+    d->nccl_mem = nccl_mem;
+    enum fb_status st = cuda_check(cudaSetDevice(d->device), "cudaSetDevice", err);
+    if (st == FB_OK)
+        st = alloc_buffer(d, &d->buf.send, send_bytes, nccl_mem ? "ncclMemAlloc (send)" : "cudaMalloc (send)", err);
+    if (st == FB_OK)
+        st = alloc_buffer(d, &d->buf.recv, recv_bytes, nccl_mem ? "ncclMemAlloc (recv)" : "cudaMalloc (recv)", err);
+    if (st != FB_OK)
+        return fb_fail(err, FB_ERR_MEMORY, "cannot allocate %zu + %zu bytes on GPU %d", send_bytes,
+                       recv_bytes, d->device);
+    d->buf.send_bytes = send_bytes;
+    d->buf.recv_bytes = recv_bytes;
+    st = cuda_check(cudaMemset(d->buf.send, 0, send_bytes), "cudaMemset", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaMemset(d->buf.recv, 0, recv_bytes), "cudaMemset", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", err);
+    return st;
+}
+
+/* -R 1: ncclCommRegister; -R 2: symmetric windows (collective over each
+ * communicator, hence one group for the process's ranks). */
+static ncclResult_t register_one(struct nccl_state *d, int mode)
+{
+    ncclComm_t comm = atomic_load(&d->comm);
+    ncclResult_t rc;
+    if (mode == 2) {
+        rc = ncclCommWindowRegister(comm, d->buf.send, d->buf.send_bytes ? d->buf.send_bytes : 1,
+                                    (ncclWindow_t *)&d->send_reg, NCCL_WIN_COLL_SYMMETRIC);
+        if (rc == ncclSuccess)
+            rc = ncclCommWindowRegister(comm, d->buf.recv, d->buf.recv_bytes ? d->buf.recv_bytes : 1,
+                                        (ncclWindow_t *)&d->recv_reg, NCCL_WIN_COLL_SYMMETRIC);
+        return rc;
+    }
+    rc = ncclCommRegister(comm, d->buf.send, d->buf.send_bytes ? d->buf.send_bytes : 1, &d->send_reg);
+    if (rc == ncclSuccess)
+        rc = ncclCommRegister(comm, d->buf.recv, d->buf.recv_bytes ? d->buf.recv_bytes : 1, &d->recv_reg);
+    return rc;
+}
+
+static enum fb_status register_buffers(struct nccl_ranks *s, struct fb_err *err)
+{
+    int mode = s->flags.register_mode;
+    if (mode == 0)
+        return FB_OK;
+    if ((mode == 2 && ncclCommWindowRegister == NULL) || (mode == 1 && ncclCommRegister == NULL))
+        return fb_fail(err, FB_ERR_UNAVAIL, "-R %d: this NCCL library has no %s; drop -R", mode,
+                       mode == 2 ? "ncclCommWindowRegister" : "ncclCommRegister");
+    ncclResult_t rc = ncclGroupStart();
+    for (int i = 0; i < s->n && rc == ncclSuccess; i++)
+        rc = register_one(&s->rank[i], mode);
+    ncclResult_t end = ncclGroupEnd();
+    return nccl_check(rc != ncclSuccess ? rc : end, atomic_load(&s->rank[0].comm),
+                      mode == 2 ? "ncclCommWindowRegister" : "ncclCommRegister", err);
 }
 
 static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_t recv_bytes,
                                  struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
-    enum fb_status st = cuda_check(cudaMalloc((void **)&s->buf.send, send_bytes ? send_bytes : 1), "cudaMalloc (send)", err);
+    struct nccl_ranks *s = be->state;
+    int nccl_mem = s->flags.register_mode > 0 && ncclMemAlloc != NULL && ncclMemFree != NULL;
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < s->n && st == FB_OK; i++)
+        st = alloc_rank(&s->rank[i], nccl_mem, send_bytes, recv_bytes, err);
     if (st == FB_OK)
-        st = cuda_check(cudaMalloc((void **)&s->buf.recv, recv_bytes ? recv_bytes : 1), "cudaMalloc (recv)", err);
-    if (st != FB_OK)
-        return fb_fail(err, FB_ERR_MEMORY, "cannot allocate %zu + %zu bytes on GPU %d", send_bytes,
-                       recv_bytes, s->device);
-    s->buf.send_bytes = send_bytes;
-    s->buf.recv_bytes = recv_bytes;
-    st = cuda_check(cudaMemset(s->buf.send, 0, send_bytes), "cudaMemset", err);
-    if (st == FB_OK)
-        st = cuda_check(cudaMemset(s->buf.recv, 0, recv_bytes), "cudaMemset", err);
-    if (st == FB_OK)
-        st = cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", err);
+        st = register_buffers(s, err);
     return st;
 }
 
@@ -223,16 +519,30 @@ static enum fb_status nccl_supports(const struct fb_collective *c, enum fb_dtype
     return FB_OK;
 }
 
-static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, struct fb_err *err)
+/* Every local rank's call, in one group when there are several (each on
+ * its GPU), so that NCCL runs them together as nccl-tests' group does. */
+static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *calls, struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
+    struct nccl_ranks *s = be->state;
+    const struct fb_call *c = &calls[0];
     ncclDataType_t dt = ncclFloat32;
     ncclRedOp_t op = ncclSum;
     /* The mapping is the check: its message comes only on the rare path
      * (the run's type and operator were checked before the sweep). */
     if (!ncclt(c->dtype, &dt) || (c->coll->reduces && !ncclo(c->op, &op)))
         return nccl_supports(c->coll, c->dtype, c->op, err);
-    return nccl_check(issue(s, c, dt, op), atomic_load(&s->comm), c->coll->name, err);
+    if (s->n == 1)
+        return nccl_check(issue(&s->rank[0], c, dt, op), atomic_load(&s->rank[0].comm), c->coll->name, err);
+    ncclResult_t rc = ncclGroupStart();
+    int at = 0;
+    for (; at < s->n && rc == ncclSuccess; at++) {
+        rc = cudaSetDevice(s->rank[at].device) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+        if (rc == ncclSuccess)
+            rc = issue(&s->rank[at], &calls[at], dt, op);
+    }
+    ncclResult_t end = ncclGroupEnd();
+    return nccl_check(rc != ncclSuccess ? rc : end, atomic_load(&s->rank[at > 0 ? at - 1 : 0].comm),
+                      c->coll->name, err);
 }
 
 /* The stream's work done, or NCCL's asynchronous error: a lost peer or a
@@ -242,6 +552,9 @@ static enum fb_status stream_wait(struct nccl_state *s, struct fb_err *err)
 {
     const struct timespec nap = {0, NAP_NS};
     double start = fb_now();
+    /* The NULL stream is the current GPU's. */
+    if (s->stream == NULL && cudaSetDevice(s->device) != cudaSuccess)
+        return cuda_check(cudaGetLastError(), "cudaSetDevice", err);
     for (;;) {
         cudaError_t rc = cudaStreamQuery(s->stream);
         if (rc == cudaSuccess)
@@ -262,64 +575,83 @@ static enum fb_status stream_wait(struct nccl_state *s, struct fb_err *err)
     }
 }
 
+static void end_captures(struct nccl_ranks *s, int n, cudaGraph_t *graphs, enum fb_status *st,
+                         struct fb_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        cudaError_t end = cudaStreamEndCapture(s->rank[i].stream, &graphs[i]);
+        if (*st == FB_OK)
+            *st = cuda_check(end, "cudaStreamEndCapture", err);
+    }
+}
+
 /* Launch overhead out of the measurement: the timed calls are captured
- * once and replayed, as nccl-tests -G does. */
-static enum fb_status nccl_run_graph(struct fb_backend *be, const struct fb_call *c, long ops,
+ * once, one graph per GPU stream, and replayed, as nccl-tests -G does. */
+static enum fb_status nccl_run_graph(struct fb_backend *be, const struct fb_call *calls, long ops,
                                      int launches, double *seconds, struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    enum fb_status st = cuda_check(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal),
-                                   "cudaStreamBeginCapture", err);
+    struct nccl_ranks *s = be->state;
+    cudaGraph_t graphs[FB_LOCAL_RANKS_MAX] = {0};
+    cudaGraphExec_t execs[FB_LOCAL_RANKS_MAX] = {0};
+    enum fb_status st = FB_OK;
+    int begun = 0;
+    for (; begun < s->n && st == FB_OK; begun++)
+        st = cuda_check(cudaStreamBeginCapture(s->rank[begun].stream, cudaStreamCaptureModeThreadLocal),
+                        "cudaStreamBeginCapture", err);
     for (long i = 0; st == FB_OK && i < ops; i++)
-        st = nccl_run(be, c, err);
-    cudaError_t end = cudaStreamEndCapture(s->stream, &graph);
-    if (st == FB_OK)
-        st = cuda_check(end, "cudaStreamEndCapture", err);
-    if (st == FB_OK)
-        st = cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", err);
+        st = nccl_run(be, calls, err);
+    end_captures(s, st == FB_OK ? s->n : begun - 1, graphs, &st, err);
+    for (int i = 0; st == FB_OK && i < s->n; i++)
+        st = cuda_check(cudaGraphInstantiate(&execs[i], graphs[i], 0), "cudaGraphInstantiate", err);
     double t0 = fb_now();
     for (int l = 0; st == FB_OK && l < launches; l++)
-        st = cuda_check(cudaGraphLaunch(exec, s->stream), "cudaGraphLaunch", err);
-    if (st == FB_OK)
-        st = stream_wait(s, err);
+        for (int i = 0; st == FB_OK && i < s->n; i++)
+            st = cuda_check(cudaGraphLaunch(execs[i], s->rank[i].stream), "cudaGraphLaunch", err);
+    for (int i = 0; st == FB_OK && i < s->n; i++)
+        st = stream_wait(&s->rank[i], err);
     *seconds = fb_now() - t0;
-    if (exec)
-        cudaGraphExecDestroy(exec);
-    if (graph)
-        cudaGraphDestroy(graph);
+    for (int i = 0; i < s->n; i++) {
+        if (execs[i])
+            cudaGraphExecDestroy(execs[i]);
+        if (graphs[i])
+            cudaGraphDestroy(graphs[i]);
+    }
     return st;
 }
 
 static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
 {
-    return stream_wait(be->state, err);
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < s->n && st == FB_OK; i++)
+        st = stream_wait(&s->rank[i], err);
+    return st;
 }
 
-static enum fb_status nccl_write(struct fb_backend *be, enum fb_buf which, size_t off,
+static enum fb_status nccl_write(struct fb_backend *be, int local, enum fb_buf which, size_t off,
                                  const void *src, size_t bytes, struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
+    struct nccl_state *s = &((struct nccl_ranks *)be->state)->rank[local];
     char *at = fb_buffer_span(&s->buf, which, off, bytes, "write", err);
     if (at == NULL)
         return err->code;
     return cuda_check(cudaMemcpy(at, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D", err);
 }
 
-static enum fb_status nccl_read(struct fb_backend *be, enum fb_buf which, size_t off, void *dst,
+static enum fb_status nccl_read(struct fb_backend *be, int local, enum fb_buf which, size_t off, void *dst,
                                 size_t bytes, struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
+    struct nccl_state *s = &((struct nccl_ranks *)be->state)->rank[local];
     const char *at = fb_buffer_span(&s->buf, which, off, bytes, "read", err);
     if (at == NULL)
         return err->code;
     return cuda_check(cudaMemcpy(dst, at, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H", err);
 }
 
-static void nccl_describe(struct fb_backend *be, json_object *device)
+static void nccl_describe(struct fb_backend *be, int local, json_object *device)
 {
-    struct nccl_state *s = be->state;
+    struct nccl_ranks *all = be->state;
+    struct nccl_state *s = all ? &all->rank[local] : NULL;
     struct cudaDeviceProp prop;
     json_object_object_add(device, "kind", json_object_new_string("gpu"));
     if (s == NULL || cudaGetDeviceProperties(&prop, s->device) != cudaSuccess) {
@@ -359,11 +691,13 @@ static void nccl_versions(struct fb_backend *be, json_object *versions)
         json_object_object_add(versions, "cuda_driver", version_string(v, 1000, 10, 100));
 }
 
-static enum fb_status nccl_peak_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
+static enum fb_status nccl_peak_memory(struct fb_backend *be, int local, uint64_t *bytes, struct fb_err *err)
 {
-    struct nccl_state *s = be->state;
+    struct nccl_state *s = &((struct nccl_ranks *)be->state)->rank[local];
     size_t free_b = 0, total = 0;
-    enum fb_status st = cuda_check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo", err);
+    enum fb_status st = cuda_check(cudaSetDevice(s->device), "cudaSetDevice", err);
+    if (st == FB_OK)
+        st = cuda_check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo", err);
     if (st == FB_OK && total - free_b > s->peak_bytes)
         s->peak_bytes = total - free_b;
     *bytes = s->peak_bytes;
@@ -374,32 +708,72 @@ static enum fb_status nccl_peak_memory(struct fb_backend *be, uint64_t *bytes, s
  * when the communicator is aborted. */
 static void nccl_cancel(struct fb_backend *be)
 {
-    struct nccl_state *s = be->state;
-    ncclComm_t comm = s ? atomic_exchange(&s->comm, NULL) : NULL;
-    if (comm != NULL)
-        ncclCommAbort(comm);
+    struct nccl_ranks *s = be->state;
+    for (int i = 0; s != NULL && i < s->n; i++) {
+        ncclComm_t comm = atomic_exchange(&s->rank[i].comm, NULL);
+        if (comm != NULL)
+            ncclCommAbort(comm);
+    }
+}
+
+static void deregister(struct nccl_state *d, ncclComm_t comm, int mode)
+{
+    if (mode == 2) {
+        if (d->send_reg)
+            ncclCommWindowDeregister(comm, (ncclWindow_t)d->send_reg);
+        if (d->recv_reg)
+            ncclCommWindowDeregister(comm, (ncclWindow_t)d->recv_reg);
+    } else if (mode == 1) {
+        if (d->send_reg)
+            ncclCommDeregister(comm, d->send_reg);
+        if (d->recv_reg)
+            ncclCommDeregister(comm, d->recv_reg);
+    }
+}
+
+/* Several communicators of one process end together: finalized in one
+ * group (NCCL's rule for them), then destroyed. */
+static void end_comms(struct nccl_ranks *s, ncclComm_t *comms)
+{
+    if (s->n > 1) {
+        ncclGroupStart();
+        for (int i = 0; i < s->n; i++)
+            if (comms[i] != NULL)
+                ncclCommFinalize(comms[i]);
+        ncclGroupEnd();
+    }
+    for (int i = 0; i < s->n; i++) {
+        if (comms[i] == NULL)
+            continue;
+        deregister(&s->rank[i], comms[i], s->flags.register_mode);
+        ncclCommDestroy(comms[i]);
+    }
 }
 
 static void nccl_fini(struct fb_backend *be, int abort)
 {
-    struct nccl_state *s = be->state;
+    struct nccl_ranks *s = be->state;
     if (s == NULL)
         return;
-    ncclComm_t comm = atomic_exchange(&s->comm, NULL);
+    ncclComm_t comms[FB_LOCAL_RANKS_MAX];
+    for (int i = 0; i < s->n; i++)
+        comms[i] = atomic_exchange(&s->rank[i].comm, NULL);
     if (abort) {
         /* The process ends next; the watchdog thread may be reading s. */
-        if (comm != NULL)
-            ncclCommAbort(comm);
+        for (int i = 0; i < s->n; i++)
+            if (comms[i] != NULL)
+                ncclCommAbort(comms[i]);
         return;
     }
-    if (comm != NULL)
-        ncclCommDestroy(comm);
-    if (s->buf.send)
-        cudaFree(s->buf.send);
-    if (s->buf.recv)
-        cudaFree(s->buf.recv);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
+    end_comms(s, comms);
+    for (int i = 0; i < s->n; i++) {
+        struct nccl_state *d = &s->rank[i];
+        cudaSetDevice(d->device);
+        free_buffer(d, d->buf.send);
+        free_buffer(d, d->buf.recv);
+        if (d->stream)
+            cudaStreamDestroy(d->stream);
+    }
     free(s);
     be->state = NULL;
 }
@@ -410,6 +784,7 @@ const struct fb_backend_ops fb_backend_nccl = {
     .available = nccl_available,
     .supports = nccl_supports,
     .init = nccl_init,
+    .check_flags = nccl_check_flags,
     .free_memory = nccl_free_memory,
     .alloc = nccl_alloc,
     .run = nccl_run,

@@ -26,17 +26,20 @@ const struct fb_opt coll_options[] = {
     {'N', "run_cycles", FB_OPT_INT, OFF(run_cycles), "N", "repeat the whole sweep N times (default 1)", 1, 1000000, 0},
     {'T', "timeout", FB_OPT_INT, OFF(timeout), "SECONDS", "bound on each step (a size and placement: warm-up, timed loop, check), 0 = from the measured bandwidth", 0, 86400 * 7, 0},
     {'G', "cudagraph", FB_OPT_INT, OFF(graph), "N", "CUDA graph replays per timed loop (nccl backend)", 0, 1000000, 0},
-    {'t', "nthreads", FB_OPT_INT, OFF(nthreads), "1", "threads per process: must be 1 (one rank per GPU)", 1, 1, 0},
-    {'g', "ngpus", FB_OPT_INT, OFF(ngpus), "1", "GPUs per thread: must be 1 (one rank per GPU)", 1, 1, 0},
+    {'t', "nthreads", FB_OPT_INT, OFF(nthreads), "N", "threads per process, each with -g GPUs (nccl backend; ranks per process = -t x -g)", 1, FB_LOCAL_RANKS_MAX, 0},
+    {'g', "ngpus", FB_OPT_INT, OFF(ngpus), "N", "GPUs per thread, one rank each (nccl backend)", 1, FB_LOCAL_RANKS_MAX, 0},
     {'J', "output_file", FB_OPT_STRING, OFF(json_path), "FILE", "results JSON path (default results/<cluster>/<time>-<collective>.json)", 0, 0, 0},
-    {'p', "parallel_init", FB_OPT_INT, OFF(parallel_init), "0/1", "accepted for compatibility (one GPU per rank: nothing to parallelise)", 0, 1, 1},
-    {'y', "stream_null", FB_OPT_INT, OFF(stream_null), "0/1", "accepted for compatibility", 0, 1, 1},
+    {'p', "parallel_init", FB_OPT_INT, OFF(parallel_init), "0/1", "1: with -t > 1, each thread's communicators are set up by a thread of their own", 0, 1, 0},
+    {'y', "stream_null", FB_OPT_INT, OFF(stream_null), "0/1", "1: calls on the NULL stream (nccl backend)", 0, 1, 0},
     {'C', "report_cputime", FB_OPT_INT, OFF(cputime), "0/1", "accepted for compatibility", 0, 1, 1},
     {'S', "report_timestamps", FB_OPT_INT, OFF(timestamps), "0/1", "accepted for compatibility (the JSON has start and end times)", 0, 1, 1},
     {'I', "per_iter_timing", FB_OPT_INT, OFF(per_iter), "0/1", "accepted for compatibility", 0, 1, 1},
     {'M', "memory", FB_OPT_INT, OFF(memory_report), "0/1", "accepted for compatibility (memory use is always checked before the sweep)", 0, 1, 1},
     {'u', "unalign", FB_OPT_INT, OFF(unalign), "N", "accepted for compatibility", 0, 1 << 20, 1},
-    {'R', "local_register", FB_OPT_INT, OFF(local_register), "0-2", "accepted for compatibility", 0, 2, 1},
+    {'R', "local_register", FB_OPT_INT, OFF(local_register), "0-2", "buffer registration: 1 local (ncclCommRegister, NCCL >= 2.19), 2 symmetric windows (NCCL >= 2.27)", 0, 2, 0},
+    {'x', "cta_policy", FB_OPT_INT, OFF(cta_policy), "0-2", "NCCL CTA policy: 0 default, 1 efficiency, 2 zero (NCCL >= 2.27, 2 needs 2.28; default: not set)", 0, 2, 0},
+    {'D', "device_implementation", FB_OPT_INT, OFF(device_impl), "N", "device implementation, 0 = NCCL's own (> 0 needs -R 2 and NCCL >= 2.28; fabric-coll has none: exit 5)", 0, BIG, 0},
+    {'V', "device_cta_count", FB_OPT_INT, OFF(device_ctas), "N", "CTAs of a device implementation, 1-128 (default 16)", -BIG, BIG, 0},
     {0, "backend", FB_OPT_STRING, OFF(backend_name), "NAME", "nccl (GPU) or mpi (host memory); default nccl when a GPU is visible", 0, 0, 0},
     {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label for results (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
     {0, "results-dir", FB_OPT_STRING, OFF(results_dir), "DIR", "results directory (default results)", 0, 0, 0},
@@ -66,6 +69,8 @@ void coll_config_defaults(struct coll_config *cfg)
     cfg->average = 1;
     cfg->run_cycles = 1;
     cfg->nthreads = cfg->ngpus = 1;
+    cfg->cta_policy = -1;
+    cfg->device_ctas = 16;
     cfg->dtype_name = "float";
     cfg->op_name = "sum";
     cfg->results_dir = "results";
@@ -152,6 +157,21 @@ static enum fb_status check_values(struct coll_config *cfg, struct fb_err *err)
     return FB_OK;
 }
 
+/* -t x -g ranks in one process need GPUs: MPI ranks are processes. */
+static enum fb_status check_ranks_per_process(const struct coll_config *cfg, struct fb_err *err)
+{
+    long per = cfg->nthreads * cfg->ngpus;
+    if (per > 1 && strcmp(cfg->backend->name, "nccl") != 0)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "-t %ld -g %ld: the %s backend runs one rank per process; drop -t/-g and launch %ld times "
+                       "as many processes (mpirun -np)",
+                       cfg->nthreads, cfg->ngpus, cfg->backend->name, per);
+    if (per > FB_LOCAL_RANKS_MAX)
+        return fb_fail(err, FB_ERR_USAGE, "-t %ld -g %ld: %ld ranks in one process, at most %d; launch more processes",
+                       cfg->nthreads, cfg->ngpus, per, FB_LOCAL_RANKS_MAX);
+    return FB_OK;
+}
+
 enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv, struct fb_err *err)
 {
     cfg->invoked_as = argc > 0 ? argv[0] : "fabric-coll";
@@ -160,6 +180,8 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
     if (st == FB_OK && !cfg->help && !cfg->version) {
         cfg->stepfactor_given = res.given[fb_opts_find(coll_options, "stepfactor")];
         cfg->iters_given = res.given[fb_opts_find(coll_options, "iters")];
+        cfg->device_impl_given = res.given[fb_opts_find(coll_options, "device_implementation")];
+        cfg->device_ctas_given = res.given[fb_opts_find(coll_options, "device_cta_count")];
         st = pick_collective(cfg, &res, err);
         if (st == FB_OK)
             st = check_values(cfg, err);
@@ -167,9 +189,34 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
             st = pick_backend(cfg, err);
         if (st == FB_OK && cfg->graph > 0 && strcmp(cfg->backend->name, "nccl") != 0)
             st = fb_fail(err, FB_ERR_USAGE, "-G (CUDA graphs) needs the nccl backend; drop -G for --backend mpi");
+        if (st == FB_OK)
+            st = check_ranks_per_process(cfg, err);
     }
     fb_opts_result_free(&res);
     return st;
+}
+
+/* NCCL's flags on another backend, and -p where there is one thread. */
+static int nccl_only_notes(const struct coll_config *cfg, FILE *out)
+{
+    static const char *const names[] = {"stream_null", "local_register", "cta_policy", "device_implementation"};
+    int n = 0, nccl = strcmp(cfg->backend->name, "nccl") == 0;
+    for (size_t i = 0; !nccl && i < sizeof names / sizeof *names; i++) {
+        const struct fb_opt *o = &coll_options[fb_opts_find(coll_options, names[i])];
+        long v;
+        memcpy(&v, (const char *)cfg + o->offset, sizeof v);
+        if (v <= 0)
+            continue;
+        if (out)
+            fprintf(out, "# Note: -%c %ld has effect only on the nccl backend\n", o->short_name, v);
+        n++;
+    }
+    if (cfg->parallel_init && cfg->nthreads == 1) {
+        if (out)
+            fprintf(out, "# Note: -p 1 has no effect with -t 1 (one thread sets up every communicator)\n");
+        n++;
+    }
+    return n;
 }
 
 int coll_config_notes(const struct coll_config *cfg, FILE *out)
@@ -188,7 +235,7 @@ int coll_config_notes(const struct coll_config *cfg, FILE *out)
                     o->short_name, v);
         n++;
     }
-    return n;
+    return n + nccl_only_notes(cfg, out);
 }
 
 void coll_config_usage(FILE *out, const char *prog)

@@ -19,6 +19,7 @@ struct coll_config {
     long stepfactor, iters, warmup, agg, check, root, blocking, average, run_cycles;
     long timeout, graph, nthreads, ngpus, parallel_init, stream_null, cputime, timestamps;
     long per_iter, memory_report, unalign, local_register;
+    long cta_policy, device_impl, device_ctas; /* -x (-1: not given), -D, -V */
     const char *dtype_name, *op_name;
     const char *json_path;
     /* fabric-bench options */
@@ -32,7 +33,7 @@ struct coll_config {
     enum fb_redop op;
     const struct fb_backend_ops *backend;
     const char *invoked_as;
-    int stepfactor_given, iters_given;
+    int stepfactor_given, iters_given, device_impl_given, device_ctas_given;
 };
 
 extern const struct fb_opt coll_options[];

@@ -18,6 +18,11 @@ struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, e
     return c;
 }
 
+int fb_total_ranks(const struct fb_backend *be, const struct fb_world *w)
+{
+    return w->size * (be->local_ranks > 0 ? be->local_ranks : 1);
+}
+
 const char *fb_time_reduction_name(enum fb_time_reduction r)
 {
     static const char *const names[] = {"rank0", "mean", "min", "max"};
@@ -25,13 +30,13 @@ const char *fb_time_reduction_name(enum fb_time_reduction r)
 }
 
 static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
-                              const struct fb_timing *tm, const struct fb_call *call, long iters,
+                              const struct fb_timing *tm, const struct fb_call *calls, long iters,
                               const char *phase, struct fb_err *err)
 {
     for (long it = 0; it < iters; it++) {
         fb_watchdog_tick(tm->wd, it, phase);
         for (long a = 0; a < tm->agg; a++) {
-            enum fb_status st = be->ops->run(be, call, err);
+            enum fb_status st = be->ops->run(be, calls, err);
             if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
                 st = be->ops->wait(be, err);
             if (st != FB_OK)
@@ -69,24 +74,55 @@ static void reduce_time(const struct fb_world *w, double local_s, enum fb_time_r
     }
 }
 
+/* Every local rank's input written, its output poisoned. */
+static enum fb_status prepare_all(struct fb_backend *be, const struct fb_world *w, struct fb_checker *ck,
+                                  const struct fb_call *calls, struct fb_err *err)
+{
+    int n = fb_total_ranks(be, w);
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < be->local_ranks && st == FB_OK; i++)
+        st = fb_prepare_call(ck, be, i, &calls[i], w->rank * be->local_ranks + i, n, err);
+    return st;
+}
+
+/* Every local rank's output checked; `mm` keeps the first wrong one. */
+static enum fb_status check_all(struct fb_backend *be, const struct fb_world *w, struct fb_checker *ck,
+                                const struct fb_call *calls, struct fb_mismatch *mm, struct fb_err *err)
+{
+    int n = fb_total_ranks(be, w);
+    uint64_t wrong = 0;
+    *mm = (struct fb_mismatch){0};
+    for (int i = 0; i < be->local_ranks; i++) {
+        struct fb_mismatch one;
+        enum fb_status st = fb_check_call(ck, be, i, &calls[i], w->rank * be->local_ranks + i, n, &one, err);
+        if (st != FB_OK)
+            return st;
+        if (one.wrong > 0 && wrong == 0)
+            *mm = one;
+        wrong += one.wrong;
+    }
+    mm->wrong = wrong;
+    return FB_OK;
+}
+
 static enum fb_status check_iterations(struct fb_backend *be, const struct fb_world *w,
                                        const struct fb_timing *tm, struct fb_checker *ck,
-                                       const struct fb_call *call, struct fb_mismatch *mm,
+                                       const struct fb_call *calls, struct fb_mismatch *mm,
                                        int64_t *wrong_all, struct fb_err *err)
 {
     uint64_t local = 0;
     for (long k = 0; k < tm->check; k++) {
         struct fb_mismatch this_round;
         fb_watchdog_tick(tm->wd, k, "check");
-        enum fb_status st = fb_prepare_call(ck, be, call, w->rank, w->size, err);
+        enum fb_status st = prepare_all(be, w, ck, calls, err);
         if (st == FB_OK) {
             MPI_Barrier(w->comm);
-            st = be->ops->run(be, call, err);
+            st = be->ops->run(be, calls, err);
         }
         if (st == FB_OK)
             st = be->ops->wait(be, err);
         if (st == FB_OK)
-            st = fb_check_call(ck, be, call, w->rank, w->size, &this_round, err);
+            st = check_all(be, w, ck, calls, &this_round, err);
         if (st != FB_OK)
             return st;
         if (this_round.wrong > 0 && local == 0)
@@ -103,12 +139,13 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
 
 enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
                           const struct fb_timing *tm, struct fb_checker *ck,
-                          const struct fb_call *call, struct fb_measurement *res,
+                          const struct fb_call *calls, struct fb_measurement *res,
                           struct fb_mismatch *mm, struct fb_err *err)
 {
+    const struct fb_call *call = &calls[0];
     *res = (struct fb_measurement){0};
     *mm = (struct fb_mismatch){0};
-    enum fb_status st = run_ops(be, w, tm, call, tm->warmup, "warm-up", err);
+    enum fb_status st = run_ops(be, w, tm, calls, tm->warmup, "warm-up", err);
     if (st != FB_OK)
         return st;
     fb_watchdog_tick(tm->wd, 0, "barrier");
@@ -117,9 +154,9 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     long ops = tm->iters * tm->agg;
     int graphs = be->graph_launches > 0 && be->ops->run_graph != NULL;
     if (graphs) {
-        st = be->ops->run_graph(be, call, ops, be->graph_launches, &elapsed, err);
+        st = be->ops->run_graph(be, calls, ops, be->graph_launches, &elapsed, err);
     } else {
-        st = run_ops(be, w, tm, call, tm->iters, "timed", err);
+        st = run_ops(be, w, tm, calls, tm->iters, "timed", err);
         elapsed = fb_now() - t0;
     }
     if (st != FB_OK)
@@ -130,19 +167,19 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     reduce_time(w, per_op, tm->reduction, res);
     double seconds = res->time_us * 1e-6;
     res->algbw_GBps = fb_algbw_GBps(call->counts.bytes, seconds);
-    res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, w->size);
+    res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));
     res->wrong = -1;
     if (tm->check > 0)
-        st = check_iterations(be, w, tm, ck, call, mm, &res->wrong, err);
+        st = check_iterations(be, w, tm, ck, calls, mm, &res->wrong, err);
     return st;
 }
 
 enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
-                            const struct fb_call *call, double *seconds, struct fb_err *err)
+                            const struct fb_call *calls, double *seconds, struct fb_err *err)
 {
     MPI_Barrier(w->comm);
     double t0 = fb_now();
-    enum fb_status st = be->ops->run(be, call, err);
+    enum fb_status st = be->ops->run(be, calls, err);
     if (st == FB_OK)
         st = be->ops->wait(be, err);
     if (st != FB_OK)

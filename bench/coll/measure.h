@@ -33,17 +33,22 @@ struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, e
                             int root, uint64_t size, int in_place, int rank, int nranks,
                             enum fb_inplace_style style);
 
-/* Collective. On a local failure the error is returned on this rank only:
- * the caller must abort the job, since peers may be inside a collective. */
+/* The collective's rank count: every process holds be->local_ranks. */
+int fb_total_ranks(const struct fb_backend *be, const struct fb_world *w);
+
+/* Collective over `calls`, one per local rank of this process (the first
+ * says what is measured). On a local failure the error is returned on
+ * this process only: the caller must abort the job, since peers may be
+ * inside a collective. */
 enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
                           const struct fb_timing *tm, struct fb_checker *ck,
-                          const struct fb_call *call, struct fb_measurement *res,
+                          const struct fb_call *calls, struct fb_measurement *res,
                           struct fb_mismatch *local_mismatch, struct fb_err *err);
 
 /* Collective: one timed call after a barrier, the slowest rank's time, to
  * size the iteration count under a time budget. */
 enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
-                            const struct fb_call *call, double *seconds, struct fb_err *err);
+                            const struct fb_call *calls, double *seconds, struct fb_err *err);
 
 const char *fb_time_reduction_name(enum fb_time_reduction r);
 

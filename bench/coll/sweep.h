@@ -52,7 +52,8 @@ struct sweep {
     struct fb_fallback_rule fallback; /* band_GBps 0: early stop off */
     char fallback_note[FB_ERR_MSG_MAX + 128];
     int fallback_said;                /* --full: the suspicion said once */
-    uint64_t peak_memory;             /* backend's peak_memory, 0 until sampled */
+    uint64_t peak_memory[FB_LOCAL_RANKS_MAX]; /* per local rank: backend's peak_memory, 0 until sampled */
+    char flag_notes[1024];            /* lines: flags the backend lowered (check_flags) */
 };
 
 /* Everything before the first measurement, agreed by all ranks. Returns 0

@@ -80,7 +80,7 @@ static void arm_call(struct sweep *r, const struct fb_call *c)
 
 /* Under --time-budget, this size's share of what is left decides its
  * timed iterations; a cap of -n when given. */
-static void pace(struct sweep *r, const struct fb_call *oop)
+static void pace(struct sweep *r, const struct fb_call *oop /* one per local rank */)
 {
     if (r->cfg.time_budget <= 0)
         return;
@@ -124,39 +124,47 @@ static int fallback_stop(struct sweep *r, const struct fb_call *c, const struct 
     return 1;
 }
 
+/* One call per local rank of this process, for one size and placement. */
+static void make_calls(struct sweep *r, uint64_t size, int in_place, struct fb_call *calls)
+{
+    int n = fb_total_ranks(&r->be, &r->world);
+    for (int i = 0; i < r->be.local_ranks; i++)
+        calls[i] = fb_make_call(r->cfg.coll, r->cfg.dtype, r->cfg.op, (int)r->cfg.root, size, in_place,
+                                r->world.rank * r->be.local_ranks + i, n, r->be.ops->inplace_style);
+}
+
 /* Returns 1 when the sweep must stop after this size. */
 static int measure_size(struct sweep *r, uint64_t size, int cycle)
 {
     struct fb_measurement res[2];
-    struct fb_call calls[2];
+    struct fb_call calls[2][FB_LOCAL_RANKS_MAX];
     for (int in_place = 0; in_place < 2; in_place++) {
         struct fb_err err = {0};
         struct fb_mismatch mm;
-        calls[in_place] = fb_make_call(r->cfg.coll, r->cfg.dtype, r->cfg.op, (int)r->cfg.root, size,
-                                       in_place, r->world.rank, r->world.size, r->be.ops->inplace_style);
-        arm_call(r, &calls[in_place]);
+        make_calls(r, size, in_place, calls[in_place]);
+        arm_call(r, &calls[in_place][0]);
         if (in_place == 0)
-            pace(r, &calls[0]);
-        if (fb_measure(&r->be, &r->world, &r->timing, &r->checker, &calls[in_place], &res[in_place],
+            pace(r, calls[0]);
+        if (fb_measure(&r->be, &r->world, &r->timing, &r->checker, calls[in_place], &res[in_place],
                        &mm, &err) != FB_OK)
             sweep_abort(r, &err);
-        sweep_print_mismatch(r, &calls[in_place], &mm);
+        sweep_print_mismatch(r, &calls[in_place][0], &mm);
         if (res[in_place].wrong > 0)
             r->wrong_total += (uint64_t)res[in_place].wrong;
         r->busbw_sum += res[in_place].busbw_GBps;
         r->busbw_n++;
     }
-    note_bandwidth(r, &calls[0], res);
+    note_bandwidth(r, &calls[0][0], res);
     sweep_sample_memory(r);
     r->sizes_done++;
     if (r->world.rank == 0) {
-        fb_table_row(stdout, &calls[0], &res[0], &res[1]);
+        fb_table_row(stdout, &calls[0][0], &res[0], &res[1]);
         pthread_mutex_lock(&r->rec_lock);
-        fb_record_add_row(&r->rec, &calls[0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
+        fb_record_add_row(&r->rec, &calls[0][0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
         sweep_save(r, 0);
         pthread_mutex_unlock(&r->rec_lock);
     }
-    return fallback_stop(r, &calls[0], res);
+    return fallback_stop(r, &calls[0][0], res);
 }
 
 static void warn_if_over_budget(struct sweep *r)

@@ -16,21 +16,25 @@
 #include "core/units.h"
 #include "core/version.h"
 
-static json_object *device_json(struct sweep *r)
+/* Local rank `local` of this process: its global rank and its place on
+ * the host, counted over every rank there (nccl-tests' numbering). */
+static json_object *device_json(struct sweep *r, int local)
 {
+    int per = r->be.local_ranks;
     json_object *d = json_object_new_object();
-    json_object_object_add(d, "rank", json_object_new_int(r->world.rank));
+    json_object_object_add(d, "rank", json_object_new_int(r->world.rank * per + local));
     json_object_object_add(d, "host", json_object_new_string(r->world.host));
-    json_object_object_add(d, "local_rank", json_object_new_int(r->world.local_rank));
-    r->be.ops->describe(&r->be, d);
+    json_object_object_add(d, "local_rank", json_object_new_int(r->world.local_rank * per + local));
+    r->be.ops->describe(&r->be, local, d);
+    json_object_object_add(d, "pid", json_object_new_int((int)getpid()));
     return d;
 }
 
-static void print_rank_lines(char **devices, int n)
+static void print_rank_lines(json_object *devices)
 {
     printf("# Using devices\n");
-    for (int i = 0; i < n; i++) {
-        json_object *d = json_tokener_parse(devices[i]);
+    for (int i = 0; i < (int)json_object_array_length(devices); i++) {
+        json_object *d = json_object_array_get_idx(devices, (size_t)i);
         const char *host = fb_json_get_string(d, "host"), *name = fb_json_get_string(d, "name");
         const char *bus = fb_json_get_string(d, "pci_bus_id");
         int64_t dev = -1, pid = 0;
@@ -41,25 +45,30 @@ static void print_rank_lines(char **devices, int n)
             snprintf(devstr, sizeof devstr, "%2lld", (long long)dev);
         printf("#  Rank %2d Group  0 Pid %6lld on %10s device %s [%.12s] %s\n", i, (long long)pid,
                host ? host : "?", devstr, bus ? bus : "host", name ? name : "?");
-        json_object_put(d);
     }
 }
 
 /* Per-rank device records into the results file and the table preamble. */
 enum fb_status sweep_describe_devices(struct sweep *r, struct fb_err *err)
 {
-    json_object *mine = device_json(r);
-    json_object_object_add(mine, "pid", json_object_new_int((int)getpid()));
+    /* One array per process, its ranks in order: in rank order once joined. */
+    json_object *mine = json_object_new_array();
+    for (int i = 0; i < r->be.local_ranks; i++)
+        json_object_array_add(mine, device_json(r, i));
     char **all = NULL;
     enum fb_status st = fb_gather_strings(&r->world, json_object_to_json_string(mine), &all, err);
     json_object_put(mine);
     if (st != FB_OK || r->world.rank != 0)
         return st;
     json_object *devices = json_object_new_array();
-    for (int i = 0; i < r->world.size; i++)
-        json_object_array_add(devices, json_tokener_parse(all[i]));
+    for (int p = 0; p < r->world.size; p++) {
+        json_object *part = json_tokener_parse(all[p]);
+        for (size_t i = 0; i < json_object_array_length(part); i++)
+            json_object_array_add(devices, json_object_get(json_object_array_get_idx(part, i)));
+        json_object_put(part);
+    }
     json_object_object_add(r->rec.doc, "devices", devices);
-    print_rank_lines(all, r->world.size);
+    print_rank_lines(devices);
     fb_gather_free(&r->world, all);
     return FB_OK;
 }
@@ -68,10 +77,12 @@ enum fb_status sweep_describe_devices(struct sweep *r, struct fb_err *err)
  * allocation and after every size (NCCL allocates its own as it connects). */
 void sweep_sample_memory(struct sweep *r)
 {
-    struct fb_err err = {0};
-    uint64_t bytes = 0;
-    if (r->be.ops->peak_memory(&r->be, &bytes, &err) == FB_OK && bytes > r->peak_memory)
-        r->peak_memory = bytes;
+    for (int i = 0; i < r->be.local_ranks; i++) {
+        struct fb_err err = {0};
+        uint64_t bytes = 0;
+        if (r->be.ops->peak_memory(&r->be, i, &bytes, &err) == FB_OK && bytes > r->peak_memory[i])
+            r->peak_memory[i] = bytes;
+    }
 }
 
 /* Every rank's peak into its device record, for the memory a sweep to -e
@@ -79,15 +90,16 @@ void sweep_sample_memory(struct sweep *r)
 void sweep_record_memory(struct sweep *r)
 {
     sweep_sample_memory(r);
-    uint64_t *all = r->world.rank == 0 ? calloc((size_t)r->world.size, sizeof *all) : NULL;
-    MPI_Gather(&r->peak_memory, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, r->world.comm);
+    int per = r->be.local_ranks, n = fb_total_ranks(&r->be, &r->world);
+    uint64_t *all = r->world.rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
+    MPI_Gather(r->peak_memory, per, MPI_UINT64_T, all, per, MPI_UINT64_T, 0, r->world.comm);
     json_object *devices = NULL;
     if (all == NULL || r->rec.doc == NULL || !json_object_object_get_ex(r->rec.doc, "devices", &devices)) {
         free(all);
         return;
     }
     pthread_mutex_lock(&r->rec_lock);
-    for (int i = 0; i < r->world.size && i < (int)json_object_array_length(devices); i++)
+    for (int i = 0; i < n && i < (int)json_object_array_length(devices); i++)
         json_object_object_add(json_object_array_get_idx(devices, (size_t)i), "peak_memory_bytes",
                                all[i] ? json_object_new_uint64(all[i]) : NULL);
     pthread_mutex_unlock(&r->rec_lock);
@@ -122,9 +134,9 @@ void sweep_describe(struct sweep *r)
     }
     json_object_object_add(d, "hosts", hosts);
     json_object *topo = json_object_new_object();
-    json_object_object_add(topo, "ranks", json_object_new_int(r->world.size));
+    json_object_object_add(topo, "ranks", json_object_new_int(fb_total_ranks(&r->be, &r->world)));
     json_object_object_add(topo, "nodes", json_object_new_int(r->world.nodes));
-    json_object_object_add(topo, "ranks_per_node", json_object_new_int(per_node_max));
+    json_object_object_add(topo, "ranks_per_node", json_object_new_int(per_node_max * r->be.local_ranks));
     json_object_object_add(d, "topology", topo);
     json_object *versions = json_object_new_object();
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -204,7 +216,7 @@ void sweep_print_mismatch(struct sweep *r, const struct fb_call *c, const struct
     fb_format_size(c->counts.bytes, size, sizeof size);
     fprintf(stderr,
             "fabric-coll: rank %d on %s: %s %s %s %s: %llu wrong element%s, first at [%zu]: got %g, want %g\n",
-            r->world.rank, r->world.host, r->cfg.coll->name, size, fb_dtype_info(c->dtype)->name,
+            mm->rank, r->world.host, r->cfg.coll->name, size, fb_dtype_info(c->dtype)->name,
             c->in_place ? "in-place" : "out-of-place", (unsigned long long)mm->wrong,
             mm->wrong == 1 ? "" : "s", mm->first_index, mm->got, mm->want);
 }
@@ -231,12 +243,15 @@ void sweep_print_summary(struct sweep *r)
 
 void sweep_print_preamble(struct sweep *r)
 {
+    int ranks = fb_total_ranks(&r->be, &r->world);
     printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
-           FB_VERSION, r->cfg.coll->name, r->world.size, r->world.size == 1 ? "" : "s",
+           FB_VERSION, r->cfg.coll->name, ranks, ranks == 1 ? "" : "s",
            r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
            strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
     fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
     coll_config_notes(&r->cfg, stdout);
+    for (const char *l = r->flag_notes; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0'))
+        printf("# Note: %.*s\n", (int)strcspn(l, "\n"), l);
     if (r->plan.merged > 0)
         printf("# Note: %d size%s round%s to the bytes of the size before (whole elements, 16-byte blocks); "
                "each is measured once\n",

@@ -38,9 +38,10 @@ static enum fb_status results_path(struct sweep *r, char *path, size_t len, stru
 
 static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
 {
-    if (r->cfg.coll->rooted && r->cfg.root >= r->world.size)
+    int n = fb_total_ranks(&r->be, &r->world);
+    if (r->cfg.coll->rooted && r->cfg.root >= n)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
-                       r->cfg.root, r->world.size, r->world.size - 1);
+                       r->cfg.root, n, n - 1);
     return FB_OK;
 }
 
@@ -58,7 +59,7 @@ static enum fb_status fit_memory(struct sweep *r, struct fb_err *err)
     if (st == FB_OK) {
         uint64_t reserve = (gpu ? GPU_RESERVE_BYTES : HOST_RESERVE_BYTES + avail / 10) +
                            (uint64_t)STAGE_BYTES * (uint64_t)sharers;
-        fit = fb_plan_largest_fit(&r->plan, r->cfg.coll, esz, r->world.size, sharers, avail, reserve);
+        fit = fb_plan_largest_fit(&r->plan, r->cfg.coll, esz, fb_total_ranks(&r->be, &r->world), sharers, avail, reserve);
     }
     int fit_all = fit;
     MPI_Allreduce(&fit, &fit_all, 1, MPI_INT, MPI_MIN, r->world.comm);
@@ -76,7 +77,8 @@ static enum fb_status fit_memory(struct sweep *r, struct fb_err *err)
     if (fit != fit_all)
         return FB_OK; /* another rank has less memory and will explain */
     size_t send = 0, recv = 0;
-    fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
+    fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->world), r->plan.sizes[r->plan.count - 1], &send,
+                    &recv);
     char want[32], have[32], need[32], fits[96] = "no size of this sweep fits";
     fb_format_size(r->plan.sizes[r->plan.count - 1], want, sizeof want);
     fb_format_gib(avail, have, sizeof have);
@@ -97,7 +99,8 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
 {
     size_t esz = fb_dtype_info(r->cfg.dtype)->size;
     size_t send = 0, recv = 0;
-    fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
+    fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->world), r->plan.sizes[r->plan.count - 1], &send,
+                    &recv);
     enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
     if (st == FB_OK)
         sweep_sample_memory(r);
@@ -129,7 +132,7 @@ static enum fb_status plan_sizes(struct sweep *r, struct fb_err *err)
     enum fb_status st = fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes,
                                       &r->plan, err);
     if (st == FB_OK)
-        fb_plan_dedupe(&r->plan, r->cfg.coll, fb_dtype_info(r->cfg.dtype)->size, r->world.size);
+        fb_plan_dedupe(&r->plan, r->cfg.coll, fb_dtype_info(r->cfg.dtype)->size, fb_total_ranks(&r->be, &r->world));
     return st;
 }
 
@@ -157,6 +160,26 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
     return st;
 }
 
+/* nccl-tests' NCCL-only flags, for the backend to apply. */
+static void hand_flags(struct sweep *r)
+{
+    const struct coll_config *c = &r->cfg;
+    r->be.flags = (struct fb_backend_flags){
+        .threads = (int)c->nthreads, .gpus = (int)c->ngpus, .parallel_init = (int)c->parallel_init,
+        .null_stream = (int)c->stream_null, .register_mode = (int)c->local_register,
+        .cta_policy = (int)c->cta_policy, .device_impl = (int)c->device_impl,
+        .device_impl_given = c->device_impl_given, .device_ctas = (int)c->device_ctas,
+        .device_ctas_given = c->device_ctas_given};
+    r->be.local_ranks = (int)(c->nthreads * c->ngpus);
+}
+
+static enum fb_status check_backend_flags(struct sweep *r, struct fb_err *err)
+{
+    if (r->be.ops->check_flags == NULL)
+        return FB_OK;
+    return r->be.ops->check_flags(&r->be, r->flag_notes, sizeof r->flag_notes, err);
+}
+
 /* Everything before the first measurement; every step agreed on. */
 int sweep_prepare(struct sweep *r, int argc, char **argv)
 {
@@ -169,6 +192,7 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     r->be.ops = r->cfg.backend;
+    hand_flags(r);
     double setup_bound = r->cfg.timeout > 0 ? (double)r->cfg.timeout : SETUP_BOUND_S;
     sweep_arm(r, setup_bound, "argument checks");
     uint64_t hash = fb_opts_hash(coll_options, &r->cfg);
@@ -180,6 +204,8 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
         r->be.ops->supports(r->cfg.coll, r->cfg.dtype, r->cfg.op, &err);
     if (err.code == FB_OK)
         r->be.ops->available(&err);
+    if (err.code == FB_OK)
+        check_backend_flags(r, &err);
     if (err.code == FB_OK)
         plan_sizes(r, &err);
     if (err.code == FB_OK)

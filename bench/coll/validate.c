@@ -63,7 +63,7 @@ static double poison_at(const struct fb_call *c, struct fb_checker *ck, int rank
     }
 }
 
-static enum fb_status fill(struct fb_checker *ck, struct fb_backend *be, const struct fb_call *c,
+static enum fb_status fill(struct fb_checker *ck, struct fb_backend *be, int local, const struct fb_call *c,
                            enum fb_buf buf, size_t off, size_t n, value_fn value, int rank,
                            int nranks, struct fb_err *err)
 {
@@ -73,14 +73,14 @@ static enum fb_status fill(struct fb_checker *ck, struct fb_backend *be, const s
         size_t k = n - done < per ? n - done : per;
         for (size_t j = 0; j < k; j++)
             fb_store(c->dtype, ck->stage, j, value(c, ck, rank, nranks, done + j));
-        enum fb_status st = be->ops->write(be, buf, (off + done) * esz, ck->stage, k * esz, err);
+        enum fb_status st = be->ops->write(be, local, buf, (off + done) * esz, ck->stage, k * esz, err);
         if (st != FB_OK)
             return st;
     }
     return FB_OK;
 }
 
-enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be,
+enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be, int local,
                                const struct fb_call *c, int rank, int nranks, struct fb_err *err)
 {
     enum fb_buf buf;
@@ -88,14 +88,14 @@ enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be,
     /* Poison first, input second: for in-place calls the input overwrites
      * part of the poisoned region, and stale results of an earlier call can
      * never pass for this one's. */
-    enum fb_status st = fill(ck, be, c, FB_BUF_RECV, c->recv_off, c->counts.recv, poison_at, rank,
+    enum fb_status st = fill(ck, be, local, c, FB_BUF_RECV, c->recv_off, c->counts.recv, poison_at, rank,
                              nranks, err);
     if (st != FB_OK)
         return st;
     if (c->coll->id == FB_BROADCAST && rank != c->root)
         return FB_OK; /* only the root's input travels; the rest stays poisoned */
     input_region(c, &buf, &off, &n);
-    return fill(ck, be, c, buf, off, n, input_at, rank, nranks, err);
+    return fill(ck, be, local, c, buf, off, n, input_at, rank, nranks, err);
 }
 
 static double expected_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
@@ -115,10 +115,11 @@ static double expected_at(const struct fb_call *c, struct fb_checker *ck, int ra
     return want;
 }
 
-enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, const struct fb_call *c,
+enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, int local, const struct fb_call *c,
                              int rank, int nranks, struct fb_mismatch *out, struct fb_err *err)
 {
     memset(out, 0, sizeof *out);
+    out->rank = rank;
     if (c->coll->reduces)
         tabulate(ck, c->dtype, c->op, nranks);
     size_t esz = fb_dtype_info(c->dtype)->size;
@@ -128,7 +129,7 @@ enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, const
         return FB_OK;
     for (size_t done = 0; done < n; done += per) {
         size_t k = n - done < per ? n - done : per;
-        enum fb_status st = be->ops->read(be, FB_BUF_RECV, (c->recv_off + done) * esz, ck->stage,
+        enum fb_status st = be->ops->read(be, local, FB_BUF_RECV, (c->recv_off + done) * esz, ck->stage,
                                           k * esz, err);
         if (st != FB_OK)
             return st;

@@ -19,6 +19,7 @@ struct fb_checker {
 /* Where the first wrong element was, for a message a person can act on. */
 struct fb_mismatch {
     uint64_t wrong;
+    int rank; /* the global rank whose output it is */
     size_t first_index;
     double got, want;
 };
@@ -26,15 +27,15 @@ struct fb_mismatch {
 enum fb_status fb_checker_init(struct fb_checker *ck, size_t stage_bytes, struct fb_err *err);
 void fb_checker_free(struct fb_checker *ck);
 
-/* Writes this rank's input for the call (into the receive buffer for an
- * in-place call) and poisons the output region so a call that writes
- * nothing cannot pass. */
-enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be,
+/* Writes the input of rank `rank` (local rank `local` of this process) for
+ * the call (into the receive buffer for an in-place call) and poisons the
+ * output region so a call that writes nothing cannot pass. */
+enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be, int local,
                                const struct fb_call *call, int rank, int nranks,
                                struct fb_err *err);
 
-/* Counts this rank's wrong output elements. */
-enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be,
+/* Counts the wrong output elements of rank `rank` (local rank `local`). */
+enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, int local,
                              const struct fb_call *call, int rank, int nranks,
                              struct fb_mismatch *out, struct fb_err *err);
 

@@ -65,7 +65,10 @@ struct CUstream_st {
  * stream, made on first use. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *registry;
-static struct CUstream_st *default_stream;
+/* The NULL stream, one per device as in CUDA (a call on it goes to the
+ * calling thread's current device's): made when first used. */
+#define DEFAULT_STREAMS 16
+static struct CUstream_st *default_streams[DEFAULT_STREAMS];
 
 static double now_s(void)
 {
@@ -174,23 +177,28 @@ static cudaError_t stream_new(struct CUstream_st **out, unsigned flags)
     return cudaSuccess;
 }
 
-/* NULL, cudaStreamLegacy and cudaStreamPerThread are one default stream. */
+/* NULL, cudaStreamLegacy and cudaStreamPerThread are the current
+ * device's default stream. */
 static struct CUstream_st *resolve(cudaStream_t s)
 {
     if (s != NULL && s != cudaStreamLegacy && s != cudaStreamPerThread)
         return s;
+    int dev = fbsi_current_device();
+    if (dev < 0 || dev >= DEFAULT_STREAMS)
+        dev = 0;
     pthread_mutex_lock(&registry_lock);
-    struct CUstream_st *d = default_stream;
+    struct CUstream_st *d = default_streams[dev];
     pthread_mutex_unlock(&registry_lock);
     if (d != NULL)
         return d;
     if (stream_new(&d, cudaStreamDefault) != cudaSuccess)
         return NULL;
     pthread_mutex_lock(&registry_lock);
-    if (default_stream == NULL)
-        default_stream = d;
+    if (default_streams[dev] == NULL)
+        default_streams[dev] = d;
+    d = default_streams[dev];
     pthread_mutex_unlock(&registry_lock);
-    return default_stream;
+    return d;
 }
 
 static int is_default(cudaStream_t s)

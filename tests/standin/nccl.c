@@ -88,7 +88,7 @@ ncclResult_t ncclGetVersion(int *version)
 {
     if (version == NULL)
         return ncclInvalidArgument;
-    *version = NCCL_VERSION_CODE;
+    *version = fbsi_version();
     return ncclSuccess;
 }
 
@@ -135,6 +135,10 @@ static struct ncclComm *comm_new(int nranks, int rank, int dev)
     pthread_cond_init(&c->cond, NULL);
     atomic_init(&c->async_error, ncclSuccess);
     atomic_init(&c->aborted, 0);
+    c->cta_policy = -1;
+    atomic_init(&c->registered, 0);
+    atomic_init(&c->windows, 0);
+    atomic_init(&c->null_stream, 0);
     char bus[32] = "";
     cudaDeviceGetPCIBusId(bus, (int)sizeof bus, dev);
     char hex[32];
@@ -227,8 +231,9 @@ static void log_init(const struct ncclComm *c)
     const char *gdr = fbsi_env_long("FB_STANDIN_GDR", 1) && strcasecmp(net, "Socket") != 0 ? "/GDRDMA" : "";
     char ifname[64], ip[64];
     local_iface(c, ifname, sizeof ifname, ip, sizeof ip);
+    int v = fbsi_version();
     if (c->rank == 0)
-        fbsi_info(dev, "NCCL version %d.%d.%d+cuda%d.%d", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, CUDART_VERSION / 1000,
+        fbsi_info(dev, "NCCL version %d.%d.%d+cuda%d.%d", v / 10000, v / 100 % 100, v % 100, CUDART_VERSION / 1000,
                   CUDART_VERSION % 1000 / 10);
     fbsi_info(dev, "standin: fabric-bench stand-in for NCCL (tests/standin): TCP between ranks, network shown as %s",
               net);
@@ -258,7 +263,61 @@ static void log_end(const struct ncclComm *c, const char *what)
               c->rank, c->nranks, c->cuda_dev, (unsigned long long)c->bus_id, what);
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+/* Inits inside ncclGroupStart/End wait for ncclGroupEnd, which runs them
+ * together: one process's several ranks (a thread each) must all be
+ * joining for any of them to complete. */
+struct pending_init {
+    struct ncclComm *c;
+    ncclUniqueId id;
+    int fail_init;
+    ncclResult_t r;
+    pthread_t tid;
+    int started;
+};
+static _Thread_local struct pending_init *inits;
+static _Thread_local size_t inits_n, inits_cap;
+
+static ncclResult_t join_comm(struct ncclComm *c, const ncclUniqueId *id, int fail_init)
+{
+    ncclResult_t r = fbsi_bootstrap(c, id, fail_init);
+    if (r == ncclSuccess)
+        log_init(c);
+    return r;
+}
+
+static void *pending_main(void *arg)
+{
+    struct pending_init *p = arg;
+    p->r = join_comm(p->c, &p->id, p->fail_init);
+    return NULL;
+}
+
+/* A grouped init that failed leaves its handle to the caller (as NCCL
+ * does), marked so that destroying it says nothing. */
+static ncclResult_t run_pending_inits(void)
+{
+    ncclResult_t r = ncclSuccess;
+    for (size_t i = 0; i < inits_n; i++)
+        inits[i].started = inits_n > 1 && pthread_create(&inits[i].tid, NULL, pending_main, &inits[i]) == 0;
+    for (size_t i = 0; i < inits_n; i++) {
+        if (inits[i].started)
+            pthread_join(inits[i].tid, NULL);
+        else
+            pending_main(&inits[i]);
+        if (inits[i].r != ncclSuccess) {
+            inits[i].c->init_failed = 1;
+            atomic_store(&inits[i].c->async_error, inits[i].r);
+            if (r == ncclSuccess)
+                r = inits[i].r;
+        }
+    }
+    free(inits);
+    inits = NULL;
+    inits_n = inits_cap = 0;
+    return r;
+}
+
+static ncclResult_t init_rank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, const ncclConfig_t *config)
 {
     int dev = 0;
     if (comm == NULL || nranks < 1 || rank < 0 || rank >= nranks) {
@@ -273,32 +332,69 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
     struct ncclComm *c = comm_new(nranks, rank, dev);
     if (c == NULL)
         return ncclSystemError;
+    /* A library older than the field reads only what it knows. */
+    if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT && fbsi_version() >= NCCL_VERSION(2, 27, 0))
+        c->cta_policy = config->CTAPolicy;
     int fail_init = 0;
     read_faults(c, &fail_init);
     if (fail_init)
         fbsi_set_error(c, "rank %d: initialisation failure injected (FB_STANDIN_FAIL=init)", rank);
-    ncclResult_t r = fbsi_bootstrap(c, &commId, fail_init);
+    if (group_depth > 0) {
+        struct pending_init *p = fbsi_grow(inits, &inits_cap, inits_n, sizeof *p);
+        if (p == NULL) {
+            comm_free(c);
+            return ncclSystemError;
+        }
+        inits = p;
+        inits[inits_n++] = (struct pending_init){.c = c, .id = commId, .fail_init = fail_init};
+        *comm = c;
+        return ncclSuccess;
+    }
+    ncclResult_t r = join_comm(c, &commId, fail_init);
     if (r != ncclSuccess) {
         comm_free(c);
         return r;
     }
-    log_init(c);
     *comm = c;
     return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+{
+    return init_rank(comm, nranks, commId, rank, NULL);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t *config)
 {
-    (void)config; /* blocking, whatever the config says: the result is final */
-    return ncclCommInitRank(comm, nranks, commId, rank);
+    /* blocking, whatever the config says: the result is final */
+    return init_rank(comm, nranks, commId, rank, config);
 }
 
+/* One process, ndev ranks: a fresh id and one group of inits. */
 ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
-    (void)comm, (void)ndev, (void)devlist;
-    fbsi_set_error(NULL, "ncclCommInitAll: the stand-in has one process per rank; use ncclCommInitRank");
-    return ncclInvalidUsage;
+    if (comm == NULL || ndev < 1) {
+        fbsi_set_error(NULL, "ncclCommInitAll: %d devices", ndev);
+        return ncclInvalidArgument;
+    }
+    ncclUniqueId id;
+    ncclResult_t r = ncclGetUniqueId(&id);
+    int prev = 0;
+    cudaGetDevice(&prev);
+    if (r == ncclSuccess)
+        r = ncclGroupStart();
+    for (int i = 0; i < ndev && r == ncclSuccess; i++) {
+        if (cudaSetDevice(devlist ? devlist[i] : i) != cudaSuccess) {
+            fbsi_set_error(NULL, "ncclCommInitAll: device %d is not a device", devlist ? devlist[i] : i);
+            r = ncclInvalidArgument;
+        } else {
+            r = ncclCommInitRank(&comm[i], ndev, id, i);
+        }
+    }
+    ncclResult_t end = ncclGroupEnd();
+    cudaSetDevice(prev);
+    return r != ncclSuccess ? r : end;
 }
 
 static int idle(const struct ncclComm *c)
@@ -432,7 +528,19 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
     if (atomic_load(&comm->aborted))
         return ncclInvalidUsage;
     wait_idle(comm);
-    /* For tests: that graph launches really carried the captured calls. */
+    if (comm->init_failed) {
+        comm_free(comm);
+        return ncclSuccess;
+    }
+    /* For tests: what the caller asked of NCCL reached it, and graph
+     * launches really carried the captured calls. */
+    char cta[16] = "unset";
+    if (comm->cta_policy >= 0)
+        snprintf(cta, sizeof cta, "%d", comm->cta_policy);
+    fbsi_info(comm->cuda_dev,
+              "standin: rank %d: CTA policy %s, %d buffers registered, %d symmetric windows, %ld calls on the NULL stream",
+              comm->rank, cta, atomic_load(&comm->registered), atomic_load(&comm->windows),
+              atomic_load(&comm->null_stream));
     fbsi_info(comm->cuda_dev, "standin: %ld calls carried out, %ld of them replayed from CUDA graphs",
               comm->tasks_run, comm->replayed);
     log_end(comm, "Destroy");
@@ -648,6 +756,14 @@ static ncclResult_t submit(struct ncclComm *c, cudaStream_t stream, const struct
     }
     memcpy(copy, calls, n * sizeof *copy);
     *t = (struct task){.comm = c, .calls = copy, .n = n};
+    /* The NULL stream is the communicator's device's, whichever device
+     * the caller has current, as with NCCL. */
+    int null_stream = stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread, prev = 0;
+    if (null_stream) {
+        atomic_fetch_add(&c->null_stream, 1);
+        cudaGetDevice(&prev);
+        cudaSetDevice(c->cuda_dev);
+    }
     enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     cudaStreamIsCapturing(stream, &cap);
     int graph = t->graph = cap == cudaStreamCaptureStatusActive;
@@ -661,6 +777,8 @@ static ncclResult_t submit(struct ncclComm *c, cudaStream_t stream, const struct
     pthread_mutex_unlock(&c->state);
     /* From here the stream's worker may run (and free) the task. */
     cudaError_t e = cudaLaunchHostFunc(stream, run_task, t);
+    if (null_stream)
+        cudaSetDevice(prev);
     pthread_mutex_lock(&c->state);
     if (e != cudaSuccess && !graph)
         unlink_task(c, t);
@@ -691,7 +809,7 @@ ncclResult_t ncclGroupEnd(void)
     }
     if (--group_depth > 0)
         return ncclSuccess;
-    ncclResult_t r = ncclSuccess;
+    ncclResult_t r = inits_n > 0 ? run_pending_inits() : ncclSuccess;
     for (size_t i = 0; i < group_n; i++) {
         if (r == ncclSuccess)
             r = submit(group[i].comm, group[i].stream, group[i].calls, group[i].n);

@@ -76,7 +76,20 @@ struct ncclComm {
     char last_error[512];
     atomic_int async_error; /* ncclResult_t */
     atomic_int aborted;
+    int init_failed;        /* a deferred (grouped) init that did not complete */
+
+    /* What the caller asked of NCCL, said at destroy (docs/standin.md). */
+    int cta_policy;          /* ncclConfig_t CTAPolicy, -1 when not set */
+    atomic_int registered;   /* ncclCommRegister buffers */
+    atomic_int windows;      /* ncclCommWindowRegister windows with NCCL_WIN_COLL_SYMMETRIC */
+    atomic_long null_stream; /* calls enqueued on the NULL stream */
 };
+
+/* nccl_mem.c: the version this stand-in says it is (FB_STANDIN_NCCL_VERSION,
+ * default the header's), and whether memory came from ncclMemAlloc. */
+int fbsi_version(void);
+int fbsi_from_mem_alloc(const void *p, size_t n);
+ncclResult_t fbsi_needs_version(struct ncclComm *c, const char *api, int major, int minor);
 
 /* nccl_debug.c: NCCL_DEBUG, NCCL_DEBUG_FILE (%h, %p) as NCCL reads them. */
 void fbsi_info(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
