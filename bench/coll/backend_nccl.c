@@ -238,8 +238,10 @@ static enum fb_status pick_devices(struct nccl_ranks *s, const struct fb_world *
     if (!from_env)
         first = local * s->n;
     if (from_env && first + s->n > ndev)
-        return fb_fail(err, FB_ERR_USAGE, "NCCL_TESTS_DEVICE=%d with %d GPU%s per process needs GPUs up to %d but %d %s visible on %s; lower it",
-                       first, s->n, s->n == 1 ? "" : "s", first + s->n - 1, ndev, ndev == 1 ? "is" : "are", w->host);
+        return fb_fail(err, FB_ERR_USAGE,
+                       "NCCL_TESTS_DEVICE=%d with %d GPU%s per process needs GPUs %d to %d but %s has %d (0 to %d); "
+                       "lower NCCL_TESTS_DEVICE",
+                       first, s->n, s->n == 1 ? "" : "s", first, first + s->n - 1, w->host, ndev, ndev - 1);
     if (s->n == 1 && first >= ndev)
         return fb_fail(err, FB_ERR_USAGE,
                        "rank %d is local rank %d on %s but only %d GPU%s visible; start at most %d ranks per node",

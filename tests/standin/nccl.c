@@ -136,6 +136,7 @@ static struct ncclComm *comm_new(int nranks, int rank, int dev)
     atomic_init(&c->async_error, ncclSuccess);
     atomic_init(&c->aborted, 0);
     c->cta_policy = -1;
+    c->init_group = 1;
     atomic_init(&c->registered, 0);
     atomic_init(&c->windows, 0);
     atomic_init(&c->null_stream, 0);
@@ -297,8 +298,10 @@ static void *pending_main(void *arg)
 static ncclResult_t run_pending_inits(void)
 {
     ncclResult_t r = ncclSuccess;
-    for (size_t i = 0; i < inits_n; i++)
+    for (size_t i = 0; i < inits_n; i++) {
+        inits[i].c->init_group = (int)inits_n;
         inits[i].started = inits_n > 1 && pthread_create(&inits[i].tid, NULL, pending_main, &inits[i]) == 0;
+    }
     for (size_t i = 0; i < inits_n; i++) {
         if (inits[i].started)
             pthread_join(inits[i].tid, NULL);
@@ -538,8 +541,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
     if (comm->cta_policy >= 0)
         snprintf(cta, sizeof cta, "%d", comm->cta_policy);
     fbsi_info(comm->cuda_dev,
-              "standin: rank %d: CTA policy %s, %d buffers registered, %d symmetric windows, %ld calls on the NULL stream",
-              comm->rank, cta, atomic_load(&comm->registered), atomic_load(&comm->windows),
+              "standin: rank %d: set up in a group of %d, CTA policy %s, %d buffers registered, %d symmetric windows, "
+              "%ld calls on the NULL stream",
+              comm->rank, comm->init_group, cta, atomic_load(&comm->registered), atomic_load(&comm->windows),
               atomic_load(&comm->null_stream));
     fbsi_info(comm->cuda_dev, "standin: %ld calls carried out, %ld of them replayed from CUDA graphs",
               comm->tasks_run, comm->replayed);

@@ -80,6 +80,7 @@ struct ncclComm {
 
     /* What the caller asked of NCCL, said at destroy (docs/standin.md). */
     int cta_policy;          /* ncclConfig_t CTAPolicy, -1 when not set */
+    int init_group;          /* inits in the group this one completed in (1: alone) */
     atomic_int registered;   /* ncclCommRegister buffers */
     atomic_int windows;      /* ncclCommWindowRegister windows with NCCL_WIN_COLL_SYMMETRIC */
     atomic_long null_stream; /* calls enqueued on the NULL stream */
