@@ -161,14 +161,14 @@ static enum fb_status check_values(struct coll_config *cfg, struct fb_err *err)
 static enum fb_status check_ranks_per_process(const struct coll_config *cfg, struct fb_err *err)
 {
     long per = cfg->nthreads * cfg->ngpus;
+    if (per > FB_LOCAL_RANKS_MAX)
+        return fb_fail(err, FB_ERR_USAGE, "-t %ld -g %ld: %ld ranks in one process, at most %d; launch more processes",
+                       cfg->nthreads, cfg->ngpus, per, FB_LOCAL_RANKS_MAX);
     if (per > 1 && strcmp(cfg->backend->name, "nccl") != 0)
         return fb_fail(err, FB_ERR_USAGE,
                        "-t %ld -g %ld: the %s backend runs one rank per process; drop -t/-g and launch %ld times "
                        "as many processes (mpirun -np)",
                        cfg->nthreads, cfg->ngpus, cfg->backend->name, per);
-    if (per > FB_LOCAL_RANKS_MAX)
-        return fb_fail(err, FB_ERR_USAGE, "-t %ld -g %ld: %ld ranks in one process, at most %d; launch more processes",
-                       cfg->nthreads, cfg->ngpus, per, FB_LOCAL_RANKS_MAX);
     return FB_OK;
 }
 
