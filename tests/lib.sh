@@ -94,6 +94,20 @@ expect_stderr_line() {
   fi
 }
 
+# jq_is NAME FILE FILTER WANT: the jq filter's compact output is WANT.
+jq_is() {
+  local got
+  got=$(jq -c "$3" "$2" 2>&1)
+  if [ "$got" = "$4" ]; then ok "$1"; else not_ok "$1" "got $got, want $4"; fi
+}
+# checked NAME FILE CHECK-ARGS...: the fabric-coll results file is
+# consistent (tests/tools/check_collective.py).
+checked() {
+  local name=$1 file=$2 msg
+  shift 2
+  if msg=$(/usr/bin/python3 "$FB_ROOT/tests/tools/check_collective.py" "$file" "$@" 2>&1); then ok "$name"; else not_ok "$name" "$msg"; fi
+}
+
 # mpi_quiet NP CMD...: mpirun without its own banners, bounded.
 mpi_quiet() { local np=$1; shift; timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" "$@"; }
 

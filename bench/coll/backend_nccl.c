@@ -44,6 +44,7 @@ struct nccl_state {
     cudaStream_t stream; /* NULL with -y 1 */
     struct fb_buffers buf;
     int rank, size;      /* global rank, ranks in all */
+    char host[FB_HOST_MAX];
     uint64_t peak_bytes; /* most GPU memory in use seen (peak_memory) */
     int nccl_mem;        /* buffers from ncclMemAlloc */
     void *send_reg, *recv_reg; /* -R handles (ncclWindow_t with -R 2) */
@@ -345,6 +346,7 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
     for (int i = 0; i < s->n; i++) {
         s->rank[i].rank = w->rank * s->n + i;
         s->rank[i].size = w->size * s->n;
+        snprintf(s->rank[i].host, sizeof s->rank[i].host, "%s", w->host);
     }
     pick_devices(s, w, err);
     /* ncclCommInitRank blocks until every rank joins: a rank that could not

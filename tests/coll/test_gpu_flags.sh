@@ -10,7 +10,6 @@
 
 standin=$FB_BUILD/standin
 gs=$FB_ROOT/scripts/gpu-standin.sh
-check_py=$FB_ROOT/tests/tools/check_collective.py
 if [ ! -e "$standin/libnccl.so.2" ]; then
   skip "NCCL-only flags on the GPU stand-in" "not built (the CUDA and NCCL headers are missing; make standin)"
   exit 0
@@ -25,16 +24,6 @@ sg() {
   NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T_DIR/log/nccl.%h.%p run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" \
     -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_DEBUG_FILE -x FB_STANDIN_NCCL_VERSION -x NCCL_TESTS_DEVICE \
     -x FB_STANDIN_CORRUPT_RANK "$FB_BIN/fabric-coll" "$@"
-}
-jq_is() {
-  local got
-  got=$(jq -c "$3" "$2" 2>&1)
-  if [ "$got" = "$4" ]; then ok "$1"; else not_ok "$1" "got $got, want $4"; fi
-}
-checked() {
-  local name=$1 file=$2 msg
-  shift 2
-  if msg=$(/usr/bin/python3 "$check_py" "$file" "$@" 2>&1); then ok "$name"; else not_ok "$name" "$msg"; fi
 }
 # standin_lines: what each rank's communicator was asked, rank order.
 standin_lines() { cat "$T_DIR"/log/nccl.* | grep -o 'standin: rank [0-9]*: set up.*' | sort -t' ' -k3n; }

@@ -1,6 +1,7 @@
 /* The stand-in's own checks, for the calls fabric-bench makes little or no
  * use of: events, stream queries, graph capture rules, memory accounting,
- * the last error, ncclCommSplit, and ranks that disagree about a call. An
+ * the last error, ncclCommSplit, ranks that disagree about a call,
+ * ncclCommInitAll and the rules of symmetric windows. An
  * MPI program (MPI carries the unique id), built and run by
  * tests/coll/test_gpu_standin.sh against the stand-in; prints "ok - " and
  * "not ok - " lines in the test protocol (rank 0 the first, any rank the
@@ -153,6 +154,50 @@ static void mismatch(ncclComm_t world, cudaStream_t s)
     cudaFree(buf);
 }
 
+/* Two ranks in this process, one group of calls over both; windows only
+ * on ncclMemAlloc memory. */
+static void init_all(void)
+{
+    ncclComm_t comms[2] = {NULL, NULL};
+    int devs[2] = {0, 1};
+    check(ncclCommInitAll(comms, 2, devs) == ncclSuccess, "ncclCommInitAll over GPUs 0 and 1", ncclGetLastError(NULL));
+    int dev1 = -1, n = 0;
+    ncclCommCuDevice(comms[1], &dev1);
+    ncclCommCount(comms[1], &n);
+    check(dev1 == 1 && n == 2, "ncclCommInitAll: rank 1 of 2 on GPU 1", "wrong device or count");
+    float *buf[2] = {NULL, NULL}, host[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        cudaSetDevice(i);
+        ncclMemAlloc((void **)&buf[i], sizeof(float));
+        float one = (float)(i + 1);
+        cudaMemcpy(buf[i], &one, sizeof one, cudaMemcpyHostToDevice);
+    }
+    ncclGroupStart();
+    for (int i = 0; i < 2; i++)
+        ncclAllReduce(buf[i], buf[i], 1, ncclFloat32, ncclSum, comms[i], NULL);
+    check(ncclGroupEnd() == ncclSuccess, "a group of calls over two communicators of one process", ncclGetLastError(NULL));
+    for (int i = 0; i < 2; i++) {
+        cudaSetDevice(i);
+        cudaStreamSynchronize(NULL);
+        cudaMemcpy(&host[i], buf[i], sizeof(float), cudaMemcpyDeviceToHost);
+    }
+    check(host[0] == 3 && host[1] == 3, "the group's calls on each GPU's NULL stream complete together", "not 3");
+    ncclWindow_t win = NULL;
+    float *plain = NULL;
+    cudaMalloc((void **)&plain, sizeof(float));
+    check(ncclCommWindowRegister(comms[0], plain, sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC) == ncclInvalidArgument,
+          "a window on cudaMalloc memory is refused", "accepted");
+    check(ncclCommWindowRegister(comms[0], buf[0], sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess &&
+              ncclCommWindowDeregister(comms[0], win) == ncclSuccess,
+          "a window on ncclMemAlloc memory", ncclGetLastError(comms[0]));
+    cudaFree(plain);
+    for (int i = 0; i < 2; i++) {
+        ncclMemFree(buf[i]);
+        ncclCommDestroy(comms[i]);
+    }
+    cudaSetDevice(rank % 2);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -175,6 +220,8 @@ int main(int argc, char **argv)
     split(world);
     MPI_Barrier(MPI_COMM_WORLD);
     mismatch(world, s);
+    if (ndev >= 2)
+        init_all();
     cudaStreamDestroy(s);
     MPI_Finalize();
     return failures != 0;
