@@ -322,7 +322,7 @@ static ncclResult_t init_all_comms(struct nccl_ranks *s)
     for (int i = 1; i < threads; i++) {
         t[i] = (struct init_thread){.s = s, .first = i * per, .count = per, .rc = ncclSuccess};
         if (pthread_create(&t[i].tid, NULL, init_thread_main, &t[i]) != 0)
-            t[i].rc = init_comms(s, i * per, per); /* no thread: in turn (it may then wait for the others) */
+            t[i].rc = init_comms(s, i * per, per); /* no thread: in turn; the set-up bound ends a wait that cannot */
     }
     ncclResult_t rc = init_comms(s, 0, per);
     for (int i = 1; i < threads; i++) {
@@ -685,8 +685,7 @@ static void nccl_versions(struct fb_backend *be, json_object *versions)
     int v = 0;
     if (ncclGetVersion(&v) == ncclSuccess) {
         char buf[32];
-        /* Since 2.9 the code is major*10000 + minor*100 + patch. */
-        snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+        version_text(v, buf, sizeof buf);
         json_object_object_add(versions, "nccl", json_object_new_string(buf));
     }
     if (cudaRuntimeGetVersion(&v) == cudaSuccess)
