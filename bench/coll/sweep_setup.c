@@ -41,6 +41,14 @@ static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
     if (r->cfg.coll->rooted && r->cfg.root >= r->world.size)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
                        r->cfg.root, r->world.size, r->world.size - 1);
+    if (!fb_collective_runs_on(r->cfg.coll, r->world.size)) {
+        int below = 1;
+        while (below * 2 < r->world.size)
+            below *= 2;
+        return fb_fail(err, FB_ERR_USAGE,
+                       "%s exchanges between ranks r and r^2^k and needs a power-of-two rank count, not %d; "
+                       "start %d or %d ranks", r->cfg.coll->name, r->world.size, below, below * 2);
+    }
     return FB_OK;
 }
 
