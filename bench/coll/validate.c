@@ -116,7 +116,8 @@ static double alltoallv_expected(const struct fb_call *c, struct fb_checker *ck,
         ck->share.from_off = fb_alltoallv_send_offset(p, esz, nranks, from, rank);
     }
     *defined = i < ck->share.end;
-    return *defined ? fb_move_value(ck->share.from, ck->share.from_off + (i - ck->share.start)) : 0;
+    size_t at = ck->share.from_off + (i - ck->share.start);
+    return *defined ? c->coll->input(c->dtype, c->op, nranks, ck->share.from, at) : 0;
 }
 
 static double expected_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
