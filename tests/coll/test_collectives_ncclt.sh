@@ -106,6 +106,18 @@ else
   not_ok "hypercube on 3 ranks is refused" "exit $T_RC: $(head -c 300 "$T_ERR")"
 fi
 
+# nccl-tests' alltoallv reads NCCL_TESTS_ALLTOALLV_SPREAD (and a traffic
+# matrix); fabric-coll sends the default shares and warns, in the output
+# and the results.
+NCCL_TESTS_ALLTOALLV_SPREAD=0 run fb_mpirun 2 -x NCCL_TESTS_ALLTOALLV_SPREAD "$FB_BIN/alltoallv_perf" --backend mpi \
+  -b 1K -e 1K -n 1 -J "$T_DIR/spread.json"
+if [ "$T_RC" -eq 0 ] && grep -q '^# Warning: NCCL_TESTS_ALLTOALLV_SPREAD is not read' "$T_OUT" &&
+   jq -e '.warnings | map(select(test("NCCL_TESTS_ALLTOALLV_SPREAD is not read"))) | length == 1' "$T_DIR/spread.json" >/dev/null; then
+  ok "NCCL_TESTS_ALLTOALLV_SPREAD set: a warning that the default shares are sent"
+else
+  not_ok "NCCL_TESTS_ALLTOALLV_SPREAD warns" "exit $T_RC: $(grep -i warn "$T_OUT" | head -3)"
+fi
+
 # --- the GPU stand-in: the NCCL backend's grouped sends and receives ------
 if [ ! -e "$standin/libnccl.so.2" ]; then
   skip "the four on the GPU stand-in" "not built (the CUDA and NCCL headers are missing; make standin)"
