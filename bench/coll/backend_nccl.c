@@ -197,32 +197,23 @@ static ncclResult_t issue_alltoallv(struct nccl_state *s, ncclComm_t comm, const
     return group_end(rc);
 }
 
-/* Every rank sends its block to the root, which receives them in rank
- * order (nccl-tests' send/recv gather). */
-static ncclResult_t issue_gather(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
-                                 const char *send, char *recv, ncclDataType_t dt)
+/* gather and scatter as nccl-tests issues them: one group in which every
+ * rank sends its block to the root and the root receives the n blocks in
+ * rank order (gather), or the root sends block r to rank r and every rank
+ * receives its own (scatter). */
+static ncclResult_t issue_rooted(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
+                                 const char *send, char *recv, ncclDataType_t dt, int to_root)
 {
     size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
     if (n == 0)
         return ncclSuccess;
     ncclResult_t rc = ncclGroupStart();
-    if (rc == ncclSuccess)
+    if (to_root && rc == ncclSuccess)
         rc = ncclSend(send, n, dt, c->root, comm, s->stream);
     for (int r = 0; s->rank == c->root && r < s->size && rc == ncclSuccess; r++)
-        rc = ncclRecv(recv + (size_t)r * block, n, dt, r, comm, s->stream);
-    return group_end(rc);
-}
-
-static ncclResult_t issue_scatter(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
-                                  const char *send, char *recv, ncclDataType_t dt)
-{
-    size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
-    if (n == 0)
-        return ncclSuccess;
-    ncclResult_t rc = ncclGroupStart();
-    for (int r = 0; s->rank == c->root && r < s->size && rc == ncclSuccess; r++)
-        rc = ncclSend(send + (size_t)r * block, n, dt, r, comm, s->stream);
-    if (rc == ncclSuccess)
+        rc = to_root ? ncclRecv(recv + (size_t)r * block, n, dt, r, comm, s->stream)
+                     : ncclSend(send + (size_t)r * block, n, dt, r, comm, s->stream);
+    if (!to_root && rc == ncclSuccess)
         rc = ncclRecv(recv, n, dt, c->root, comm, s->stream);
     return group_end(rc);
 }
@@ -287,8 +278,8 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
         return rc != ncclSuccess ? rc : end;
     }
     case FB_ALLTOALLV: return issue_alltoallv(s, comm, c, send, recv, dt);
-    case FB_GATHER: return issue_gather(s, comm, c, send, recv, dt);
-    case FB_SCATTER: return issue_scatter(s, comm, c, send, recv, dt);
+    case FB_GATHER: return issue_rooted(s, comm, c, send, recv, dt, 1);
+    case FB_SCATTER: return issue_rooted(s, comm, c, send, recv, dt, 0);
     case FB_HYPERCUBE: return issue_hypercube(s, comm, c, send, recv, dt);
     case FB_NCOLLS: break;
     }
