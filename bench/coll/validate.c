@@ -148,7 +148,9 @@ enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, const
     size_t esz = fb_dtype_info(c->dtype)->size;
     size_t per = ck->stage_bytes / esz;
     size_t n = c->counts.recv;
-    if (c->coll->id == FB_REDUCE && rank != c->root)
+    /* A non-root's receive buffer of reduce and gather holds no result:
+     * not read at all (it may be gigabytes of GPU memory). */
+    if ((c->coll->id == FB_REDUCE || c->coll->id == FB_GATHER) && rank != c->root)
         return FB_OK;
     for (size_t done = 0; done < n; done += per) {
         size_t k = n - done < per ? n - done : per;
