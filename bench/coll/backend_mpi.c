@@ -13,6 +13,8 @@ struct mpi_state {
     MPI_Comm comm;
     int rank, size;
     struct fb_buffers buf;
+    /* alltoallv's per-peer counts and displacements, `size` each */
+    int *send_counts, *send_displs, *recv_counts, *recv_displs;
 };
 
 int fb_mpi_dtype(enum fb_dtype t, MPI_Datatype *out)
@@ -56,6 +58,13 @@ static enum fb_status mpi_init(struct fb_backend *be, const struct fb_world *w, 
     s->rank = w->rank;
     s->size = w->size;
     be->state = s;
+    size_t n = (size_t)w->size;
+    s->send_counts = calloc(n, sizeof *s->send_counts);
+    s->send_displs = calloc(n, sizeof *s->send_displs);
+    s->recv_counts = calloc(n, sizeof *s->recv_counts);
+    s->recv_displs = calloc(n, sizeof *s->recv_displs);
+    if (!s->send_counts || !s->send_displs || !s->recv_counts || !s->recv_displs)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     return FB_OK;
 }
 
@@ -100,6 +109,63 @@ static enum fb_status check_mpi(int rc, const char *what, struct fb_err *err)
     return fb_fail(err, FB_ERR_RUNTIME, "%s failed: %s", what, text);
 }
 
+/* nccl-tests' uneven shares (fb_alltoallv_count), laid out in rank order
+ * on both sides. In place the sends and receives overlap in one buffer;
+ * no result is defined there (the table marks it unchecked), and the
+ * call still moves the same bytes. */
+static int run_alltoallv(struct mpi_state *s, const struct fb_call *c, const char *send, char *recv,
+                         MPI_Datatype dt)
+{
+    size_t esz = fb_dtype_info(c->dtype)->size, p = c->counts.param, sent = 0, got = 0;
+    for (int r = 0; r < s->size; r++) {
+        size_t out = fb_alltoallv_count(p, esz, s->size, s->rank, r);
+        size_t in = fb_alltoallv_count(p, esz, s->size, r, s->rank);
+        s->send_counts[r] = (int)out, s->send_displs[r] = (int)sent;
+        s->recv_counts[r] = (int)in, s->recv_displs[r] = (int)got;
+        sent += out, got += in;
+    }
+    return MPI_Alltoallv(send, s->send_counts, s->send_displs, dt, recv, s->recv_counts, s->recv_displs,
+                         dt, s->comm);
+}
+
+/* Only the root's receive buffer is written; in place its own block is
+ * already where the gathered result keeps it. */
+static int run_gather(struct mpi_state *s, const struct fb_call *c, const char *send, char *recv,
+                      MPI_Datatype dt)
+{
+    int n = (int)c->counts.param;
+    if (c->in_place && s->rank == c->root)
+        return MPI_Gather(MPI_IN_PLACE, n, dt, recv, n, dt, c->root, s->comm);
+    return MPI_Gather(send, n, dt, recv, n, dt, c->root, s->comm);
+}
+
+static int run_scatter(struct mpi_state *s, const struct fb_call *c, const char *send, char *recv,
+                       MPI_Datatype dt)
+{
+    int n = (int)c->counts.param;
+    if (c->in_place && s->rank == c->root)
+        return MPI_Scatter(send, n, dt, MPI_IN_PLACE, n, dt, c->root, s->comm);
+    return MPI_Scatter(send, n, dt, recv, n, dt, c->root, s->comm);
+}
+
+/* nccl-tests' hypercube all-gather: this rank's block in place, then at
+ * step k an exchange with rank ^ 2^k of the 2^k blocks each side holds. */
+static int run_hypercube(struct mpi_state *s, const struct fb_call *c, const char *send, char *recv,
+                         MPI_Datatype dt)
+{
+    size_t block = c->counts.param * fb_dtype_info(c->dtype)->size;
+    char *mine = recv + (size_t)s->rank * block;
+    if (mine != send)
+        memcpy(mine, send, block);
+    int rc = MPI_SUCCESS;
+    for (int mask = 1; mask < s->size && rc == MPI_SUCCESS; mask <<= 1) {
+        int held = s->rank & ~(mask - 1), peer = s->rank ^ mask, n = (int)c->counts.param * mask;
+        rc = MPI_Sendrecv(recv + (size_t)held * block, n, dt, peer, 0, recv + (size_t)(held ^ mask) * block, n,
+                          dt, peer, 0, s->comm, MPI_STATUS_IGNORE);
+    }
+    return rc;
+}
+
 static int run_call(struct mpi_state *s, const struct fb_call *c, MPI_Datatype dt, MPI_Op op)
 {
     size_t esz = fb_dtype_info(c->dtype)->size;
@@ -136,6 +202,10 @@ static int run_call(struct mpi_state *s, const struct fb_call *c, MPI_Datatype d
         return MPI_Sendrecv(send, n, dt, next, 0, recv, n, dt, prev, 0, s->comm,
                             MPI_STATUS_IGNORE);
     }
+    case FB_ALLTOALLV: return run_alltoallv(s, c, send, recv, dt);
+    case FB_GATHER: return run_gather(s, c, send, recv, dt);
+    case FB_SCATTER: return run_scatter(s, c, send, recv, dt);
+    case FB_HYPERCUBE: return run_hypercube(s, c, send, recv, dt);
     case FB_NCOLLS: break;
     }
     return MPI_ERR_OTHER;
@@ -164,7 +234,10 @@ static enum fb_status mpi_run(struct fb_backend *be, const struct fb_call *c, st
      * (the run's type and operator were checked before the sweep). */
     if (!fb_mpi_dtype(c->dtype, &dt) || (c->coll->reduces && !fb_mpi_op(c->op, &op)))
         return mpi_supports(c->coll, c->dtype, c->op, err);
-    if (c->counts.param > INT_MAX)
+    /* alltoallv's displacements and hypercube's last exchange reach the
+     * whole buffer: for them the whole must fit an int too. */
+    int whole = c->coll->id == FB_ALLTOALLV || c->coll->id == FB_HYPERCUBE;
+    if ((whole ? c->counts.recv : c->counts.param) > INT_MAX)
         return fb_fail(err, FB_ERR_USAGE,
                        "the mpi backend takes at most %d elements per call (MPI int counts); "
                        "lower -e or use a larger -d", INT_MAX);
@@ -237,6 +310,10 @@ static void mpi_fini(struct fb_backend *be, int abort)
         return;
     free(s->buf.send);
     free(s->buf.recv);
+    free(s->send_counts);
+    free(s->send_displs);
+    free(s->recv_counts);
+    free(s->recv_displs);
     free(s);
     be->state = NULL;
 }

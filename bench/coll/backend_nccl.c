@@ -470,6 +470,77 @@ static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_
     return st;
 }
 
+/* The first error of a group's calls, else ncclGroupEnd's. */
+static ncclResult_t group_end(ncclResult_t rc)
+{
+    ncclResult_t end = ncclGroupEnd();
+    return rc != ncclSuccess ? rc : end;
+}
+
+/* As nccl-tests: one group, each peer's uneven share (fb_alltoallv_count)
+ * sent and received in rank order, empty shares left out. */
+static ncclResult_t issue_alltoallv(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
+                                    const char *send, char *recv, ncclDataType_t dt)
+{
+    size_t esz = fb_dtype_info(c->dtype)->size, p = c->counts.param;
+    ncclResult_t rc = ncclGroupStart();
+    for (int r = 0; r < s->size && rc == ncclSuccess; r++) {
+        size_t out = fb_alltoallv_count(p, esz, s->size, s->rank, r);
+        size_t in = fb_alltoallv_count(p, esz, s->size, r, s->rank);
+        if (out > 0)
+            rc = ncclSend(send, out, dt, r, comm, s->stream);
+        if (in > 0 && rc == ncclSuccess)
+            rc = ncclRecv(recv, in, dt, r, comm, s->stream);
+        send += out * esz;
+        recv += in * esz;
+    }
+    return group_end(rc);
+}
+
+/* gather and scatter as nccl-tests issues them: one group in which every
+ * rank sends its block to the root and the root receives the n blocks in
+ * rank order (gather), or the root sends block r to rank r and every rank
+ * receives its own (scatter). */
+static ncclResult_t issue_rooted(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
+                                 const char *send, char *recv, ncclDataType_t dt, int to_root)
+{
+    size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
+    if (n == 0)
+        return ncclSuccess;
+    ncclResult_t rc = ncclGroupStart();
+    if (to_root && rc == ncclSuccess)
+        rc = ncclSend(send, n, dt, c->root, comm, s->stream);
+    for (int r = 0; s->rank == c->root && r < s->size && rc == ncclSuccess; r++)
+        rc = to_root ? ncclRecv(recv + (size_t)r * block, n, dt, r, comm, s->stream)
+                     : ncclSend(send + (size_t)r * block, n, dt, r, comm, s->stream);
+    if (!to_root && rc == ncclSuccess)
+        rc = ncclRecv(recv, n, dt, c->root, comm, s->stream);
+    return group_end(rc);
+}
+
+/* nccl-tests' hypercube all-gather: this rank's block copied into place,
+ * then one group per step k, exchanging with rank ^ 2^k the 2^k blocks
+ * each side holds so far. */
+static ncclResult_t issue_hypercube(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
+                                    const char *send, char *recv, ncclDataType_t dt)
+{
+    size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
+    char *mine = recv + (size_t)s->rank * block;
+    if (mine != send && cudaMemcpyAsync(mine, send, block, cudaMemcpyDeviceToDevice, s->stream) != cudaSuccess)
+        return ncclUnhandledCudaError;
+    ncclResult_t rc = ncclSuccess;
+    for (int mask = 1; mask < s->size && rc == ncclSuccess; mask <<= 1) {
+        int held = s->rank & ~(mask - 1), peer = s->rank ^ mask;
+        rc = ncclGroupStart();
+        if (rc == ncclSuccess)
+            rc = ncclSend(recv + (size_t)held * block, n * (size_t)mask, dt, peer, comm, s->stream);
+        if (rc == ncclSuccess)
+            rc = ncclRecv(recv + (size_t)(held ^ mask) * block, n * (size_t)mask, dt, peer, comm, s->stream);
+        rc = group_end(rc);
+    }
+    return rc;
+}
+
 static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
                           ncclRedOp_t op)
 {
@@ -506,6 +577,10 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
         ncclResult_t end = ncclGroupEnd();
         return rc != ncclSuccess ? rc : end;
     }
+    case FB_ALLTOALLV: return issue_alltoallv(s, comm, c, send, recv, dt);
+    case FB_GATHER: return issue_rooted(s, comm, c, send, recv, dt, 1);
+    case FB_SCATTER: return issue_rooted(s, comm, c, send, recv, dt, 0);
+    case FB_HYPERCUBE: return issue_hypercube(s, comm, c, send, recv, dt);
     case FB_NCOLLS: break;
     }
     return ncclInvalidArgument;

@@ -20,7 +20,7 @@ const struct fb_opt coll_options[] = {
     {'c', "check", FB_OPT_INT, OFF(check), "N", "validation iterations, 0 = off (default 1)", 0, 1000, 0},
     {'o', "op", FB_OPT_STRING, OFF(op_name), "OP", "sum, prod, max, min, avg (default sum)", 0, 0, 0},
     {'d', "datatype", FB_OPT_STRING, OFF(dtype_name), "TYPE", "int8 ... double, half, bfloat16 (default float)", 0, 0, 0},
-    {'r', "root", FB_OPT_INT, OFF(root), "RANK", "root rank of broadcast and reduce (default 0)", 0, BIG, 0},
+    {'r', "root", FB_OPT_INT, OFF(root), "RANK", "root rank of broadcast, reduce, gather and scatter (default 0)", 0, BIG, 0},
     {'z', "blocking", FB_OPT_INT, OFF(blocking), "0-3", "wait after each operation: 1 with a barrier, 2 without, 3 after each iteration", 0, 3, 0},
     {'a', "average", FB_OPT_INT, OFF(average), "0-3", "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)", 0, 3, 0},
     {'N', "run_cycles", FB_OPT_INT, OFF(run_cycles), "N", "repeat the whole sweep N times (default 1)", 1, 1000000, 0},

@@ -166,10 +166,10 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     fb_watchdog_tick(tm->wd, 0, "time reduction");
     reduce_time(w, per_op, tm->reduction, res);
     double seconds = res->time_us * 1e-6;
-    res->algbw_GBps = fb_algbw_GBps(call->counts.bytes, seconds);
+    res->algbw_GBps = fb_coll_algbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));
     res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));
     res->wrong = -1;
-    if (tm->check > 0)
+    if (tm->check > 0 && !(call->in_place && call->coll->inplace_unchecked))
         st = check_iterations(be, w, tm, ck, calls, mm, &res->wrong, err);
     return st;
 }

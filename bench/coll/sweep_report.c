@@ -241,6 +241,23 @@ void sweep_print_summary(struct sweep *r)
     json_object_put(s);
 }
 
+/* nccl-tests' alltoallv reads a spread and a traffic matrix from its
+ * environment; fabric-coll always sends its default shares, and says so
+ * rather than measure another pattern than the one asked for. */
+static void warn_alltoallv_env(struct sweep *r)
+{
+    static const char *const vars[] = {"NCCL_TESTS_ALLTOALLV_SPREAD", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+                                       "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE"};
+    for (size_t i = 0; r->cfg.coll->id == FB_ALLTOALLV && i < sizeof vars / sizeof vars[0]; i++) {
+        if (getenv(vars[i]) == NULL)
+            continue;
+        char text[192];
+        snprintf(text, sizeof text, "%s is not read: alltoallv sends nccl-tests' default shares "
+                 "(distance-weighted, spread 1)", vars[i]);
+        sweep_warn(r, text);
+    }
+}
+
 void sweep_print_preamble(struct sweep *r)
 {
     int ranks = fb_total_ranks(&r->be, &r->world);
@@ -262,6 +279,7 @@ void sweep_print_preamble(struct sweep *r)
         sweep_warn(r, r->wd_note);
     if (r->fallback_note[0])
         sweep_warn(r, r->fallback_note);
+    warn_alltoallv_env(r);
     if (r->cfg.time_budget > 0)
         printf("# Time budget %.0f s: timed iterations per size from a one-call calibration (at least %d)\n",
                r->cfg.time_budget, FB_BUDGET_MIN_ITERS);

@@ -42,6 +42,14 @@ static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
     if (r->cfg.coll->rooted && r->cfg.root >= n)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
                        r->cfg.root, n, n - 1);
+    if (!fb_collective_runs_on(r->cfg.coll, n)) {
+        int below = 1;
+        while (below * 2 < n)
+            below *= 2;
+        return fb_fail(err, FB_ERR_USAGE,
+                       "%s exchanges between ranks r and r^2^k and needs a power-of-two rank count, not %d; "
+                       "start %d or %d ranks", r->cfg.coll->name, n, below, below * 2);
+    }
     return FB_OK;
 }
 

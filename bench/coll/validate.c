@@ -92,15 +92,39 @@ enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be, int
                              nranks, err);
     if (st != FB_OK)
         return st;
-    if (c->coll->id == FB_BROADCAST && rank != c->root)
+    if ((c->coll->id == FB_BROADCAST || c->coll->id == FB_SCATTER) && rank != c->root)
         return FB_OK; /* only the root's input travels; the rest stays poisoned */
     input_region(c, &buf, &off, &n);
     return fill(ck, be, local, c, buf, off, n, input_at, rank, nranks, err);
 }
 
+/* The table's alltoallv expectation walks every sender's share for each
+ * element; the checker reads the receive buffer in order, so it keeps the
+ * share it is in and steps to the next one instead (empty shares skipped). */
+static double alltoallv_expected(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
+                                 size_t i, int *defined)
+{
+    size_t esz = fb_dtype_info(c->dtype)->size, p = c->counts.param;
+    if (i == 0 || i < ck->share.start) {
+        ck->share.from = -1;
+        ck->share.start = ck->share.end = 0;
+    }
+    while (i >= ck->share.end && ck->share.from + 1 < nranks) {
+        int from = ++ck->share.from;
+        ck->share.start = ck->share.end;
+        ck->share.end += fb_alltoallv_count(p, esz, nranks, from, rank);
+        ck->share.from_off = fb_alltoallv_send_offset(p, esz, nranks, from, rank);
+    }
+    *defined = i < ck->share.end;
+    size_t at = ck->share.from_off + (i - ck->share.start);
+    return *defined ? c->coll->input(c->dtype, c->op, nranks, ck->share.from, at) : 0;
+}
+
 static double expected_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
                           size_t i, int *defined)
 {
+    if (c->coll->id == FB_ALLTOALLV)
+        return alltoallv_expected(c, ck, rank, nranks, i, defined);
     /* Reductions read one tabulated period instead of folding every rank. */
     if (c->coll->id == FB_ALL_REDUCE || c->coll->id == FB_REDUCE) {
         *defined = c->coll->id == FB_ALL_REDUCE || rank == c->root;
@@ -125,7 +149,9 @@ enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, int l
     size_t esz = fb_dtype_info(c->dtype)->size;
     size_t per = ck->stage_bytes / esz;
     size_t n = c->counts.recv;
-    if (c->coll->id == FB_REDUCE && rank != c->root)
+    /* A non-root's receive buffer of reduce and gather holds no result:
+     * not read at all (it may be gigabytes of GPU memory). */
+    if ((c->coll->id == FB_REDUCE || c->coll->id == FB_GATHER) && rank != c->root)
         return FB_OK;
     for (size_t done = 0; done < n; done += per) {
         size_t k = n - done < per ? n - done : per;

@@ -14,6 +14,12 @@ struct fb_checker {
     enum fb_dtype expect_dtype;
     enum fb_redop expect_op;
     int expect_ranks;  /* 0 when the table is not built */
+    /* alltoallv: the sender's share being checked, elements [start, end)
+     * of the receive buffer, starting at `from_off` in its send buffer */
+    struct {
+        int from;
+        size_t start, end, from_off;
+    } share;
 };
 
 /* Where the first wrong element was, for a message a person can act on. */

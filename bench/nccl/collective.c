@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,9 +40,46 @@ static struct fb_counts counts_alltoall(size_t bytes, size_t eltsize, int nranks
     return (struct fb_counts){all, all, base, all * eltsize};
 }
 
+/* nccl-tests' alltoallv (generated pattern, its default spread of 1): the
+ * sizes below are per peer in bytes, the whole call moving param x nranks
+ * elements' worth; the share of distance d is d / (1 + 2 + ... + n-1). */
+static size_t alltoallv_bytes(size_t param, size_t eltsize, int nranks, int from, int to)
+{
+    size_t total = param * (size_t)nranks * eltsize;
+    if (nranks == 1)
+        return total & ~(size_t)15;
+    int distance = ((to - from) % nranks + nranks) % nranks;
+    size_t distances = (size_t)nranks * (size_t)(nranks - 1) / 2;
+    double share = (double)distance * (double)total / (double)distances;
+    return (size_t)share & ~(size_t)15;
+}
+
+size_t fb_alltoallv_count(size_t param, size_t eltsize, int nranks, int from, int to)
+{
+    return alltoallv_bytes(param, eltsize, nranks, from, to) / eltsize;
+}
+
+size_t fb_alltoallv_send_offset(size_t param, size_t eltsize, int nranks, int from, int to)
+{
+    size_t off = 0;
+    for (int k = 0; k < to; k++)
+        off += fb_alltoallv_count(param, eltsize, nranks, from, k);
+    return off;
+}
+
+/* Every rank sends (and receives) the same total: rank 0's row of shares. */
+static struct fb_counts counts_alltoallv(size_t bytes, size_t eltsize, int nranks)
+{
+    size_t param = aligned_block(bytes / eltsize, eltsize, nranks);
+    size_t all = fb_alltoallv_send_offset(param, eltsize, nranks, 0, nranks);
+    return (struct fb_counts){all, all, param, all * eltsize};
+}
+
 static double factor_allreduce(int n) { return 2.0 * (n - 1) / n; }
 static double factor_block(int n) { return (double)(n - 1) / n; }
 static double factor_one(int n) { (void)n; return 1.0; }
+/* Hypercube's algBW counts the n-1 blocks a rank receives, not its own. */
+static double alg_hypercube(int n) { return (double)(n - 1) / n; }
 
 /* The inverses, for logs that print bandwidths but not the rank count; 0
  * where the factor says nothing (1 for every n) or n would pass the
@@ -72,6 +110,27 @@ static void inplace_scatter(const struct fb_counts *c, int rank, enum fb_inplace
     *recv_off = s == FB_INPLACE_NCCL ? (size_t)rank * c->recv : 0;
 }
 
+/* Scatter's layout in place is NCCL's on every backend: MPI_Scatter's
+ * MPI_IN_PLACE leaves the root's block where it is, and a non-root may
+ * receive anywhere. */
+static void inplace_scatter_rooted(const struct fb_counts *c, int rank, enum fb_inplace_style s,
+                                   size_t *send_off, size_t *recv_off)
+{
+    inplace_scatter(c, rank, FB_INPLACE_NCCL, send_off, recv_off);
+    (void)s;
+}
+
+/* The data of the collectives that move data: fb_move_value's pattern per
+ * rank (period 64), offset by a hash of the 64-element stretch an element
+ * is in, so that a block delivered to another place (blocks are mostly
+ * multiples of 64 elements: a scatter's to another rank) reads wrong too.
+ * Values stay in 0..63, exact in every type. */
+static double move_value(int rank, size_t i)
+{
+    uint64_t stretch = ((uint64_t)(i / 64) * 0x9E3779B97F4A7C15ull) >> 58;
+    return (double)(((uint64_t)fb_move_value(rank, i) + stretch) % 64);
+}
+
 static double input_reduce(enum fb_dtype t, enum fb_redop op, int n, int rank, size_t i)
 {
     return fb_input_value(t, op, n, rank, i);
@@ -80,7 +139,7 @@ static double input_reduce(enum fb_dtype t, enum fb_redop op, int n, int rank, s
 static double input_move(enum fb_dtype t, enum fb_redop op, int n, int rank, size_t i)
 {
     (void)t, (void)op, (void)n;
-    return fb_move_value(rank, i);
+    return move_value(rank, i);
 }
 
 static int expect_allreduce(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
@@ -103,7 +162,7 @@ static int expect_allgather(const struct fb_counts *c, enum fb_dtype t, enum fb_
                             int rank, int root, size_t i, double *want)
 {
     (void)t, (void)op, (void)n, (void)rank, (void)root;
-    *want = fb_move_value((int)(i / c->send), i % c->send);
+    *want = move_value((int)(i / c->send), i % c->send);
     return 1;
 }
 
@@ -119,7 +178,7 @@ static int expect_broadcast(const struct fb_counts *c, enum fb_dtype t, enum fb_
                             int rank, int root, size_t i, double *want)
 {
     (void)c, (void)t, (void)op, (void)n, (void)rank;
-    *want = fb_move_value(root, i);
+    *want = move_value(root, i);
     return 1;
 }
 
@@ -129,7 +188,42 @@ static int expect_alltoall(const struct fb_counts *c, enum fb_dtype t, enum fb_r
     (void)t, (void)op, (void)n, (void)root;
     /* Block b of my receive buffer is block `rank` of rank b's send buffer. */
     size_t from = i / c->param, j = i % c->param;
-    *want = fb_move_value((int)from, (size_t)rank * c->param + j);
+    *want = move_value((int)from, (size_t)rank * c->param + j);
+    return 1;
+}
+
+/* My receive buffer holds each rank's share for me, in rank order; rank
+ * b's share starts where its shares for the ranks before me end. */
+static int expect_alltoallv(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
+                            int rank, int root, size_t i, double *want)
+{
+    (void)op, (void)root;
+    size_t esz = fb_dtype_info(t)->size;
+    for (int from = 0; from < n; from++) {
+        size_t k = fb_alltoallv_count(c->param, esz, n, from, rank);
+        if (i < k) {
+            *want = move_value(from, fb_alltoallv_send_offset(c->param, esz, n, from, rank) + i);
+            return 1;
+        }
+        i -= k;
+    }
+    return 0;
+}
+
+/* Only the root receives; the others' receive buffers are not written. */
+static int expect_gather(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
+                         int rank, int root, size_t i, double *want)
+{
+    if (rank != root)
+        return 0;
+    return expect_allgather(c, t, op, n, rank, root, i, want);
+}
+
+static int expect_scatter(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
+                          int rank, int root, size_t i, double *want)
+{
+    (void)t, (void)op, (void)n;
+    *want = move_value(root, (size_t)rank * c->recv + i);
     return 1;
 }
 
@@ -138,7 +232,7 @@ static int expect_sendrecv(const struct fb_counts *c, enum fb_dtype t, enum fb_r
 {
     (void)c, (void)t, (void)op, (void)root;
     /* Ring: every rank sends to rank+1 and receives from rank-1. */
-    *want = fb_move_value((rank - 1 + n) % n, i);
+    *want = move_value((rank - 1 + n) % n, i);
     return 1;
 }
 
@@ -167,6 +261,18 @@ static const struct fb_collective table[FB_NCOLLS] = {
     [FB_SENDRECV] = {FB_SENDRECV, "sendrecv", "sendrecv_perf", .reduces = 0, .rooted = 0, .counts = counts_same,
         .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
         .input = input_move, .expected = expect_sendrecv},
+    [FB_ALLTOALLV] = {FB_ALLTOALLV, "alltoallv", "alltoallv_perf", .reduces = 0, .rooted = 0, .counts = counts_alltoallv,
+        .inplace_unchecked = 1, .bus_factor = factor_block, .ranks_for_factor = ranks_block,
+        .inplace_offsets = inplace_same, .input = input_move, .expected = expect_alltoallv},
+    [FB_GATHER] = {FB_GATHER, "gather", "gather_perf", .reduces = 0, .rooted = 1, .counts = counts_gather,
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_gather,
+        .input = input_move, .expected = expect_gather},
+    [FB_SCATTER] = {FB_SCATTER, "scatter", "scatter_perf", .reduces = 0, .rooted = 1, .counts = counts_scatter,
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter_rooted,
+        .input = input_move, .expected = expect_scatter},
+    [FB_HYPERCUBE] = {FB_HYPERCUBE, "hypercube", "hypercube_perf", .reduces = 0, .rooted = 0, .counts = counts_gather,
+        .pow2_ranks = 1, .bus_factor = factor_one, .alg_factor = alg_hypercube, .ranks_for_factor = ranks_unknown,
+        .inplace_offsets = inplace_gather, .input = input_move, .expected = expect_allgather},
 };
 
 const struct fb_collective *fb_collective(enum fb_coll_id id) { return &table[id]; }
@@ -217,7 +323,9 @@ const struct fb_collective *fb_collective_in_text(const char *s)
     squeeze(s, text, sizeof text);
     const struct fb_collective *best = NULL;
     size_t best_len = 0;
-    /* Longest match wins: "reduce" is inside three other names. */
+    /* Longest match wins: "reduce" is inside three other names, "gather"
+     * inside all_gather, "scatter" inside reduce_scatter, "alltoall"
+     * inside alltoallv. */
     for (int i = 0; i < FB_NCOLLS; i++) {
         squeeze(table[i].name, name, sizeof name);
         if (strlen(name) > best_len && strstr(text, name) != NULL) {
@@ -264,7 +372,17 @@ double fb_algbw_GBps(size_t bytes, double seconds)
     return seconds > 0 ? (double)bytes / 1e9 / seconds : 0;
 }
 
+double fb_coll_algbw_GBps(const struct fb_collective *c, size_t bytes, double seconds, int nranks)
+{
+    return fb_algbw_GBps(bytes, seconds) * (c->alg_factor ? c->alg_factor(nranks) : 1.0);
+}
+
 double fb_busbw_GBps(const struct fb_collective *c, size_t bytes, double seconds, int nranks)
 {
-    return fb_algbw_GBps(bytes, seconds) * c->bus_factor(nranks);
+    return fb_coll_algbw_GBps(c, bytes, seconds, nranks) * c->bus_factor(nranks);
+}
+
+bool fb_collective_runs_on(const struct fb_collective *c, int nranks)
+{
+    return nranks >= 1 && (!c->pow2_ranks || (nranks & (nranks - 1)) == 0);
 }

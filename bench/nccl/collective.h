@@ -12,7 +12,8 @@
 
 enum fb_coll_id {
     FB_ALL_REDUCE, FB_ALL_GATHER, FB_REDUCE_SCATTER, FB_BROADCAST,
-    FB_REDUCE, FB_ALLTOALL, FB_SENDRECV, FB_NCOLLS
+    FB_REDUCE, FB_ALLTOALL, FB_SENDRECV, FB_ALLTOALLV, FB_GATHER, FB_SCATTER,
+    FB_HYPERCUBE, FB_NCOLLS
 };
 
 /* Element counts of one call, derived from the requested size. */
@@ -33,8 +34,18 @@ struct fb_collective {
     const char *perf_name; /* "all_reduce_perf" */
     int reduces;           /* takes a reduction operator */
     int rooted;            /* takes a root rank */
+    /* Runs only on a power-of-two rank count (hypercube: rank ^ 2^k is a
+     * peer at every step). */
+    int pow2_ranks;
+    /* In place, sends and receives share one buffer at different offsets
+     * (alltoallv): no result is defined, so the call is timed and never
+     * checked, as nccl-tests does. */
+    int inplace_unchecked;
     struct fb_counts (*counts)(size_t bytes, size_t eltsize, int nranks);
     double (*bus_factor)(int nranks);
+    /* algBW = size / time x this; NULL for 1 (hypercube: (n-1)/n, the part
+     * of the gathered size that crosses the network). */
+    double (*alg_factor)(int nranks);
     /* The rank count a busBW/algBW ratio implies; 0 when it implies none. */
     long (*ranks_for_factor)(double factor);
     void (*inplace_offsets)(const struct fb_counts *c, int rank, enum fb_inplace_style style,
@@ -60,13 +71,27 @@ bool fb_collective_known(const char *name);
 
 /* Every name in table order, "a, b, c" with `last_sep` (", " or " or ")
  * before the last: the one list messages, --help and --list print. */
-#define FB_COLL_NAMES_MAX 256
+#define FB_COLL_NAMES_MAX 512
 void fb_collective_names(char *buf, size_t len, const char *last_sep);
 /* The same for the program names fabric-coll answers to (all_reduce_perf, ...). */
 void fb_collective_perf_names(char *buf, size_t len, const char *last_sep);
 
-/* Bandwidths of one measurement, GB = 1e9 as nccl-tests. */
+/* alltoallv's uneven exchange, nccl-tests' generated pattern: of the
+ * `param` elements per peer a call's size gives (param x nranks in all),
+ * rank `from` sends rank `to` a share growing with their distance
+ * (to - from) mod nranks, nothing to itself; each share is rounded down to
+ * 16 bytes. Every rank sends and receives the same total. */
+size_t fb_alltoallv_count(size_t param, size_t eltsize, int nranks, int from, int to);
+/* Where rank `to`'s share starts in rank `from`'s send buffer (elements). */
+size_t fb_alltoallv_send_offset(size_t param, size_t eltsize, int nranks, int from, int to);
+
+/* Whether the collective runs on this many ranks (hypercube: a power of two). */
+bool fb_collective_runs_on(const struct fb_collective *c, int nranks);
+
+/* Bandwidths of one measurement, GB = 1e9 as nccl-tests. fb_algbw_GBps is
+ * size / time; fb_coll_algbw_GBps applies the collective's alg_factor. */
 double fb_algbw_GBps(size_t bytes, double seconds);
+double fb_coll_algbw_GBps(const struct fb_collective *c, size_t bytes, double seconds, int nranks);
 double fb_busbw_GBps(const struct fb_collective *c, size_t bytes, double seconds, int nranks);
 
 #endif

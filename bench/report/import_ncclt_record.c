@@ -138,6 +138,22 @@ static long listed_ranks(const struct ncclt_record *r)
     return n;
 }
 
+static size_t element_size(const struct ncclt_record *r);
+static size_t size_per_count(const struct fb_collective *c, size_t esz, long n);
+
+/* A count per rank shows the ranks as size / (count x type size), where
+ * the bus factor says nothing (hypercube's is 1); 0 when it does not. */
+static long ranks_from_count(const struct ncclt_record *r, const struct fb_collective *c)
+{
+    const struct fb_place *p = NULL;
+    const struct fb_row *row = telling_row(r, &p);
+    size_t esz = element_size(r);
+    if (row == NULL || esz == 0 || row->bytes % (row->count * esz) != 0)
+        return 0;
+    long n = (long)(row->bytes / (row->count * esz));
+    return n > 1 && size_per_count(c, esz, n) == (size_t)n ? n : 0;
+}
+
 /* Without device lines the rank count still shows in busBW / algBW: the
  * collective's bus factor, inverted. */
 static long ranks_from_factor(const struct ncclt_record *r)
@@ -147,6 +163,8 @@ static long ranks_from_factor(const struct ncclt_record *r)
     if (c == NULL || telling_row(r, &p) == NULL)
         return 0;
     long n = c->ranks_for_factor(p->busbw_GBps / p->algbw_GBps);
+    if (n == 0)
+        n = ranks_from_count(r, c);
     return n >= 1 && n < 1000000 ? n : 0;
 }
 
@@ -276,24 +294,29 @@ static size_t element_size(const struct ncclt_record *r)
     return t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
 }
 
-/* Elements of size per element of count for c on n ranks: 1, or n for the
- * gathers, scatters and alltoall (their count is per rank). Asked of the
- * table at a size every version's alignment leaves alone, and checked as
- * size = count x type size x that, which holds for every nccl-tests
- * version (the 16-byte alignment of newer ones included). 0 when unknown. */
+/* Elements of the requested size per element of count for c on n ranks:
+ * 1, or n for the gathers, scatters and alltoalls (their count is per
+ * rank). Asked of the table at a size every version's alignment leaves
+ * alone, and checked as size = count x type size x that, which holds for
+ * every nccl-tests version (the 16-byte alignment of newer ones included)
+ * but alltoallv, whose size is its per-peer shares rounded down: that one
+ * the table decides. 0 when unknown. */
 static size_t size_per_count(const struct fb_collective *c, size_t esz, long n)
 {
     if (esz == 0 || n < 1)
         return 0;
     struct fb_counts k = c->counts(esz * (size_t)n * 4096, esz, (int)n);
-    return k.param > 0 ? k.bytes / esz / k.param : 0;
+    return k.param > 0 ? (size_t)n * 4096 / k.param : 0;
 }
 
 /* Whether a row's count and size fit c on n ranks (true when unknown). */
 static bool count_fits(const struct fb_collective *c, const struct fb_row *row, size_t esz, long n)
 {
     size_t per = size_per_count(c, esz, n);
-    return per == 0 || row->count * esz * per == row->bytes;
+    if (per == 0 || row->count * esz * per == row->bytes)
+        return true;
+    struct fb_counts k = c->counts(row->count * esz * per, esz, (int)n);
+    return k.param == row->count && k.bytes == row->bytes;
 }
 
 /* Whether collective c could have printed this row: the count its size
@@ -457,7 +480,7 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object *devices = devices_json(r, hosts, &rpn);
     if (listed == 0) {
         ncclt_warn(r, "no device lines: rank count %s; nodes unknown",
-                   lone ? "1, inferred from busBW 0 beside a non-zero algBW" : ranks > 0 ? "inferred from busBW/algBW" : "unknown, set to 1");
+                   lone ? "1, inferred from busBW 0 beside a non-zero algBW" : ranks > 0 ? "inferred from the rows (busBW/algBW, or size per count)" : "unknown, set to 1");
         if (ranks == 0)
             ranks = 1;
     }

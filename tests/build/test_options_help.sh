@@ -21,7 +21,8 @@ lists() {
 B=$FB_BIN
 COLL="0 1 2 3 4 5 6 7 8 9 130 143"
 lists fabric-coll "$COLL" "$B/fabric-coll"
-for p in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
+# Every *_perf name the collective table gives (fabric-coll --list).
+for p in $("$B/fabric-coll" --list | sed 's/$/_perf/'); do
   lists "$p" "$COLL" "$B/$p"
 done
 lists fabric-rdma "0 1 2 4 5 6 7 8 9 130 143" "$B/fabric-rdma"

@@ -124,3 +124,57 @@ bad_text "a size out of order" "${row}s/^        4096          1024/       65536
 for v in nan inf -3.2; do
   bad_text "algBW $v" "${row}s/^\\( *[0-9]* *[0-9]* *float *sum *-1 *[0-9.]*\\) *[0-9.]*/\\1   $v/" "line $row: a value that is not a number >= 0"
 done
+
+# The collectives beyond the first seven, as nccl-tests 2.19 prints them
+# (written here): gather_perf on 4 ranks with root 2. The count column is
+# the per-rank block (GatherGetCollByteCount), busBW = algBW x 3/4.
+gather_table() {
+  printf '%s\n' "# Collective test starting: gather_perf" \
+    "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0" \
+    "#" "# Using devices"
+  for r in 0 1 2 3; do
+    [ "${1:-}" = nodevs ] || printf '#  Rank %2d Group  0 Pid %6d on   gpu-node-0 device %2d [0000:%02x:00] NVIDIA H100 80GB HBM3\n' "$r" $((4242 + r)) "$r" $((24 + 16 * r))
+  done
+  printf '%s\n' "#" \
+    "#                                                              out-of-place                       in-place          " \
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong" \
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       " \
+    "     1048576         65536     float    none       2    20.00   52.43   39.32       0    19.00   55.19   41.39       0" \
+    "     2097152        131072     float    none       2    30.00   69.91   52.43       0    29.00   72.32   54.24       0" \
+    "     4194304        262144     float    none       2    50.00   83.89   62.91       0    49.00   85.60   64.20       0" \
+    "# Out of bounds values : 0 OK" "# Avg bus bandwidth    : 52.415 " "#" "# Collective test concluded: gather_perf"
+}
+gather_table >"$T_DIR/g.txt"
+"$R" import "$T_DIR/g.txt" -o "$T_DIR/g.json" >"$T_OUT" 2>"$T_ERR"
+same "gather_perf text: collective, ranks, root, rows, busBW" \
+  "$(jq -r '[.collective, .topology.ranks, .root, (.rows | length), .rows[2].out_of_place.busbw_GBps, .complete] | map(tostring) | join(" ")' "$T_DIR/g.json" 2>&1)" \
+  "gather 4 2 3 62.91 true"
+check "the gather import is valid against collective.schema.json" json_valid "$SCHEMA/collective.schema.json" "$T_DIR/g.json"
+gather_table nodevs >"$T_DIR/g-nodevs.txt"
+"$R" import "$T_DIR/g-nodevs.txt" -o "$T_DIR/g-nodevs.json" >/dev/null 2>&1
+same "without device lines, gather's busBW/algBW 0.75 gives 4 ranks" "$(jq -r .topology.ranks "$T_DIR/g-nodevs.json" 2>&1)" 4
+sed 's/^\( *2097152 .*\)  52\.43 /\1  12.43 /' "$T_DIR/g.txt" >"$T_DIR/g-bad.txt"
+expect_exit "a gather row whose busBW is not algBW x 3/4 is refused" 10 "$R" import "$T_DIR/g-bad.txt" -o "$T_DIR/g-bad.json"
+expect_grep "  naming gather's bus factor on 4 ranks" 'busBW 12.43 is not algBW 69.91 x 0.7500 \(the gather bus factor on 4 ranks\)' "$T_ERR"
+sed 's/gather_perf/scatter_perf/' "$T_DIR/g.txt" >"$T_DIR/s.txt"
+"$R" import "$T_DIR/s.txt" -o "$T_DIR/s.json" >/dev/null 2>&1
+same "the same table as scatter_perf is scatter" "$(jq -r .collective "$T_DIR/s.json" 2>&1)" scatter
+# alltoallv on 4 ranks, 1M of float: the per-peer block 65536, the size
+# one rank's distance-weighted shares, 16-byte rounded (alltoallv.cu:
+# 174752 + 349520 + 524288 = 1048560); in place not checked (N/A).
+gather_table nodevs | sed -e 's/gather_perf/alltoallv_perf/' -e '/^ *2097152 /d; /^ *4194304 /d' \
+  -e 's/^     1048576         65536     float    none       2 /     1048560         65536     float    none      -1 /' \
+  -e '/^     1048560 /s/       0$/     N\/A/' -e 's/maxBytes 4194304/maxBytes 1048576/' >"$T_DIR/v.txt"
+"$R" import "$T_DIR/v.txt" -o "$T_DIR/v.json" >"$T_OUT" 2>"$T_ERR"
+same "alltoallv_perf text: its uneven size fits its count on 4 ranks" \
+  "$(jq -r '[.collective, .topology.ranks, (.rows | length), .rows[0].bytes, .rows[0].count, .rows[0].in_place.wrong] | map(tostring) | join(" ")' "$T_DIR/v.json" 2>&1)" \
+  "alltoallv 4 1 1048560 65536 null"
+# hypercube: busBW = algBW, so the ranks come from size / count.
+sed -e 's/gather_perf/hypercube_perf/' -e 's/    none       2 /    none      -1 /' \
+  -e 's/  52\.43   39\.32 /  39.32   39.32 /' -e 's/  55\.19   41\.39 /  41.39   41.39 /' \
+  -e 's/  69\.91   52\.43 /  52.43   52.43 /' -e 's/  72\.32   54\.24 /  54.24   54.24 /' \
+  -e 's/  83\.89   62\.91 /  62.91   62.91 /' -e 's/  85\.60   64\.20 /  64.20   64.20 /' \
+  <(gather_table nodevs) >"$T_DIR/h.txt"
+"$R" import "$T_DIR/h.txt" -o "$T_DIR/h.json" >"$T_OUT" 2>"$T_ERR"
+same "hypercube_perf text without device lines: 4 ranks from size per count" \
+  "$(jq -r '[.collective, .topology.ranks, (.rows | length)] | map(tostring) | join(" ")' "$T_DIR/h.json" 2>&1)" "hypercube 4 3"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks a fabric-coll results file: valid against the schema, and every
 row's numbers consistent with each other (busBW = algBW x factor, time x
-algBW = size). Usage: check_collective.py FILE [--ranks N] [--rows N]
+algBW = size, hypercube's x (n-1)/n). Usage: check_collective.py FILE [--ranks N] [--rows N]
 [--complete|--incomplete] [--nodes N]. Prints one line per failed check and
 exits 1 if any failed."""
 import argparse
@@ -18,6 +18,15 @@ FACTORS = {
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
     "sendrecv": lambda n: 1.0,
+    "alltoallv": lambda n: (n - 1) / n,
+    "gather": lambda n: (n - 1) / n,
+    "scatter": lambda n: (n - 1) / n,
+    "hypercube": lambda n: 1.0,
+}
+# algBW = size / time x this (nccl-tests' hypercube counts the n-1 blocks
+# a rank receives); 1 for the others.
+ALG_FACTORS = {
+    "hypercube": lambda n: (n - 1) / n,
 }
 
 
@@ -53,13 +62,14 @@ def main():
     if len(doc["devices"]) != n:
         errors.append(f"{len(doc['devices'])} device records for {n} ranks")
     factor = FACTORS[doc["collective"]](n)
+    alg = ALG_FACTORS.get(doc["collective"], lambda n: 1.0)(n)
     wrong = 0
     for row in doc["rows"]:
         for name in ("out_of_place", "in_place"):
             p = row[name]
             t = p["time_us"] * 1e-6
-            if not close(p["algbw_GBps"] * 1e9 * t, row["bytes"], 1e-6):
-                errors.append(f"{row['bytes']} {name}: time x algBW != size")
+            if not close(p["algbw_GBps"] * 1e9 * t, row["bytes"] * alg, 1e-6):
+                errors.append(f"{row['bytes']} {name}: time x algBW != size x {alg}")
             if not close(p["busbw_GBps"], p["algbw_GBps"] * factor):
                 errors.append(f"{row['bytes']} {name}: busBW != algBW x {factor}")
             if not p["time_us_min"] <= p["time_us_mean"] * (1 + 1e-9) <= p["time_us_max"] * (1 + 1e-9):
