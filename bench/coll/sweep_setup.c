@@ -223,7 +223,7 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
     if (st == FB_OK) {
         sweep_describe(r);
         r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
-        st = fb_record_start(&r->rec, r->cfg.json_path == NULL || r->phases > 1, err);
+        st = fb_record_start(&r->rec, r->cfg.json_path == NULL, err);
     }
     if (st == FB_OK)
         snprintf(r->phase_paths[r->phase], sizeof r->phase_paths[r->phase], "%s", r->rec.path);
