@@ -48,6 +48,7 @@ const struct fb_opt coll_options[] = {
     {0, "full", FB_OPT_FLAG, OFF(full), NULL, "measure every size even when the TCP fallback is already plain", 0, 0, 0},
     {0, "fallback-band", FB_OPT_DOUBLE, OFF(fallback_band), "GBPS", "busBW at or under this on >= 64M across nodes stops the sweep (default: twice the tcp-fallback reference)", 0, 1e6, 0},
     {0, "cv-threshold", FB_OPT_DOUBLE, OFF(cv_threshold), "PERCENT", "with -N: sizes whose time varies more than this are flagged unstable (default 5)", 0, 1000, 0},
+    {0, "split", FB_OPT_STRING, OFF(split), "SPLIT", "rank groups measured side by side: an NCCL_TESTS_SPLIT expression ('MOD 8'), intra-node, inter-node, or intra-inter (both, one results file each)", 0, 0, 0},
     {0, "no-watchdog", FB_OPT_FLAG, OFF(no_watchdog), NULL, "no bound on waits and plain MPI threading (the watchdog needs MPI_THREAD_MULTIPLE, which costs ~0.1 us per small message)", 0, 0, 0},
     {0, "cap-memory", FB_OPT_FLAG, OFF(cap_memory), NULL, "lower -e to what fits in memory (with a warning) instead of refusing", 0, 0, 0},
     {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},

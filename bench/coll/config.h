@@ -24,6 +24,7 @@ struct coll_config {
     const char *json_path;
     /* fabric-bench options */
     const char *backend_name, *cluster, *results_dir;
+    const char *split; /* --split: rank groups (coll/split.h) */
     int nccl_log, cap_memory, help, version, list, full, no_watchdog;
     double time_budget, fallback_band, cv_threshold;
 

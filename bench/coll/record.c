@@ -37,8 +37,8 @@ static json_object *placement_json(const struct fb_measurement *r)
     return o;
 }
 
-void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
-                       const struct fb_measurement *oop, const struct fb_measurement *ip)
+static json_object *row_json(const struct fb_call *call, int run, long iterations,
+                             const struct fb_measurement *oop, const struct fb_measurement *ip)
 {
     json_object *row = json_object_new_object();
     json_object_object_add(row, "bytes", json_object_new_uint64(call->counts.bytes));
@@ -47,7 +47,32 @@ void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int ru
     json_object_object_add(row, "iterations", json_object_new_int64(iterations));
     json_object_object_add(row, "out_of_place", placement_json(oop));
     json_object_object_add(row, "in_place", placement_json(ip));
-    json_object_array_add(rec->rows, row);
+    return row;
+}
+
+void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
+                       const struct fb_measurement *oop, const struct fb_measurement *ip)
+{
+    json_object_array_add(rec->rows, row_json(call, run, iterations, oop, ip));
+}
+
+/* split.groups[], or NULL when the run has no rank groups. */
+static json_object *split_groups(const struct fb_record *rec)
+{
+    json_object *split = NULL, *groups = NULL;
+    if (!json_object_object_get_ex(rec->doc, "split", &split) || split == NULL ||
+        !json_object_object_get_ex(split, "groups", &groups))
+        return NULL;
+    return groups;
+}
+
+void fb_record_add_group_row(struct fb_record *rec, int group, const struct fb_call *call, int run,
+                             long iterations, const struct fb_measurement *oop, const struct fb_measurement *ip)
+{
+    json_object *groups = split_groups(rec), *rows = NULL;
+    json_object *g = groups ? json_object_array_get_idx(groups, (size_t)group) : NULL;
+    if (g != NULL && json_object_object_get_ex(g, "rows", &rows))
+        json_object_array_add(rows, row_json(call, run, iterations, oop, ip));
 }
 
 void fb_record_warn(struct fb_record *rec, const char *text)
@@ -123,6 +148,12 @@ json_object *fb_summary_of_rows(json_object *rows, int sizes_planned)
 static void update_summary(struct fb_record *rec, int complete)
 {
     json_object_object_add(rec->doc, "summary", fb_summary_of_rows(rec->rows, rec->sizes_planned));
+    json_object *groups = split_groups(rec);
+    for (size_t i = 0; groups != NULL && i < json_object_array_length(groups); i++) {
+        json_object *g = json_object_array_get_idx(groups, i), *rows = NULL;
+        if (json_object_object_get_ex(g, "rows", &rows))
+            json_object_object_add(g, "summary", fb_summary_of_rows(rows, rec->sizes_planned));
+    }
     fb_envelope_finish(rec->doc, complete);
 }
 

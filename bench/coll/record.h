@@ -28,6 +28,11 @@ enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char
 void fb_record_add_row(struct fb_record *rec, const struct fb_call *call, int run, long iterations,
                        const struct fb_measurement *oop, const struct fb_measurement *ip);
 
+/* With rank groups: one row of group `group` (split.groups[group].rows;
+ * nothing when the document has no split). */
+void fb_record_add_group_row(struct fb_record *rec, int group, const struct fb_call *call, int run,
+                             long iterations, const struct fb_measurement *oop, const struct fb_measurement *ip);
+
 void fb_record_warn(struct fb_record *rec, const char *text);
 
 /* Records why the run ended early; the document stays incomplete. */

@@ -14,6 +14,7 @@
 #include "coll/pacing.h"
 #include "coll/plan.h"
 #include "coll/record.h"
+#include "coll/split.h"
 #include "coll/transport.h"
 #include "coll/validate.h"
 #include "core/watchdog.h"
@@ -28,6 +29,15 @@
 struct sweep {
     struct coll_config cfg;
     struct fb_world world;
+    /* Rank groups: the phase's split, this rank's group (the whole job
+     * without a split) and every group's figures of the last size. */
+    struct coll_split_spec split_spec; /* as given; intra-inter has two phases */
+    struct coll_split split;
+    struct fb_world group;
+    struct fb_measurement *group_res; /* 2 x split.ngroups: out-of-place, then in-place */
+    int phase, phases;
+    char launch[128];                   /* the same in every phase's record */
+    char phase_paths[2][PATH_MAX];      /* rank 0: each phase's results file */
     struct fb_backend be;
     struct fb_plan plan;
     struct fb_checker checker;
@@ -61,6 +71,15 @@ struct sweep {
  * why). */
 int sweep_prepare(struct sweep *r, int argc, char **argv);
 
+/* Between the phases of one launch (--split intra-inter): releases the
+ * phase's backend, buffers, groups and record, keeping the job's world,
+ * watchdog and the phases' paths. Collective. */
+void sweep_end_phase(struct sweep *r);
+void sweep_next_phase(struct sweep *r);
+
+/* Rank 0, after the last phase: the command that judges the pair. */
+void sweep_print_phase_pair(struct sweep *r);
+
 /* The early-stop band, from the tcp-fallback reference profile unless
  * --fallback-band says. Collective (rank 0 reads, all learn). */
 void sweep_setup_fallback(struct sweep *r);
@@ -89,6 +108,7 @@ enum fb_status sweep_describe_devices(struct sweep *r, struct fb_err *err); /* c
 void sweep_print_mismatch(struct sweep *r, const struct fb_call *c, const struct fb_mismatch *mm); /* any rank */
 void sweep_finish_log_capture(struct sweep *r); /* collective */
 void sweep_print_summary(struct sweep *r);
+void sweep_print_groups(struct sweep *r); /* rank 0: each group's busBW */
 void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double busbw, const char *reason);
 void sweep_print_stability(struct sweep *r);
 void sweep_sample_memory(struct sweep *r); /* any rank, local */

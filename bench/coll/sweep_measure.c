@@ -86,7 +86,7 @@ static void pace(struct sweep *r, const struct fb_call *oop /* one per local ran
         return;
     struct fb_err err = {0};
     double per_op = 0;
-    if (fb_calibrate(&r->be, &r->world, oop, &per_op, &err) != FB_OK)
+    if (fb_calibrate(&r->be, &r->group, oop, &per_op, &err) != FB_OK)
         sweep_abort(r, &err);
     double left = r->cfg.time_budget - (fb_now() - r->sweep_start);
     int sizes_left = r->plan.count * (int)r->cfg.run_cycles - r->sizes_done;
@@ -124,13 +124,42 @@ static int fallback_stop(struct sweep *r, const struct fb_call *c, const struct 
     return 1;
 }
 
-/* One call per local rank of this process, for one size and placement. */
+/* One call per local rank of this process, for one size and placement,
+ * numbered within the rank group (the whole job without a split). */
 static void make_calls(struct sweep *r, uint64_t size, int in_place, struct fb_call *calls)
 {
-    int n = fb_total_ranks(&r->be, &r->world);
+    int n = fb_total_ranks(&r->be, &r->group);
     for (int i = 0; i < r->be.local_ranks; i++)
         calls[i] = fb_make_call(r->cfg.coll, r->cfg.dtype, r->cfg.op, (int)r->cfg.root, size, in_place,
-                                r->world.rank * r->be.local_ranks + i, n, r->be.ops->inplace_style);
+                                r->group.rank * r->be.local_ranks + i, n, r->be.ops->inplace_style);
+}
+
+/* Rank groups measure side by side: they start each placement together
+ * (nccl-tests' barriers are over the whole job), each times its own calls,
+ * and the table gets the figure nccl-tests prints (coll_split_combine). */
+static enum fb_status measure_placement(struct sweep *r, uint64_t size, const struct fb_call *calls,
+                                        struct fb_measurement *res, struct fb_mismatch *mm, struct fb_err *err)
+{
+    if (!r->split.active)
+        return fb_measure(&r->be, &r->group, &r->timing, &r->checker, calls, res, mm, err);
+    MPI_Barrier(r->world.comm);
+    struct fb_measurement mine;
+    enum fb_status st = fb_measure(&r->be, &r->group, &r->timing, &r->checker, calls, &mine, mm, err);
+    if (st == FB_OK)
+        coll_split_combine(&r->split, &r->world, size, &calls[0], r->timing.reduction, &mine, res,
+                           r->group_res + (calls[0].in_place ? r->split.ngroups : 0));
+    return st;
+}
+
+/* Rank 0: every group's row, with the call sizes of its own rank count. */
+static void record_group_rows(struct sweep *r, uint64_t size, int cycle)
+{
+    for (int g = 0; r->split.active && g < r->split.ngroups; g++) {
+        struct fb_call c = fb_make_call(r->cfg.coll, r->cfg.dtype, r->cfg.op, (int)r->cfg.root, size, 0, 0,
+                                        r->split.group_size[g], r->be.ops->inplace_style);
+        fb_record_add_group_row(&r->rec, g, &c, cycle, r->timing.iters * r->timing.agg, &r->group_res[g],
+                                &r->group_res[r->split.ngroups + g]);
+    }
 }
 
 /* Returns 1 when the sweep must stop after this size. */
@@ -145,8 +174,7 @@ static int measure_size(struct sweep *r, uint64_t size, int cycle)
         arm_call(r, &calls[in_place][0]);
         if (in_place == 0)
             pace(r, calls[0]);
-        if (fb_measure(&r->be, &r->world, &r->timing, &r->checker, calls[in_place], &res[in_place],
-                       &mm, &err) != FB_OK)
+        if (measure_placement(r, size, calls[in_place], &res[in_place], &mm, &err) != FB_OK)
             sweep_abort(r, &err);
         sweep_print_mismatch(r, &calls[in_place][0], &mm);
         if (res[in_place].wrong > 0)
@@ -161,6 +189,7 @@ static int measure_size(struct sweep *r, uint64_t size, int cycle)
         fb_table_row(stdout, &calls[0][0], &res[0], &res[1]);
         pthread_mutex_lock(&r->rec_lock);
         fb_record_add_row(&r->rec, &calls[0][0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
+        record_group_rows(r, size, cycle);
         sweep_save(r, 0);
         pthread_mutex_unlock(&r->rec_lock);
     }
@@ -203,6 +232,7 @@ int sweep_execute(struct sweep *r)
     if (r->world.rank == 0) {
         fb_table_footer(stdout, r->wrong_total, r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0);
         sweep_print_summary(r);
+        sweep_print_groups(r);
         sweep_print_stability(r);
         printf("# Collective test concluded: %s\n", r->cfg.coll->perf_name);
         pthread_mutex_lock(&r->rec_lock);

@@ -25,26 +25,42 @@ static json_object *device_json(struct sweep *r, int local)
     json_object_object_add(d, "rank", json_object_new_int(r->world.rank * per + local));
     json_object_object_add(d, "host", json_object_new_string(r->world.host));
     json_object_object_add(d, "local_rank", json_object_new_int(r->world.local_rank * per + local));
+    json_object_object_add(d, "group", json_object_new_int(r->split.colors ? r->split.colors[r->world.rank] : 0));
     r->be.ops->describe(&r->be, local, d);
     json_object_object_add(d, "pid", json_object_new_int((int)getpid()));
     return d;
 }
 
+/* nccl-tests prints the bus as domain:bus:device ([0000:1b:00], util.cu
+ * writeDeviceReport); the record keeps the full id with its function. */
+static void format_bus(const char *id, char *buf, size_t len)
+{
+    unsigned domain = 0, bus = 0, dev = 0;
+    if (id == NULL)
+        snprintf(buf, len, "host");
+    else if (sscanf(id, "%x:%x:%x", &domain, &bus, &dev) == 3)
+        snprintf(buf, len, "%04x:%02x:%02x", domain, bus, dev);
+    else
+        snprintf(buf, len, "%.12s", id);
+}
+
+/* One line per rank in nccl-tests' layout; Group is the rank's color. */
 static void print_rank_lines(json_object *devices)
 {
     printf("# Using devices\n");
     for (int i = 0; i < (int)json_object_array_length(devices); i++) {
         json_object *d = json_object_array_get_idx(devices, (size_t)i);
         const char *host = fb_json_get_string(d, "host"), *name = fb_json_get_string(d, "name");
-        const char *bus = fb_json_get_string(d, "pci_bus_id");
-        int64_t dev = -1, pid = 0;
+        int64_t dev = -1, pid = 0, group = 0;
         fb_json_get_int64(d, "cuda_device", &dev);
         fb_json_get_int64(d, "pid", &pid);
-        char devstr[24] = " -";
+        fb_json_get_int64(d, "group", &group);
+        char devstr[24] = " -", bus[32];
         if (dev >= 0)
             snprintf(devstr, sizeof devstr, "%2lld", (long long)dev);
-        printf("#  Rank %2d Group  0 Pid %6lld on %10s device %s [%.12s] %s\n", i, (long long)pid,
-               host ? host : "?", devstr, bus ? bus : "host", name ? name : "?");
+        format_bus(fb_json_get_string(d, "pci_bus_id"), bus, sizeof bus);
+        printf("#  Rank %2d Group %2lld Pid %6lld on %10s device %s [%s] %s\n", i, (long long)group,
+               (long long)pid, host ? host : "?", devstr, bus, name ? name : "?");
     }
 }
 
@@ -153,6 +169,48 @@ void sweep_describe(struct sweep *r)
     json_object_object_add(d, "time_budget_s", c->time_budget > 0 ? fb_json_number(c->time_budget) : NULL);
     json_object_object_add(d, "early_stop", NULL);
     json_object_object_add(d, "stability", NULL);
+    json_object_object_add(d, "split", coll_split_json(&r->split, &r->world, r->phase, r->phases, r->launch));
+}
+
+/* Rank groups: what the table shows, and each group's own figures. */
+static void print_split_preamble(struct sweep *r)
+{
+    if (!r->split.active)
+        return;
+    char groups[512];
+    coll_split_describe(&r->split, groups, sizeof groups);
+    if (r->split_spec.note[0] && r->phase == 0)
+        printf("# Note: %s\n", r->split_spec.note);
+    printf("# Split %s=%s", r->split.spec.source, r->split.spec.text);
+    if (r->phases > 1)
+        printf(", phase %d of %d: %s", r->phase + 1, r->phases, coll_split_kind_name(r->split.spec.kind));
+    printf(": %s, measured side by side; the table's time is reduced over all ranks (-a), its busBW uses "
+           "group %d's %d ranks; each group's figures are in the results' split.groups\n", groups,
+           r->split.group_color[r->split.rank0_group], r->split.group_size[r->split.rank0_group]);
+}
+
+void sweep_print_groups(struct sweep *r)
+{
+    json_object *split = NULL, *groups = NULL;
+    if (!r->split.active || !json_object_object_get_ex(r->rec.doc, "split", &split) ||
+        !json_object_object_get_ex(split, "groups", &groups))
+        return;
+    for (int g = 0; g < r->split.ngroups; g++) {
+        json_object *rows = NULL, *e = json_object_array_get_idx(groups, (size_t)g);
+        json_object_object_get_ex(e, "rows", &rows);
+        json_object *s = fb_summary_of_rows(rows, r->rec.sizes_planned);
+        double peak = 0, at_largest = 0;
+        int64_t largest = 0;
+        fb_json_get_double(s, "peak_busbw_GBps", &peak);
+        fb_json_get_double(s, "busbw_at_largest_GBps", &at_largest);
+        fb_json_get_int64(s, "largest_bytes", &largest);
+        char size[32];
+        fb_format_size((uint64_t)largest, size, sizeof size);
+        printf("# Group %2d: %d rank%s on %d node%s, busBW peak %.2f GB/s, %.2f GB/s at %s\n",
+               r->split.group_color[g], r->split.group_size[g], r->split.group_size[g] == 1 ? "" : "s",
+               r->split.group_nodes[g], r->split.group_nodes[g] == 1 ? "" : "s", peak, at_largest, size);
+        json_object_put(s);
+    }
 }
 
 /* Warnings go to the table (as # lines) and into the results file. */
@@ -269,6 +327,7 @@ void sweep_print_preamble(struct sweep *r)
     coll_config_notes(&r->cfg, stdout);
     for (const char *l = r->flag_notes; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0'))
         printf("# Note: %.*s\n", (int)strcspn(l, "\n"), l);
+    print_split_preamble(r);
     if (r->plan.merged > 0)
         printf("# Note: %d size%s round%s to the bytes of the size before (whole elements, 16-byte blocks); "
                "each is measured once\n",

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll/sweep.h"
 #include "coll/table.h"
@@ -12,6 +13,7 @@
 #include "core/clock.h"
 #include "core/envelope.h"
 #include "core/jsonio.h"
+#include "core/outfile.h"
 #include "core/units.h"
 
 /* Rank 0 prints the agreed error; every rank returns the agreed code. */
@@ -30,15 +32,40 @@ static enum fb_status pick_cluster(struct sweep *r, struct fb_err *err)
     return fb_cluster_label_checked(r->cfg.cluster, r->world.hosts[0], r->cluster, sizeof r->cluster, err);
 }
 
+/* -J FILE.json of a launch with phases: FILE-inter-node.json and
+ * FILE-intra-node.json (the phase's name before the extension). */
+static enum fb_status phase_json_path(const struct sweep *r, char *path, size_t len, struct fb_err *err)
+{
+    const char *given = r->cfg.json_path, *phase = coll_split_kind_name(r->split.spec.kind);
+    const char *dot = strrchr(given, '.'), *slash = strrchr(given, '/');
+    size_t stem = dot != NULL && (slash == NULL || dot > slash) ? (size_t)(dot - given) : strlen(given);
+    if (snprintf(path, len, "%.*s-%s%s", (int)stem, given, phase, given + stem) >= (int)len)
+        return fb_fail(err, FB_ERR_IO, "results path too long: %s", given);
+    return FB_OK;
+}
+
 static enum fb_status results_path(struct sweep *r, char *path, size_t len, struct fb_err *err)
 {
-    struct fb_results_name n = {r->cfg.json_path, r->cfg.results_dir, r->cluster, r->cfg.coll->name};
+    char what[128];
+    snprintf(what, sizeof what, "%s", r->cfg.coll->name);
+    if (r->phases > 1 && r->cfg.json_path != NULL)
+        return phase_json_path(r, path, len, err);
+    if (r->phases > 1)
+        snprintf(what, sizeof what, "%s-%s", r->cfg.coll->name, coll_split_kind_name(r->split.spec.kind));
+    struct fb_results_name n = {r->cfg.json_path, r->cfg.results_dir, r->cluster, what};
     return fb_results_path(&n, path, len, err);
 }
 
 static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
 {
-    int n = fb_total_ranks(&r->be, &r->world);
+    int n = fb_total_ranks(&r->be, &r->group);
+    if (r->split.active && r->be.local_ranks > 1)
+        return fb_fail(err, FB_ERR_USAGE, "%s=%s with several GPUs per process (-t/-g) is not supported: "
+                       "launch one process per GPU (drop -t/-g)", r->split.spec.source, r->split.spec.text);
+    if (r->cfg.coll->rooted && r->split.active && r->cfg.root >= r->split.smallest)
+        return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of every group (the smallest of %s=%s has %d); "
+                       "use -r 0 to %d", r->cfg.root, r->split.spec.source, r->split.spec.text, r->split.smallest,
+                       r->split.smallest - 1);
     if (r->cfg.coll->rooted && r->cfg.root >= n)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
                        r->cfg.root, n, n - 1);
@@ -51,6 +78,47 @@ static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
                        "start %d or %d ranks", r->cfg.coll->name, n, below, below * 2);
     }
     return FB_OK;
+}
+
+/* The split in force (first phase: from --split and the environment) and
+ * whether this job can run it. Local. */
+static enum fb_status pick_split(struct sweep *r, struct fb_err *err)
+{
+    if (r->phase == 0) {
+        enum fb_status st = coll_split_from_env(r->cfg.split, &r->split_spec, err);
+        if (st != FB_OK)
+            return st;
+        r->phases = coll_split_phases(&r->split_spec);
+    }
+    if (r->phases > 1 && r->cfg.json_path != NULL && fb_out_is_stream(r->cfg.json_path))
+        return fb_fail(err, FB_ERR_USAGE, "%s %s writes one results file per phase; give -J a file name, not %s",
+                       r->split_spec.source, r->split_spec.text, r->cfg.json_path);
+    return coll_split_check_loop(&r->split_spec, &r->world, err);
+}
+
+/* The groups of this phase, on every rank; their figures' space. */
+static enum fb_status split_world(struct sweep *r, struct fb_err *err)
+{
+    struct coll_split_spec spec = coll_split_phase(&r->split_spec, r->phase);
+    enum fb_status st = coll_split_setup(&r->split, &spec, &r->world, &r->group, err);
+    if (st == FB_OK) {
+        r->group_res = calloc(2 * (size_t)r->split.ngroups, sizeof *r->group_res);
+        if (r->group_res == NULL)
+            st = fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d groups", r->split.ngroups);
+    }
+    return st;
+}
+
+/* Every phase's record names the launch it came from, so that a reader
+ * pairs the files of one launch: rank 0's host, pid and start time. */
+static void name_launch(struct sweep *r)
+{
+    if (r->launch[0] != '\0')
+        return;
+    char stamp[64];
+    fb_utc_stamp(stamp, sizeof stamp);
+    snprintf(r->launch, sizeof r->launch, "%s-%ld-%s", r->world.hosts[0], (long)getpid(), stamp);
+    MPI_Bcast(r->launch, (int)sizeof r->launch, MPI_CHAR, 0, r->world.comm);
 }
 
 /* How far the sweep may go in memory; ranks with the least memory decide
@@ -67,7 +135,7 @@ static enum fb_status fit_memory(struct sweep *r, struct fb_err *err)
     if (st == FB_OK) {
         uint64_t reserve = (gpu ? GPU_RESERVE_BYTES : HOST_RESERVE_BYTES + avail / 10) +
                            (uint64_t)STAGE_BYTES * (uint64_t)sharers;
-        fit = fb_plan_largest_fit(&r->plan, r->cfg.coll, esz, fb_total_ranks(&r->be, &r->world), sharers, avail, reserve);
+        fit = fb_plan_largest_fit(&r->plan, r->cfg.coll, esz, fb_total_ranks(&r->be, &r->group), sharers, avail, reserve);
     }
     int fit_all = fit;
     MPI_Allreduce(&fit, &fit_all, 1, MPI_INT, MPI_MIN, r->world.comm);
@@ -85,7 +153,7 @@ static enum fb_status fit_memory(struct sweep *r, struct fb_err *err)
     if (fit != fit_all)
         return FB_OK; /* another rank has less memory and will explain */
     size_t send = 0, recv = 0;
-    fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->world), r->plan.sizes[r->plan.count - 1], &send,
+    fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->group), r->plan.sizes[r->plan.count - 1], &send,
                     &recv);
     char want[32], have[32], need[32], fits[96] = "no size of this sweep fits";
     fb_format_size(r->plan.sizes[r->plan.count - 1], want, sizeof want);
@@ -107,7 +175,7 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
 {
     size_t esz = fb_dtype_info(r->cfg.dtype)->size;
     size_t send = 0, recv = 0;
-    fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->world), r->plan.sizes[r->plan.count - 1], &send,
+    fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->group), r->plan.sizes[r->plan.count - 1], &send,
                     &recv);
     enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
     if (st == FB_OK)
@@ -129,6 +197,12 @@ static void start_log_capture(struct sweep *r)
     }
     if (!nccl || (!r->cfg.nccl_log && r->world.nodes < 2))
         return;
+    if (r->phase > 0) {
+        /* NCCL opened its debug file in the first phase and keeps it. */
+        snprintf(r->log_note, sizeof r->log_note, "transport recorded in the first phase's results only (%s)",
+                 r->phase_paths[0]);
+        return;
+    }
     const char *tmp = getenv("TMPDIR");
     fb_nccl_capture_start(&r->nccl_log, tmp && *tmp ? tmp : "/tmp", r->log_note, sizeof r->log_note);
 }
@@ -140,7 +214,10 @@ static enum fb_status plan_sizes(struct sweep *r, struct fb_err *err)
     enum fb_status st = fb_plan_sizes(r->cfg.minbytes, r->cfg.maxbytes, r->cfg.stepfactor, r->cfg.stepbytes,
                                       &r->plan, err);
     if (st == FB_OK)
-        fb_plan_dedupe(&r->plan, r->cfg.coll, fb_dtype_info(r->cfg.dtype)->size, fb_total_ranks(&r->be, &r->world));
+        /* One plan for every group, or their loops would differ: the sizes
+         * as the table's group (rank 0's) sees them. */
+        fb_plan_dedupe(&r->plan, r->cfg.coll, fb_dtype_info(r->cfg.dtype)->size,
+                       r->split.group_size[r->split.rank0_group] * r->be.local_ranks);
     return st;
 }
 
@@ -162,6 +239,8 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
         r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
         st = fb_record_start(&r->rec, r->cfg.json_path == NULL, err);
     }
+    if (st == FB_OK)
+        snprintf(r->phase_paths[r->phase], sizeof r->phase_paths[r->phase], "%s", r->rec.path);
     if (st != FB_OK)
         fb_record_free(&r->rec); /* nothing on disk is ours to update */
     pthread_mutex_unlock(&r->rec_lock);
@@ -197,6 +276,8 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
         return -1;
     if (err.code == FB_OK)
         fb_world_check_launcher(&r->world, &err);
+    if (err.code == FB_OK)
+        pick_split(r, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     r->be.ops = r->cfg.backend;
@@ -206,6 +287,10 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
     uint64_t hash = fb_opts_hash(coll_options, &r->cfg);
     hash = fb_hash_bytes(hash, r->cfg.coll->name, strlen(r->cfg.coll->name));
     fb_world_check_same(&r->world, hash, "arguments", &err);
+    if (fb_world_agree(&r->world, &err) != FB_OK)
+        return fail_agreed(r, &err);
+    name_launch(r);
+    split_world(r, &err);
     if (err.code == FB_OK)
         check_run_shape(r, &err);
     if (err.code == FB_OK)
@@ -222,7 +307,7 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
         return fail_agreed(r, &err);
     start_log_capture(r);
     sweep_arm(r, setup_bound, "communicator set-up");
-    r->be.ops->init(&r->be, &r->world, &err);
+    r->be.ops->init(&r->be, &r->group, &err); /* a communicator per group */
     if (fb_world_agree(&r->world, &err) != FB_OK)
         return fail_agreed(r, &err);
     fit_memory(r, &err);
@@ -274,5 +359,59 @@ void sweep_setup_fallback(struct sweep *r)
         band = band_from_profile(r->fallback_note, sizeof r->fallback_note);
     MPI_Bcast(&band, 1, MPI_DOUBLE, 0, r->world.comm);
     r->fallback.band_GBps = band;
-    r->fallback.nodes = r->world.nodes;
+    /* The band judges traffic across nodes: groups inside one node have none. */
+    r->fallback.nodes = 0;
+    for (int g = 0; g < r->split.ngroups; g++)
+        if (r->split.group_nodes[g] > r->fallback.nodes)
+            r->fallback.nodes = r->split.group_nodes[g];
+}
+
+void sweep_end_phase(struct sweep *r)
+{
+    if (r->be.state != NULL)
+        r->be.ops->fini(&r->be, 0);
+    r->be.state = NULL;
+    fb_checker_free(&r->checker);
+    pthread_mutex_lock(&r->rec_lock);
+    fb_record_free(&r->rec);
+    pthread_mutex_unlock(&r->rec_lock);
+    fb_plan_free(&r->plan);
+    free(r->group_res);
+    r->group_res = NULL;
+    coll_split_free(&r->split);
+    fb_world_free(&r->group);
+}
+
+/* What the next phase starts from: the job, its watchdog and what the
+ * phases share; everything measured is the phase's own. */
+void sweep_next_phase(struct sweep *r)
+{
+    pthread_mutex_lock(&r->rec_lock);
+    coll_config_defaults(&r->cfg);
+    r->be = (struct fb_backend){0};
+    r->timing = (struct fb_timing){0};
+    r->wrong_total = 0;
+    r->busbw_sum = 0;
+    r->busbw_n = 0;
+    r->mismatch_lines = 0;
+    r->cap_note[0] = r->log_note[0] = r->fallback_note[0] = '\0';
+    r->nccl_log = (struct fb_nccl_capture){0};
+    r->slowest_Bps = 0;
+    r->save_err = (struct fb_err){0};
+    r->sweep_start = 0;
+    r->sizes_done = 0;
+    r->fallback = (struct fb_fallback_rule){0};
+    r->fallback_said = 0;
+    memset(r->peak_memory, 0, sizeof r->peak_memory);
+    r->flag_notes[0] = '\0';
+    r->phase++;
+    pthread_mutex_unlock(&r->rec_lock);
+}
+
+void sweep_print_phase_pair(struct sweep *r)
+{
+    if (r->world.rank != 0 || r->phases < 2)
+        return;
+    printf("# Split %s: judge the pair with: fabric-report check %s %s\n", r->split_spec.text, r->phase_paths[0],
+           r->phase_paths[1]);
 }

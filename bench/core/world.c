@@ -61,6 +61,46 @@ void fb_world_free(struct fb_world *w)
 {
     free(w->hosts);
     w->hosts = NULL;
+    if (w->owns_comm && w->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&w->comm);
+    w->owns_comm = 0;
+}
+
+/* The group's node numbering, by first appearance of each host among its
+ * ranks, as fb_world_init numbers the job's. */
+static void assign_group_nodes(struct fb_world *g)
+{
+    g->nodes = 0;
+    for (int r = 0; r < g->size; r++) {
+        if (first_rank_on_host(g, r) != r)
+            continue;
+        if (strcmp(g->hosts[r], g->host) == 0)
+            g->node = g->nodes;
+        g->nodes++;
+    }
+}
+
+enum fb_status fb_world_split(const struct fb_world *parent, int color, int key, struct fb_world *group,
+                              struct fb_err *err)
+{
+    memset(group, 0, sizeof *group);
+    group->comm = MPI_COMM_NULL;
+    if (MPI_Comm_split(parent->comm, color, key, &group->comm) != MPI_SUCCESS)
+        return fb_fail(err, FB_ERR_RUNTIME, "MPI_Comm_split into rank groups failed");
+    group->owns_comm = 1;
+    MPI_Comm_rank(group->comm, &group->rank);
+    MPI_Comm_size(group->comm, &group->size);
+    snprintf(group->host, sizeof group->host, "%s", parent->host);
+    group->local_rank = parent->local_rank;
+    group->local_size = parent->local_size;
+    group->hosts = calloc((size_t)group->size, sizeof *group->hosts);
+    if (group->hosts == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d host names", group->size);
+    if (MPI_Allgather(group->host, FB_HOST_MAX, MPI_CHAR, group->hosts, FB_HOST_MAX, MPI_CHAR, group->comm) !=
+        MPI_SUCCESS)
+        return fb_fail(err, FB_ERR_RUNTIME, "MPI_Allgather of host names in a rank group failed");
+    assign_group_nodes(group);
+    return FB_OK;
 }
 
 enum fb_status fb_world_check_launcher(const struct fb_world *w, struct fb_err *err)

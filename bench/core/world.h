@@ -17,11 +17,20 @@ struct fb_world {
     int node, nodes;            /* this host's index, distinct hosts */
     char host[FB_HOST_MAX];
     char (*hosts)[FB_HOST_MAX]; /* per rank, in rank order */
+    int owns_comm;              /* a group's: freed with the world */
 };
 
 /* Call after MPI_Init. Collective. */
 enum fb_status fb_world_init(struct fb_world *w, MPI_Comm comm, struct fb_err *err);
 void fb_world_free(struct fb_world *w);
+
+/* A part of the job: the ranks of `parent` passing the same color, ordered
+ * by `key` (MPI_Comm_split). comm, rank, size, hosts, node and nodes are the
+ * group's; local_rank and local_size stay the job's, since a host's GPUs and
+ * memory are shared by every rank on it whatever its group. fb_world_free
+ * frees its communicator. Collective over the parent. */
+enum fb_status fb_world_split(const struct fb_world *parent, int color, int key, struct fb_world *group,
+                              struct fb_err *err);
 
 /* The classic trap: the launcher started N copies but each sees MPI size 1
  * (binary built against another MPI, or none). Local check, no MPI calls. */

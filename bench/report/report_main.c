@@ -24,6 +24,7 @@
 #include "report/probe_verdict.h"
 #include "report/profile_match.h"
 #include "report/result.h"
+#include "report/split_verdict.h"
 #include "core/text.h"
 #include "report/verdict.h"
 
@@ -31,7 +32,7 @@
 
 static const char usage_text[] =
     "usage: fabric-report COMMAND [ARGS]   (fabric-report COMMAND --help for details)\n"
-    "  check RESULT.json [--profile NAME] [--json]     verdict: PASS, DEGRADED, TCP-FALLBACK, FAIL, INCOMPLETE\n"
+    "  check RESULT.json [--profile NAME] [--json]     verdict: PASS, DEGRADED, TCP-FALLBACK, FAIL, INCOMPLETE\n"    "  check INTRA-NODE.json INTER-NODE.json           the pair of fabric-coll --split intra-inter\n"
     "  compare RESULT.json...|DIR... [--markdown|--csv|--json] [--baseline N|NAME|FILE]\n"
     "  import FILE... [-o OUT.json|DIR/]               nccl-tests text/-J JSON, perftest text/--out_json\n"
     "  plot RESULT.json...|DIR... -o FILE.png|FILE.svg busBW vs size with reference lines (gnuplot)\n"
@@ -129,12 +130,15 @@ static enum fb_status fail_collective_option(const char *given, struct fb_err *e
 
 static const char check_help[] =
     "usage: fabric-report check RESULT.json [--profile NAME] [--profiles DIR] [--json]\n"
+    "       fabric-report check INTRA-NODE.json INTER-NODE.json\n"
     "         [--nccl-log FILE|DIR]... [--single-node ONE-NODE.json]\n"
     "Judges one collective result against a reference profile, picked from the GPU model,\n"
     "node count and network unless --profile names one; a run no profile describes is\n"
     "judged by physics (the TCP-fallback band) and its GPU family.\n"
     "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport; --single-node\n"
     "holds a multi-node run against a run of the same GPUs on one node.\n"
+    "Two results, the intra-node and inter-node files of one fabric-coll --split intra-inter\n"
+    "launch, are judged against each other: per-GPU busBW across nodes vs inside a node.\n"
     "Exit code = verdict: 0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE\n"
     "(docs/report.md); else 1 internal error, 2 usage (or no profile applies: name one),\n"
     "10 input error.\n";
@@ -177,11 +181,36 @@ static enum fb_status judge_probe(json_object *doc, const char *path, bool json,
     return st == FB_OK ? verdict : st;
 }
 
+/* The two results of fabric-coll --split intra-inter, judged together. */
+static enum fb_status judge_split_pair(const struct check_args *a, char **paths, struct fb_err *err)
+{
+    if (a->json || a->profile != NULL || a->single_node != NULL || a->nlogs > 0)
+        return fb_fail(err, FB_ERR_USAGE, "an intra-node/inter-node pair is judged against itself, as text: drop "
+                       "--json, --profile, --single-node and --nccl-log (check each file alone for those)");
+    struct fb_result one = {0}, two = {0};
+    enum fb_status st = fb_result_load(paths[0], &one, err);
+    if (st == FB_OK)
+        st = fb_result_load(paths[1], &two, err);
+    struct fb_str text = {0};
+    enum fb_status verdict = FB_OK;
+    if (st == FB_OK)
+        st = fb_split_judge(&one, &two, &text, &verdict, err);
+    if (st == FB_OK)
+        print_str(stdout, &text);
+    fb_str_free(&text);
+    fb_result_free(&one);
+    fb_result_free(&two);
+    return st == FB_OK ? verdict : st;
+}
+
 static enum fb_status judge_one(const void *args, int npaths, char **paths, struct fb_err *err)
 {
     const struct check_args *a = args;
+    if (npaths == 2)
+        return judge_split_pair(a, paths, err);
     if (npaths != 1)
-        return fb_fail(err, FB_ERR_USAGE, "check takes exactly one RESULT.json (got %d); see fabric-report check --help", npaths);
+        return fb_fail(err, FB_ERR_USAGE, "check takes one RESULT.json, or the two of a --split intra-inter launch "
+                       "(got %d); see fabric-report check --help", npaths);
     /* The file is parsed once: its kind picks the verdict. When it does not
      * parse, the collective reader reads it again for its own message. */
     json_object *doc = NULL;

@@ -83,7 +83,8 @@ bad "newer schema version" 10 'schema_version 2' "$R" check "$T_DIR/v2.json"
 bad "nccl-tests text given to check" 10 'fabric-report import' "$R" check "$FIX/ncclt/nccl-tests-2.19-socket-16rank.txt"
 bad "unknown profile lists the known ones" 2 "unknown profile 'nope'; known: .*gke-a3-mega-tcpxo" "$R" check --profile nope "$RES/gke-tcpxo-allreduce.json"
 bad "no profile for a host run" 2 'no reference profile matches.*baseline' "$R" check "$RES/vm-mpi-allreduce-4.json"
-bad "two files to check" 2 'exactly one' "$R" check "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allreduce-2.json"
+bad "two files that are no --split intra-inter pair" 2 'not such a pair' "$R" check "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allreduce-2.json"
+bad "three files to check" 2 'takes one RESULT.json, or the two of a --split intra-inter launch \(got 3\)' "$R" check "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allreduce-2.json" "$RES/vm-mpi-allreduce-2.json"
 bad "unknown option" 2 "unknown option '--frobnicate' for fabric-report check" "$R" check --frobnicate "$RES/vm-mpi-allreduce-4.json"
 bad "option without value" 2 'needs a value' "$R" check "$RES/vm-mpi-allreduce-4.json" --profile
 bad "unknown command" 2 "unknown command 'verify'" "$R" verify

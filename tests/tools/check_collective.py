@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Checks a fabric-coll results file: valid against the schema, and every
 row's numbers consistent with each other (busBW = algBW x factor, time x
-algBW = size, hypercube's x (n-1)/n). Usage: check_collective.py FILE [--ranks N] [--rows N]
-[--complete|--incomplete] [--nodes N]. Prints one line per failed check and
+algBW = size, hypercube's x (n-1)/n). With rank groups (split) the table's rows take the factor of
+the table group's rank count and each group's rows that of its own.
+Usage: check_collective.py FILE [--ranks N] [--rows N]
+[--complete|--incomplete] [--nodes N] [--groups N]. Prints one line per failed check and
 exits 1 if any failed."""
 import argparse
 import json
@@ -34,6 +36,27 @@ def close(a, b, rel=1e-6):
     return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-12
 
 
+def alg_factor(collective, n):
+    return ALG_FACTORS.get(collective, lambda n: 1.0)(n)
+
+
+def check_rows(rows, factor, alg, label, errors):
+    """Appends what is inconsistent in rows; returns their wrong elements."""
+    wrong = 0
+    for row in rows:
+        for name in ("out_of_place", "in_place"):
+            p = row[name]
+            t = p["time_us"] * 1e-6
+            if not close(p["algbw_GBps"] * 1e9 * t, row["bytes"] * alg, 1e-6):
+                errors.append(f"{label}{row['bytes']} {name}: time x algBW != size x {alg}")
+            if not close(p["busbw_GBps"], p["algbw_GBps"] * factor):
+                errors.append(f"{label}{row['bytes']} {name}: busBW != algBW x {factor}")
+            if not p["time_us_min"] <= p["time_us_mean"] * (1 + 1e-9) <= p["time_us_max"] * (1 + 1e-9):
+                errors.append(f"{label}{row['bytes']} {name}: min <= mean <= max broken")
+            wrong += p["wrong"] or 0
+    return wrong
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
@@ -44,6 +67,7 @@ def main():
     ap.add_argument("--complete", action="store_true")
     ap.add_argument("--incomplete", action="store_true")
     ap.add_argument("--wrong", type=int, default=0)
+    ap.add_argument("--groups", type=int)
     a = ap.parse_args()
     doc = json.load(open(a.file))
     jsonschema.validate(doc, json.load(open(a.schema)))
@@ -61,20 +85,15 @@ def main():
         errors.append("complete, expected incomplete")
     if len(doc["devices"]) != n:
         errors.append(f"{len(doc['devices'])} device records for {n} ranks")
-    factor = FACTORS[doc["collective"]](n)
-    alg = ALG_FACTORS.get(doc["collective"], lambda n: 1.0)(n)
-    wrong = 0
-    for row in doc["rows"]:
-        for name in ("out_of_place", "in_place"):
-            p = row[name]
-            t = p["time_us"] * 1e-6
-            if not close(p["algbw_GBps"] * 1e9 * t, row["bytes"] * alg, 1e-6):
-                errors.append(f"{row['bytes']} {name}: time x algBW != size x {alg}")
-            if not close(p["busbw_GBps"], p["algbw_GBps"] * factor):
-                errors.append(f"{row['bytes']} {name}: busBW != algBW x {factor}")
-            if not p["time_us_min"] <= p["time_us_mean"] * (1 + 1e-9) <= p["time_us_max"] * (1 + 1e-9):
-                errors.append(f"{row['bytes']} {name}: min <= mean <= max broken")
-            wrong += p["wrong"] or 0
+    split = doc.get("split")
+    table_n = split["groups"][split["table_group"]]["size"] if split else n
+    wrong = check_rows(doc["rows"], FACTORS[doc["collective"]](table_n), alg_factor(doc["collective"], table_n), "", errors)
+    if a.groups is not None and len(split["groups"] if split else []) != a.groups:
+        errors.append(f"{len(split['groups']) if split else 0} groups, expected {a.groups}")
+    for g in split["groups"] if split else []:
+        if len(g["rows"]) != len(doc["rows"]):
+            errors.append(f"group {g['color']}: {len(g['rows'])} rows for {len(doc['rows'])}")
+        check_rows(g["rows"], FACTORS[doc["collective"]](g["size"]), alg_factor(doc["collective"], g["size"]), f"group {g['color']} ", errors)
     if wrong != a.wrong:
         errors.append(f"{wrong} wrong elements, expected {a.wrong}")
     if doc["summary"]["sizes_done"] != len(doc["rows"]):
