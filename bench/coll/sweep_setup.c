@@ -32,7 +32,7 @@ static enum fb_status pick_cluster(struct sweep *r, struct fb_err *err)
 
 static enum fb_status results_path(struct sweep *r, char *path, size_t len, struct fb_err *err)
 {
-    struct fb_results_name n = {r->cfg.json_path, r->cfg.results_dir, r->cluster, r->cfg.coll->name};
+    struct fb_results_name n = {r->cfg.record_path, r->cfg.results_dir, r->cluster, r->cfg.coll->name};
     return fb_results_path(&n, path, len, err);
 }
 
@@ -98,9 +98,12 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
     size_t esz = fb_dtype_info(r->cfg.dtype)->size;
     size_t send = 0, recv = 0;
     fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
+    sweep_sample_memory(r);
+    r->mem_before_alloc = r->peak_memory;
     enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
     if (st == FB_OK)
         sweep_sample_memory(r);
+    r->mem_after_alloc = r->peak_memory;
     if (st == FB_OK)
         st = fb_checker_init(&r->checker, STAGE_BYTES, err);
     return st;
@@ -149,10 +152,14 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
     if (st == FB_OK) {
         sweep_describe(r);
         r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
-        st = fb_record_start(&r->rec, r->cfg.json_path == NULL, err);
+        st = fb_record_start(&r->rec, r->cfg.record_path == NULL, err);
     }
+    if (st != FB_OK && r->cfg.record_path != NULL && r->cfg.record_path == r->cfg.record_opt)
+        fb_out_name_option(err, "--record FILE");
     if (st != FB_OK)
         fb_record_free(&r->rec); /* nothing on disk is ours to update */
+    else
+        sweep_start_ntjson(r);
     pthread_mutex_unlock(&r->rec_lock);
     return st;
 }
