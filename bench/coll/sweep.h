@@ -57,6 +57,7 @@ struct sweep {
     uint64_t mem_before_alloc;        /* peak_memory before the buffers (after set-up) */
     uint64_t mem_after_alloc;         /* and after them */
     uint64_t mem_parts[3];            /* -M: set-up, buffers, collectives; max over ranks (rank 0) */
+    int mem_known;                    /* every rank could sample them (rank 0) */
     int64_t oob_checks;               /* checks with wrong elements; this rank's, then the sum (rank 0) */
     struct fb_ntjson_file nt;         /* nccl-tests' JSON (-J under a *_perf name) */
     int nt_failed;                    /* its update failed once: said, not again */

@@ -79,12 +79,16 @@ void sweep_sample_memory(struct sweep *r)
  * added (NCCL's own buffers, connected lazily). */
 static void gather_memory_parts(struct sweep *r)
 {
-    uint64_t mine[3] = {r->mem_before_alloc, 0, 0};
-    if (r->mem_after_alloc >= r->mem_before_alloc && r->mem_before_alloc > 0)
+    /* The buffers are in use after allocation: a rank with nothing there
+     * could not sample (the 4th figure, "unknown", then wins the max). */
+    uint64_t mine[4] = {r->mem_before_alloc, 0, 0, r->mem_after_alloc == 0}, all[4] = {0};
+    if (r->mem_after_alloc >= r->mem_before_alloc)
         mine[1] = r->mem_after_alloc - r->mem_before_alloc;
-    if (r->peak_memory >= r->mem_after_alloc && r->mem_after_alloc > 0)
+    if (r->peak_memory >= r->mem_after_alloc)
         mine[2] = r->peak_memory - r->mem_after_alloc;
-    MPI_Reduce(mine, r->mem_parts, 3, MPI_UINT64_T, MPI_MAX, 0, r->world.comm);
+    MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_MAX, 0, r->world.comm);
+    memcpy(r->mem_parts, all, sizeof r->mem_parts);
+    r->mem_known = all[3] == 0;
 }
 
 /* Every rank's peak into its device record, for the memory a sweep to -e
@@ -394,7 +398,7 @@ static void print_memory_line(struct sweep *r)
     };
     for (int i = 0; i < FB_TABLE_MEM_PARTS; i++) {
         m.bytes[i] = r->mem_parts[i];
-        m.known[i] = r->mem_parts[0] > 0;
+        m.known[i] = r->mem_known;
     }
     fb_table_memory(stdout, &m);
 }
@@ -408,7 +412,7 @@ static json_object *footer_json(const struct sweep *r, const struct fb_table_tot
     json_object_object_add(f, "min_bw_ok", t->min_bw_set ? json_object_new_boolean(fb_table_min_bw_ok(t)) : NULL);
     static const char *const keys[] = {"setup_bytes", "buffers_bytes", "collective_bytes"};
     for (int i = 0; i < 3; i++)
-        json_object_object_add(mem, keys[i], r->mem_parts[0] ? json_object_new_uint64(r->mem_parts[i]) : NULL);
+        json_object_object_add(mem, keys[i], r->mem_known ? json_object_new_uint64(r->mem_parts[i]) : NULL);
     json_object_object_add(f, "memory", mem);
     return f;
 }
