@@ -26,6 +26,7 @@ void sweep_abort(struct sweep *r, struct fb_err *err)
         pthread_mutex_lock(&r->rec_lock);
         fb_record_fault(&r->rec, err->code, err->msg, r->world.rank, r->world.host);
         fb_record_save(&r->rec, 0, &ignored);
+        sweep_save_ntjson(r);
         pthread_mutex_unlock(&r->rec_lock);
     }
     if (r->be.state != NULL)
@@ -236,6 +237,7 @@ static void record_fault_now(struct sweep *r, enum fb_status code, const char *m
     if (fb_record_save(&r->rec, 0, &err) == FB_OK)
         fprintf(stderr, "fabric-coll: results so far: %s (%zu sizes, marked incomplete)\n", r->rec.path,
                 json_object_array_length(r->rec.rows));
+    sweep_save_ntjson(r);
     pthread_mutex_unlock(&r->rec_lock);
 }
 
