@@ -193,6 +193,12 @@ if grep -q '"time_column": "cpu_time"' "$d/cs-rec.json" && grep -q '"cpu_time_us
 else
   not_ok "the record notes the table's time is CPU time" "$(grep -c cpu_time "$d/cs-rec.json")"
 fi
+run "$R" import "$d/cs.txt" -o "$d/cs-imp.json"
+if [ "$T_RC" -eq 0 ] && [ "$(jq '.rows | length' "$d/cs-imp.json")" -eq 3 ]; then
+  ok "fabric-report import reads the -C -S -M table (the timestamp column set aside)"
+else
+  not_ok "fabric-report import reads the -C -S -M table (the timestamp column set aside)" "exit $T_RC: $(cat "$T_ERR")"
+fi
 mpi "$FB_BIN/all_reduce_perf" -b 1K -e 1K -n 1 --record "$d/plain.json"
 if grep -Eq '^# +size .* #wrong $' "$T_OUT" && ! grep -q 'memory usage' "$T_OUT"; then
   ok "without -S the title lines end as 2.19.6's (' %*s'), no memory line without -M"
