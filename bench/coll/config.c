@@ -28,13 +28,13 @@ const struct fb_opt coll_options[] = {
     {'G', "cudagraph", FB_OPT_INT, OFF(graph), "N", "CUDA graph replays per timed loop (nccl backend)", 0, 1000000, 0},
     {'t', "nthreads", FB_OPT_INT, OFF(nthreads), "N", "threads per process, each with -g GPUs (nccl backend; ranks per process = -t x -g)", 1, FB_LOCAL_RANKS_MAX, 0},
     {'g', "ngpus", FB_OPT_INT, OFF(ngpus), "N", "GPUs per thread, one rank each (nccl backend)", 1, FB_LOCAL_RANKS_MAX, 0},
-    {'J', "output_file", FB_OPT_STRING, OFF(json_path), "FILE", "results JSON path (default results/<cluster>/<time>-<collective>.json)", 0, 0, 0},
     {'p', "parallel_init", FB_OPT_INT, OFF(parallel_init), "0/1", "1: with -t > 1, each thread's communicators are set up by a thread of their own", 0, 1, 0},
     {'y', "stream_null", FB_OPT_INT, OFF(stream_null), "0/1", "1: calls on the NULL stream (nccl backend)", 0, 1, 0},
-    {'C', "report_cputime", FB_OPT_INT, OFF(cputime), "0/1", "accepted for compatibility", 0, 1, 1},
-    {'S', "report_timestamps", FB_OPT_INT, OFF(timestamps), "0/1", "accepted for compatibility (the JSON has start and end times)", 0, 1, 1},
+    {'J', "output_file", FB_OPT_STRING, OFF(json_path), "FILE", "as a *_perf name: nccl-tests' JSON to FILE (.json, numbered when taken); as fabric-coll: the results record (default results/<cluster>/<time>-<collective>.json)", 0, 0, 0},
+    {'C', "report_cputime", FB_OPT_INT, OFF(cputime), "0/1", "time column: host (CPU) time of issuing the calls instead of their completion", 0, 1, 0},
+    {'S', "report_timestamps", FB_OPT_INT, OFF(timestamps), "0/1", "a timestamp column at the end of each row (local time)", 0, 1, 0},
     {'I', "per_iter_timing", FB_OPT_INT, OFF(per_iter), "0/1", "accepted for compatibility", 0, 1, 1},
-    {'M', "memory", FB_OPT_INT, OFF(memory_report), "0/1", "accepted for compatibility (memory use is always checked before the sweep)", 0, 1, 1},
+    {'M', "memory", FB_OPT_INT, OFF(memory_report), "0/1", "memory use line in the footer (initialisation, buffers, collectives)", 0, 1, 0},
     {'u', "unalign", FB_OPT_INT, OFF(unalign), "N", "accepted for compatibility", 0, 1 << 20, 1},
     {'R', "local_register", FB_OPT_INT, OFF(local_register), "0-2", "buffer registration: 1 local (ncclCommRegister, NCCL >= 2.19), 2 symmetric windows (NCCL >= 2.27)", 0, 2, 0},
     {'x', "cta_policy", FB_OPT_INT, OFF(cta_policy), "0-2", "NCCL CTA policy: 0 default, 1 efficiency, 2 zero (NCCL >= 2.27, 2 needs 2.28; default: not set)", 0, 2, 0},
@@ -42,6 +42,8 @@ const struct fb_opt coll_options[] = {
     {'V', "device_cta_count", FB_OPT_INT, OFF(device_ctas), "N", "CTAs of a device implementation, 1-128 (default 16)", -BIG, BIG, 0},
     {0, "backend", FB_OPT_STRING, OFF(backend_name), "NAME", "nccl (GPU) or mpi (host memory); default nccl when a GPU is visible", 0, 0, 0},
     {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label for results (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
+    {0, "record", FB_OPT_STRING, OFF(record_opt), "FILE", "the results record's path when -J writes nccl-tests' JSON (a *_perf name); as fabric-coll the same as -J", 0, 0, 0},
+    {0, "nccl-tests-json", FB_OPT_STRING, OFF(ntjson_opt), "FILE", "also write nccl-tests' -J JSON to FILE (a new file: FILE.0, FILE.1 ... when taken)", 0, 0, 0},
     {0, "results-dir", FB_OPT_STRING, OFF(results_dir), "DIR", "results directory (default results)", 0, 0, 0},
     {0, "nccl-log", FB_OPT_FLAG, OFF(nccl_log), NULL, "capture NCCL's INFO log per rank and record the transport", 0, 0, 0},
     {0, "time-budget", FB_OPT_DOUBLE, OFF(time_budget), "SECONDS", "fit the whole sweep in this time: iterations per size from a calibration (-n caps them)", 0, 86400 * 30, 0},
@@ -90,6 +92,7 @@ static enum fb_status pick_collective(struct coll_config *cfg, const struct fb_o
     const char *prog = base_name(cfg->invoked_as);
     int from_name = strcmp(prog, "fabric-coll") != 0 && fb_collective_find(prog) != NULL;
     if (from_name) {
+        cfg->perf_name = 1;
         cfg->coll = fb_collective_find(prog);
         if (res->npositional > 0)
             return fb_fail(err, FB_ERR_USAGE, "unexpected argument '%s'; %s takes only options",
@@ -173,9 +176,30 @@ static enum fb_status check_ranks_per_process(const struct coll_config *cfg, str
     return FB_OK;
 }
 
+/* Under a *_perf name -J is nccl-tests' own JSON, so scripts written for
+ * nccl-tests read what they expect, and the record goes to --record or the
+ * default path; as fabric-coll, -J is the record. */
+static enum fb_status pick_outputs(struct coll_config *cfg, struct fb_err *err)
+{
+    if (cfg->perf_name) {
+        cfg->record_path = cfg->record_opt;
+        cfg->ntjson_path = cfg->ntjson_opt ? cfg->ntjson_opt : cfg->json_path;
+        cfg->ntjson_any_name = cfg->ntjson_opt != NULL;
+        return FB_OK;
+    }
+    if (cfg->json_path != NULL && cfg->record_opt != NULL)
+        return fb_fail(err, FB_ERR_USAGE, "-J and --record both name the results record as fabric-coll; give one of them");
+    cfg->record_path = cfg->json_path ? cfg->json_path : cfg->record_opt;
+    cfg->ntjson_path = cfg->ntjson_opt;
+    cfg->ntjson_any_name = 1;
+    return FB_OK;
+}
+
 enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv, struct fb_err *err)
 {
     cfg->invoked_as = argc > 0 ? argv[0] : "fabric-coll";
+    cfg->argc = argc;
+    cfg->argv = argv;
     struct fb_opts_result res;
     enum fb_status st = fb_opts_parse(coll_options, argc, argv, cfg, &res, err);
     if (st == FB_OK && !cfg->help && !cfg->version) {
@@ -184,6 +208,8 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
         cfg->device_impl_given = res.given[fb_opts_find(coll_options, "device_implementation")];
         cfg->device_ctas_given = res.given[fb_opts_find(coll_options, "device_cta_count")];
         st = pick_collective(cfg, &res, err);
+        if (st == FB_OK)
+            st = pick_outputs(cfg, err);
         if (st == FB_OK)
             st = check_values(cfg, err);
         if (st == FB_OK)
@@ -234,6 +260,12 @@ int coll_config_notes(const struct coll_config *cfg, FILE *out)
         if (out)
             fprintf(out, "# Note: -%c %ld is accepted for nccl-tests compatibility and has no effect here\n",
                     o->short_name, v);
+        n++;
+    }
+    /* MPI's calls return when they are done: issuing is completing. */
+    if (cfg->cputime && cfg->backend != NULL && strcmp(cfg->backend->name, "mpi") == 0) {
+        if (out)
+            fprintf(out, "# Note: -C 1 on the mpi backend: MPI calls return when complete, so CPU time is the wall time\n");
         n++;
     }
     return n + nccl_only_notes(cfg, out);

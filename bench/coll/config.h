@@ -23,6 +23,7 @@ struct coll_config {
     const char *dtype_name, *op_name;
     const char *json_path;
     /* fabric-bench options */
+    const char *record_opt, *ntjson_opt;
     const char *backend_name, *cluster, *results_dir;
     const char *split; /* --split: rank groups (coll/split.h) */
     int nccl_log, cap_memory, help, version, list, full, no_watchdog;
@@ -35,6 +36,12 @@ struct coll_config {
     const struct fb_backend_ops *backend;
     const char *invoked_as;
     int stepfactor_given, iters_given, device_impl_given, device_ctas_given;
+    int argc;
+    char **argv;
+    int perf_name;          /* invoked as all_reduce_perf ...: -J is nccl-tests' JSON */
+    const char *record_path; /* the results record: -J or --record, NULL = default path */
+    const char *ntjson_path; /* nccl-tests' JSON, or NULL */
+    int ntjson_any_name;     /* from --nccl-tests-json: written whatever the extension */
 };
 
 extern const struct fb_opt coll_options[];

@@ -29,9 +29,11 @@ const char *fb_time_reduction_name(enum fb_time_reduction r)
     return names[r];
 }
 
+/* `issued` (may be NULL) gets the clock when the last call is issued,
+ * before the final wait: nccl-tests' CPU time (-C) ends there. */
 static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
                               const struct fb_timing *tm, const struct fb_call *calls, long iters,
-                              const char *phase, struct fb_err *err)
+                              const char *phase, double *issued, struct fb_err *err)
 {
     for (long it = 0; it < iters; it++) {
         fb_watchdog_tick(tm->wd, it, phase);
@@ -51,6 +53,8 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
             MPI_Barrier(w->comm);
         }
     }
+    if (issued != NULL)
+        *issued = fb_now();
     fb_watchdog_tick(tm->wd, iters, phase);
     return be->ops->wait(be, err);
 }
@@ -145,18 +149,19 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     const struct fb_call *call = &calls[0];
     *res = (struct fb_measurement){0};
     *mm = (struct fb_mismatch){0};
-    enum fb_status st = run_ops(be, w, tm, calls, tm->warmup, "warm-up", err);
+    enum fb_status st = run_ops(be, w, tm, calls, tm->warmup, "warm-up", NULL, err);
     if (st != FB_OK)
         return st;
     fb_watchdog_tick(tm->wd, 0, "barrier");
     MPI_Barrier(w->comm);
-    double t0 = fb_now(), elapsed = 0;
+    double t0 = fb_now(), elapsed = 0, issued = 0;
     long ops = tm->iters * tm->agg;
     int graphs = be->graph_launches > 0 && be->ops->run_graph != NULL;
     if (graphs) {
         st = be->ops->run_graph(be, calls, ops, be->graph_launches, &elapsed, err);
+        issued = t0 + elapsed;
     } else {
-        st = run_ops(be, w, tm, calls, tm->iters, "timed", err);
+        st = run_ops(be, w, tm, calls, tm->iters, "timed", &issued, err);
         elapsed = fb_now() - t0;
     }
     if (st != FB_OK)
@@ -165,6 +170,8 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     /* Past this rank's last wait: a rank still stuck in it is behind. */
     fb_watchdog_tick(tm->wd, 0, "time reduction");
     reduce_time(w, per_op, tm->reduction, res);
+    /* Per operation, not per graph replay, as nccl-tests divides it. */
+    res->cpu_time_us = (issued - t0) / (double)ops * 1e6;
     double seconds = res->time_us * 1e-6;
     res->algbw_GBps = fb_coll_algbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));
     res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));

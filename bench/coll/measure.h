@@ -26,6 +26,7 @@ struct fb_measurement {
     double time_us_mean, time_us_min, time_us_max;
     double algbw_GBps, busbw_GBps;
     int64_t wrong;                       /* over all ranks; -1 when not checked */
+    double cpu_time_us;                  /* this rank's host time issuing the calls, per operation (-C) */
 };
 
 /* Fills the call for `size` bytes and the placement; offsets per backend. */

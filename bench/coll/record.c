@@ -34,6 +34,7 @@ static json_object *placement_json(const struct fb_measurement *r)
     json_object_object_add(o, "algbw_GBps", fb_json_number(r->algbw_GBps));
     json_object_object_add(o, "busbw_GBps", fb_json_number(r->busbw_GBps));
     json_object_object_add(o, "wrong", r->wrong >= 0 ? json_object_new_int64(r->wrong) : NULL);
+    json_object_object_add(o, "cpu_time_us", fb_json_number(r->cpu_time_us));
     return o;
 }
 

@@ -11,6 +11,7 @@
 #include "coll/backend.h"
 #include "coll/config.h"
 #include "coll/measure.h"
+#include "coll/ntjson.h"
 #include "coll/pacing.h"
 #include "coll/plan.h"
 #include "coll/record.h"
@@ -64,6 +65,13 @@ struct sweep {
     int fallback_said;                /* --full: the suspicion said once */
     uint64_t peak_memory[FB_LOCAL_RANKS_MAX]; /* per local rank: backend's peak_memory, 0 until sampled */
     char flag_notes[1024];            /* lines: flags the backend lowered (check_flags) */
+    uint64_t mem_before_alloc;        /* the most of peak_memory[] before the buffers (after set-up) */
+    uint64_t mem_after_alloc;         /* and after them */
+    uint64_t mem_parts[3];            /* -M: set-up, buffers, collectives; max over ranks (rank 0) */
+    int mem_known;                    /* every rank could sample them (rank 0) */
+    int64_t oob_checks;               /* checks with wrong elements; this rank's, then the sum (rank 0) */
+    struct fb_ntjson_file nt;         /* nccl-tests' JSON (-J under a *_perf name) */
+    int nt_failed;                    /* its update failed once: said, not again */
 };
 
 /* Everything before the first measurement, agreed by all ranks. Returns 0
@@ -112,6 +120,13 @@ void sweep_print_groups(struct sweep *r); /* rank 0: each group's busBW */
 void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double busbw, const char *reason);
 void sweep_print_stability(struct sweep *r);
 void sweep_sample_memory(struct sweep *r); /* any rank, local */
+uint64_t sweep_peak_memory(const struct sweep *r); /* the most of this process's local ranks */
 void sweep_record_memory(struct sweep *r); /* collective: devices[].peak_memory_bytes */
+void sweep_start_ntjson(struct sweep *r);  /* rank 0: nccl-tests' JSON file created */
+void sweep_save_ntjson(struct sweep *r);   /* rank 0, caller holds rec_lock */
+void sweep_count_checks(struct sweep *r);  /* collective: oob_checks summed to rank 0 */
+/* Rank 0: the footer lines (and -M's), recorded in "footer"; every rank:
+ * whether NCCL_TESTS_MIN_BW fails the run. */
+int sweep_print_footer(struct sweep *r);
 
 #endif

@@ -26,6 +26,7 @@ void sweep_abort(struct sweep *r, struct fb_err *err)
         pthread_mutex_lock(&r->rec_lock);
         fb_record_fault(&r->rec, err->code, err->msg, r->world.rank, r->world.host);
         fb_record_save(&r->rec, 0, &ignored);
+        sweep_save_ntjson(r);
         pthread_mutex_unlock(&r->rec_lock);
     }
     if (r->be.state != NULL)
@@ -40,7 +41,9 @@ void sweep_abort(struct sweep *r, struct fb_err *err)
 void sweep_save(struct sweep *r, int complete)
 {
     struct fb_err err = {0};
-    if (fb_record_save(&r->rec, complete, &err) == FB_OK || r->save_err.code != FB_OK)
+    enum fb_status st = fb_record_save(&r->rec, complete, &err);
+    sweep_save_ntjson(r); /* a view of the record as just saved */
+    if (st == FB_OK || r->save_err.code != FB_OK)
         return;
     r->save_err = err;
     fprintf(stderr, "fabric-coll: %s; measuring on: the table on stdout is the record\n", err.msg);
@@ -177,6 +180,7 @@ static int measure_size(struct sweep *r, uint64_t size, int cycle)
         if (measure_placement(r, size, calls[in_place], &res[in_place], &mm, &err) != FB_OK)
             sweep_abort(r, &err);
         sweep_print_mismatch(r, &calls[in_place][0], &mm);
+        r->oob_checks += mm.wrong > 0;
         if (res[in_place].wrong > 0)
             r->wrong_total += (uint64_t)res[in_place].wrong;
         r->busbw_sum += res[in_place].busbw_GBps;
@@ -186,7 +190,7 @@ static int measure_size(struct sweep *r, uint64_t size, int cycle)
     sweep_sample_memory(r);
     r->sizes_done++;
     if (r->world.rank == 0) {
-        fb_table_row(stdout, &calls[0][0], &res[0], &res[1]);
+        fb_table_row(stdout, &r->cfg, &calls[0][0], &res[0], &res[1]);
         pthread_mutex_lock(&r->rec_lock);
         fb_record_add_row(&r->rec, &calls[0][0], cycle, r->timing.iters * r->timing.agg, &res[0], &res[1]);
         record_group_rows(r, size, cycle);
@@ -218,7 +222,7 @@ int sweep_execute(struct sweep *r)
     if (sweep_describe_devices(r, &err) != FB_OK)
         sweep_abort(r, &err);
     if (r->world.rank == 0)
-        fb_table_header(stdout);
+        fb_table_header(stdout, &r->cfg);
     r->sweep_start = fb_now();
     int stop = 0;
     for (int cycle = 0; cycle < r->cfg.run_cycles && !stop; cycle++)
@@ -227,14 +231,14 @@ int sweep_execute(struct sweep *r)
     warn_if_over_budget(r);
     sweep_arm(r, SETUP_BOUND_S, "NCCL log collection");
     sweep_record_memory(r);
+    sweep_count_checks(r);
     sweep_finish_log_capture(r);
     fb_watchdog_disarm(r->wd);
+    int below_min_bw = sweep_print_footer(r);
     if (r->world.rank == 0) {
-        fb_table_footer(stdout, r->wrong_total, r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0);
         sweep_print_summary(r);
         sweep_print_groups(r);
         sweep_print_stability(r);
-        printf("# Collective test concluded: %s\n", r->cfg.coll->perf_name);
         pthread_mutex_lock(&r->rec_lock);
         sweep_save(r, 1);
         pthread_mutex_unlock(&r->rec_lock);
@@ -254,6 +258,8 @@ int sweep_execute(struct sweep *r)
                     (unsigned long long)r->wrong_total, r->be.ops->name);
         return FB_ERR_WRONG;
     }
+    if (below_min_bw)
+        return FB_ERR_WRONG;
     return 0;
 }
 
@@ -269,6 +275,7 @@ static void record_fault_now(struct sweep *r, enum fb_status code, const char *m
     if (fb_record_save(&r->rec, 0, &err) == FB_OK)
         fprintf(stderr, "fabric-coll: results so far: %s (%zu sizes, marked incomplete)\n", r->rec.path,
                 json_object_array_length(r->rec.rows));
+    sweep_save_ntjson(r);
     pthread_mutex_unlock(&r->rec_lock);
 }
 

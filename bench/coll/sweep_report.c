@@ -101,11 +101,38 @@ void sweep_sample_memory(struct sweep *r)
     }
 }
 
+uint64_t sweep_peak_memory(const struct sweep *r)
+{
+    uint64_t most = 0;
+    for (int i = 0; i < r->be.local_ranks; i++)
+        most = r->peak_memory[i] > most ? r->peak_memory[i] : most;
+    return most;
+}
+
+/* -M's three figures, each the most of any rank as nccl-tests reports
+ * them: in use before the buffers, the buffers, and what the collectives
+ * added (NCCL's own buffers, connected lazily). */
+static void gather_memory_parts(struct sweep *r)
+{
+    /* The buffers are in use after allocation: a rank with nothing there
+     * could not sample (the 4th figure, "unknown", then wins the max). */
+    uint64_t mine[4] = {r->mem_before_alloc, 0, 0, r->mem_after_alloc == 0}, all[4] = {0};
+    if (r->mem_after_alloc >= r->mem_before_alloc)
+        mine[1] = r->mem_after_alloc - r->mem_before_alloc;
+    uint64_t peak = sweep_peak_memory(r);
+    if (peak >= r->mem_after_alloc)
+        mine[2] = peak - r->mem_after_alloc;
+    MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_MAX, 0, r->world.comm);
+    memcpy(r->mem_parts, all, sizeof r->mem_parts);
+    r->mem_known = all[3] == 0;
+}
+
 /* Every rank's peak into its device record, for the memory a sweep to -e
  * really takes (0 when it could not be sampled: recorded as null). */
 void sweep_record_memory(struct sweep *r)
 {
     sweep_sample_memory(r);
+    gather_memory_parts(r);
     int per = r->be.local_ranks, n = fb_total_ranks(&r->be, &r->world);
     uint64_t *all = r->world.rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
     MPI_Gather(r->peak_memory, per, MPI_UINT64_T, all, per, MPI_UINT64_T, 0, r->world.comm);
@@ -134,6 +161,12 @@ void sweep_describe(struct sweep *r)
     json_object_object_add(d, "time_reduction",
                            json_object_new_string(fb_time_reduction_name((enum fb_time_reduction)c->average)));
     json_object_object_add(d, "config", fb_opts_to_json(coll_options, c));
+    json_object *args = json_object_new_array();
+    for (int i = 0; i < c->argc; i++)
+        json_object_array_add(args, json_object_new_string(c->argv[i]));
+    json_object_object_add(d, "args", args);
+    /* What the table's time columns show: -C 1 prints the host's time. */
+    json_object_object_add(d, "time_column", json_object_new_string(c->cputime ? "cpu_time" : "time"));
     json_object *hosts = json_object_new_array();
     int per_node_max = 0;
     for (int i = 0; i < r->world.size; i++) {
@@ -170,6 +203,7 @@ void sweep_describe(struct sweep *r)
     json_object_object_add(d, "early_stop", NULL);
     json_object_object_add(d, "stability", NULL);
     json_object_object_add(d, "split", coll_split_json(&r->split, &r->world, r->phase, r->phases, r->launch));
+    json_object_object_add(d, "footer", NULL);
 }
 
 /* Rank groups: what the table shows, and each group's own figures. */
@@ -408,4 +442,104 @@ void sweep_print_stability(struct sweep *r)
     pthread_mutex_lock(&r->rec_lock);
     json_object_object_add(r->rec.doc, "stability", st);
     pthread_mutex_unlock(&r->rec_lock);
+}
+
+/* nccl-tests writes its JSON only to a .json name (silently otherwise);
+ * here a note says so. */
+void sweep_start_ntjson(struct sweep *r)
+{
+    const char *path = r->cfg.ntjson_path;
+    if (path == NULL)
+        return;
+    if (!r->cfg.ntjson_any_name && !fb_ntjson_name_is_json(path)) {
+        printf("# Note: -J %s: nccl-tests writes its JSON only to a name ending in .json; nothing written\n", path);
+        return;
+    }
+    char line[PATH_MAX + 64];
+    fb_ntjson_open(&r->nt, path, r->rec.doc, line, sizeof line);
+    printf("%s\n", line);
+}
+
+void sweep_save_ntjson(struct sweep *r)
+{
+    struct fb_err err = {0};
+    if (r->nt_failed || fb_ntjson_save(&r->nt, r->rec.doc, &err) == FB_OK)
+        return;
+    r->nt_failed = 1;
+    fprintf(stderr, "fabric-coll: nccl-tests JSON not updated: %s\n", err.msg);
+}
+
+void sweep_count_checks(struct sweep *r)
+{
+    int64_t all = 0;
+    MPI_Reduce(&r->oob_checks, &all, 1, MPI_INT64_T, MPI_SUM, 0, r->world.comm);
+    if (r->world.rank == 0)
+        r->oob_checks = all;
+}
+
+/* NCCL_TESTS_MIN_BW as nccl-tests reads it (atof: a word that is no number
+ * is 0, so it checks against 0). */
+static bool min_bw_from_env(double *gbps)
+{
+    const char *v = getenv("NCCL_TESTS_MIN_BW");
+    if (v == NULL)
+        return false;
+    *gbps = atof(v);
+    return true;
+}
+
+static void print_memory_line(struct sweep *r)
+{
+    int gpu = strcmp(r->be.ops->name, "nccl") == 0;
+    /* Host memory has no communicator set-up of its own to tell apart:
+     * the first figure is the whole process before its buffers. */
+    struct fb_table_memory m = {
+        .title = gpu ? "GPU memory usage" : "Host memory usage",
+        .names = {gpu ? "Initialization" : "Process", "User-Allocated", "Collective"},
+    };
+    for (int i = 0; i < FB_TABLE_MEM_PARTS; i++) {
+        m.bytes[i] = r->mem_parts[i];
+        m.known[i] = r->mem_known;
+    }
+    fb_table_memory(stdout, &m);
+}
+
+static json_object *footer_json(const struct sweep *r, const struct fb_table_totals *t)
+{
+    json_object *f = json_object_new_object(), *mem = json_object_new_object();
+    json_object_object_add(f, "out_of_bounds", json_object_new_int64(t->out_of_bounds));
+    json_object_object_add(f, "avg_busbw_GBps", fb_json_number(t->avg_busbw));
+    json_object_object_add(f, "min_bw_GBps", t->min_bw_set ? fb_json_number(t->min_bw) : NULL);
+    json_object_object_add(f, "min_bw_ok", t->min_bw_set ? json_object_new_boolean(fb_table_min_bw_ok(t)) : NULL);
+    static const char *const keys[] = {"setup_bytes", "buffers_bytes", "collective_bytes"};
+    for (int i = 0; i < 3; i++)
+        json_object_object_add(mem, keys[i], r->mem_known ? json_object_new_uint64(r->mem_parts[i]) : NULL);
+    json_object_object_add(f, "memory", mem);
+    return f;
+}
+
+int sweep_print_footer(struct sweep *r)
+{
+    struct fb_table_totals t = {
+        .out_of_bounds = r->oob_checks,
+        .avg_busbw = r->busbw_n ? r->busbw_sum / (double)r->busbw_n : 0,
+        .perf_name = r->cfg.coll->perf_name,
+    };
+    t.min_bw_set = min_bw_from_env(&t.min_bw);
+    int below = !fb_table_min_bw_ok(&t);
+    if (r->world.rank != 0)
+        return below;
+    fb_table_footer(stdout, &t);
+    if (r->cfg.memory_report)
+        print_memory_line(r);
+    fb_table_close(stdout);
+    pthread_mutex_lock(&r->rec_lock);
+    json_object_object_add(r->rec.doc, "footer", footer_json(r, &t));
+    pthread_mutex_unlock(&r->rec_lock);
+    if (below)
+        fprintf(stderr,
+                "fabric-coll: average bus bandwidth %g GB/s is below 90%% of NCCL_TESTS_MIN_BW=%g; "
+                "the results are written (unset NCCL_TESTS_MIN_BW or lower it to pass)\n",
+                t.avg_busbw, t.min_bw);
+    return below;
 }

@@ -36,7 +36,7 @@ static enum fb_status pick_cluster(struct sweep *r, struct fb_err *err)
  * FILE-intra-node.json (the phase's name before the extension). */
 static enum fb_status phase_json_path(const struct sweep *r, char *path, size_t len, struct fb_err *err)
 {
-    const char *given = r->cfg.json_path, *phase = coll_split_kind_name(r->split.spec.kind);
+    const char *given = r->cfg.record_path, *phase = coll_split_kind_name(r->split.spec.kind);
     const char *dot = strrchr(given, '.'), *slash = strrchr(given, '/');
     size_t stem = dot != NULL && (slash == NULL || dot > slash) ? (size_t)(dot - given) : strlen(given);
     if (snprintf(path, len, "%.*s-%s%s", (int)stem, given, phase, given + stem) >= (int)len)
@@ -48,11 +48,11 @@ static enum fb_status results_path(struct sweep *r, char *path, size_t len, stru
 {
     char what[128];
     snprintf(what, sizeof what, "%s", r->cfg.coll->name);
-    if (r->phases > 1 && r->cfg.json_path != NULL)
+    if (r->phases > 1 && r->cfg.record_path != NULL)
         return phase_json_path(r, path, len, err);
     if (r->phases > 1)
         snprintf(what, sizeof what, "%s-%s", r->cfg.coll->name, coll_split_kind_name(r->split.spec.kind));
-    struct fb_results_name n = {r->cfg.json_path, r->cfg.results_dir, r->cluster, what};
+    struct fb_results_name n = {r->cfg.record_path, r->cfg.results_dir, r->cluster, what};
     return fb_results_path(&n, path, len, err);
 }
 
@@ -90,9 +90,9 @@ static enum fb_status pick_split(struct sweep *r, struct fb_err *err)
             return st;
         r->phases = coll_split_phases(&r->split_spec);
     }
-    if (r->phases > 1 && r->cfg.json_path != NULL && fb_out_is_stream(r->cfg.json_path))
+    if (r->phases > 1 && r->cfg.record_path != NULL && fb_out_is_stream(r->cfg.record_path))
         return fb_fail(err, FB_ERR_USAGE, "%s %s writes one results file per phase; give -J a file name, not %s",
-                       r->split_spec.source, r->split_spec.text, r->cfg.json_path);
+                       r->split_spec.source, r->split_spec.text, r->cfg.record_path);
     return coll_split_check_loop(&r->split_spec, &r->world, err);
 }
 
@@ -177,9 +177,12 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
     size_t send = 0, recv = 0;
     fb_plan_buffers(r->cfg.coll, esz, fb_total_ranks(&r->be, &r->group), r->plan.sizes[r->plan.count - 1], &send,
                     &recv);
+    sweep_sample_memory(r);
+    r->mem_before_alloc = sweep_peak_memory(r);
     enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
     if (st == FB_OK)
         sweep_sample_memory(r);
+    r->mem_after_alloc = sweep_peak_memory(r);
     if (st == FB_OK)
         st = fb_checker_init(&r->checker, STAGE_BYTES, err);
     return st;
@@ -237,12 +240,16 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
     if (st == FB_OK) {
         sweep_describe(r);
         r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
-        st = fb_record_start(&r->rec, r->cfg.json_path == NULL, err);
+        st = fb_record_start(&r->rec, r->cfg.record_path == NULL, err);
     }
     if (st == FB_OK)
         snprintf(r->phase_paths[r->phase], sizeof r->phase_paths[r->phase], "%s", r->rec.path);
+    if (st != FB_OK && r->cfg.record_path != NULL && r->cfg.record_path == r->cfg.record_opt)
+        fb_out_name_option(err, "--record FILE");
     if (st != FB_OK)
         fb_record_free(&r->rec); /* nothing on disk is ours to update */
+    else
+        sweep_start_ntjson(r);
     pthread_mutex_unlock(&r->rec_lock);
     return st;
 }
@@ -404,6 +411,8 @@ void sweep_next_phase(struct sweep *r)
     r->fallback_said = 0;
     memset(r->peak_memory, 0, sizeof r->peak_memory);
     r->flag_notes[0] = '\0';
+    r->mem_before_alloc = r->mem_after_alloc = 0;
+    r->oob_checks = 0;
     r->phase++;
     pthread_mutex_unlock(&r->rec_lock);
 }

@@ -1,5 +1,6 @@
-/* nccl-tests -J output (JSON file version 2). Facts the reader relies on:
- *   {"version": 2, "start_time": "2025-01-31 10:00:00" (local time),
+/* nccl-tests -J output (JSON file version 2 and 3; 3 is 2.19's, which
+ * fabric-coll also writes under a *_perf name). Facts the reader relies on:
+ *   {"version": 3, "start_time": "2025-01-31 10:00:00" (local time),
  *    "args": [argv...], "env": ["NAME=value", ...], "nccl_version": 22105,
  *    "config": {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes",
  *               "step_factor" | "step_bytes", "warmup_iters", "iterations",
@@ -8,11 +9,13 @@
  *               "devices": [{"rank", "group", "pid", "hostname", "device",
  *                            "device_hex", "device_info"}]},
  *    "results": [{"size", "count", "type", "redop", "root": "    -1",
- *                 "out_of_place": {"time"|"cpu_time", "alg_bw", "bus_bw",
- *                                  "nwrong": number|null} | null,
- *                 "in_place": {...}, "actual_iterations", ...}],
+ *                 "out_of_place": {"time"|"cpu_time" (-C 1), "alg_bw",
+ *                                  "bus_bw", "nwrong": number|null} | null,
+ *                 "out_of_place_per_iter": {...} (-I 1, not read),
+ *                 "in_place": {...}, "actual_iterations" (-n, not x -m), ...}],
  *    "out_of_bounds": {"count", "okay"},
- *    "average_bus_bandwidth": {"bandwidth", "okay"}, "end_time": ...}
+ *    "average_bus_bandwidth": {"bandwidth", "okay"},
+ *    "errors": ["NCCL's last error, \"\" for none"], "end_time": ...}
  * Booleans are strings, "root" is a padded string, NaN is the string "nan",
  * and the whole environment is there (only the relevant part is kept). */
 #include <math.h>
@@ -271,7 +274,10 @@ static enum fb_status read_results(struct ncclt_record *r, json_object *results,
             r->root = loose_long(e, "root", -1);
             r->root_printed = fb_json_member(e, "root") != NULL;
         }
-        long iters = loose_long(e, "actual_iterations", r->iters * (r->agg > 0 ? r->agg : 1));
+        /* actual_iterations counts -n iterations; a row counts operations
+         * (-n x -m), as fabric-coll's record does. */
+        long agg = r->agg > 0 ? r->agg : 1;
+        long iters = loose_long(e, "actual_iterations", r->iters) * agg;
         enum fb_status st = ncclt_add_row(r, &row, iters, err);
         if (st != FB_OK)
             return st;

@@ -24,7 +24,7 @@ if [ "$T_RC" -eq 5 ] && grep -q 'this build has no NCCL backend.*CUDA_HOME' "$T_
 else
   not_ok "--backend nccl on a build without NCCL: exit 5 with the fix" "exit $T_RC $(cat "$T_ERR")"
 fi
-run fb_mpirun 2 "$tree/bin/all_reduce_perf" -b 1K -e 4K -f 2 -n 1 -J "$T_DIR/y.json"
+run fb_mpirun 2 "$tree/bin/all_reduce_perf" -b 1K -e 4K -f 2 -n 1 -J "$T_DIR/y.json" --record "$T_DIR/y-rec.json"
 if [ "$T_RC" -eq 0 ] && grep -q 'backend mpi' "$T_OUT"; then
   ok "the build without NCCL runs on host memory"
 else

@@ -45,7 +45,7 @@ done
 if [ "$(grep -c '^wrong elements: 0 (every size validated' "$summary")" -eq 2 ]; then ok "both collectives validated at every size"; else not_ok "validated" "$(grep wrong "$summary")"; fi
 expect_grep "all_reduce: peak GPU memory per rank, twice the largest size (send + receive)" \
   '^peak GPU memory per rank against the largest size 64K: rank 0 0\.1 MiB \(2\.00x\), rank 1 0\.1 MiB \(2\.00x\)$' "$summary"
-if grep -q '"cudagraph": 2' "$T_DIR/run1/all_reduce-graph.json" && grep -q 'graph: 2$' "$T_DIR/run1/all_reduce-graph.txt"; then ok "the -G runs ran with graphs"; else not_ok "the -G runs ran with graphs" "$(head -3 "$T_DIR/run1/all_reduce-graph.txt")"; fi
+if grep -q '"cudagraph": 2' "$T_DIR/run1/all_reduce-graph.json" && grep -q 'graph: 2 unalign: 0$' "$T_DIR/run1/all_reduce-graph.txt"; then ok "the -G runs ran with graphs"; else not_ok "the -G runs ran with graphs" "$(head -3 "$T_DIR/run1/all_reduce-graph.txt")"; fi
 
 # Wrong results make the check fail with exit 3, and the summary says so.
 run env FB_GPU_CHECK_OUT="$T_DIR/run2" FB_STANDIN_CORRUPT_RANK=1 timeout -k 5 300 "$FB_ROOT/scripts/gpu-standin.sh" "$gc"

@@ -81,7 +81,7 @@ done
 for c in all_reduce alltoall; do
   mkdir -p "$T_DIR/g-$c"
   NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T_DIR/g-$c/nccl.%h.%p sg 3 "$c" -b 4K -e 256K -f 8 -n 2 -G 3 -c 1 -J "$T_DIR/g-$c.json"
-  if [ "$T_RC" -eq 0 ] && grep -q 'graph: 3$' "$T_OUT"; then
+  if [ "$T_RC" -eq 0 ] && grep -q 'graph: 3 unalign: 0$' "$T_OUT"; then
     checked "$c -G 3 (CUDA graphs captured and replayed) on 3 ranks validates" "$T_DIR/g-$c.json" --ranks 3 --rows 3 --complete
   else
     not_ok "$c -G 3 on 3 ranks" "exit $T_RC: $(head -c 300 "$T_ERR")"

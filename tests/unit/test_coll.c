@@ -386,7 +386,9 @@ static void test_table_row_columns(void)
     call.counts = call.coll->counts(8589934592ULL, 4, 16);
     struct fb_measurement oop = {.time_us = 47535, .algbw_GBps = 180.71, .busbw_GBps = 338.82, .wrong = 0};
     struct fb_measurement ip = {.time_us = 47743, .algbw_GBps = 179.92, .busbw_GBps = 337.35, .wrong = -1};
-    fb_table_row(f, &call, &oop, &ip);
+    struct coll_config cfg;
+    coll_config_defaults(&cfg);
+    fb_table_row(f, &cfg, &call, &oop, &ip);
     fclose(f);
     /* v2.19 cells: as many decimals as fit in 7 characters. */
     CHECK_STR(text, "  8589934592    2147483648     float     sum      -1  47535.0  180.71  338.82       0"
