@@ -89,7 +89,7 @@ for c in alltoallv gather scatter hypercube; do
     [ "$c" = hypercube ] && [ "$n" -eq 3 ] && continue
     out=$T_DIR/$c-mpi-$n.json
     run fb_mpirun "$n" "$FB_BIN/${c}_perf" --backend mpi -b 1000 -e 100000 -f 10 -n 1 -w 0 -c 1 -d "$dt" \
-      -r $((n - 1)) -J "$out"
+      -r $((n - 1)) --record "$out"
     if [ "$T_RC" -ne 0 ]; then not_ok "${c}_perf mpi $n ranks" "exit $T_RC: $(head -c 300 "$T_ERR")"; continue; fi
     verify "${c}_perf on $n MPI rank(s), $dt, -r $((n - 1))" "$c" "$n" "$dt" "$root" "$out"
   done
@@ -98,7 +98,7 @@ done
 # nccl-tests' HyperCubeRunTest skips a rank count that is no power of two
 # ("nRanks 3 is not a power of 2, skipping", exit 0, no rows); fabric-coll
 # refuses it before anything runs instead (docs/coll.md).
-run fb_mpirun 3 "$FB_BIN/hypercube_perf" --backend mpi -b 1K -e 1K -n 1 -J "$T_DIR/hc3.json"
+run fb_mpirun 3 "$FB_BIN/hypercube_perf" --backend mpi -b 1K -e 1K -n 1 --record "$T_DIR/hc3.json"
 if [ "$T_RC" -eq 2 ] && grep -q '^fabric-coll: hypercube .*needs a power-of-two rank count, not 3; start 2 or 4 ranks' "$T_ERR" &&
    ! grep -qE '^ *[0-9]+ +[0-9]+ ' "$T_OUT"; then
   ok "hypercube on 3 ranks: exit 2, naming 2 or 4 ranks, before any row"
@@ -110,7 +110,7 @@ fi
 # matrix); fabric-coll sends the default shares and warns, in the output
 # and the results.
 NCCL_TESTS_ALLTOALLV_SPREAD=0 run fb_mpirun 2 -x NCCL_TESTS_ALLTOALLV_SPREAD "$FB_BIN/alltoallv_perf" --backend mpi \
-  -b 1K -e 1K -n 1 -J "$T_DIR/spread.json"
+  -b 1K -e 1K -n 1 --record "$T_DIR/spread.json"
 if [ "$T_RC" -eq 0 ] && grep -q '^# Warning: NCCL_TESTS_ALLTOALLV_SPREAD is not read' "$T_OUT" &&
    jq -e '.warnings | map(select(test("NCCL_TESTS_ALLTOALLV_SPREAD is not read"))) | length == 1' "$T_DIR/spread.json" >/dev/null; then
   ok "NCCL_TESTS_ALLTOALLV_SPREAD set: a warning that the default shares are sent"
@@ -134,13 +134,13 @@ for c in alltoallv gather scatter hypercube; do
     root=-1
     [ "$c" = gather ] || [ "$c" = scatter ] && root=1
     out=$T_DIR/$c-sg-$n.json
-    FB_STANDIN_CORRUPT_RANK=-1 sg "$n" "$c" -b 1000 -e 100000 -f 10 -n 1 -w 0 -c 1 -r 1 -J "$out"
+    FB_STANDIN_CORRUPT_RANK=-1 sg "$n" "$c" -b 1000 -e 100000 -f 10 -n 1 -w 0 -c 1 -r 1 --record "$out"
     if [ "$T_RC" -ne 0 ]; then not_ok "$c on $n stand-in GPUs" "exit $T_RC: $(head -c 300 "$T_ERR")"; continue; fi
     if [ "$(jq -r .backend "$out")" != nccl ]; then not_ok "$c on $n stand-in GPUs" "backend $(jq -r .backend "$out")"; continue; fi
     verify "$c on $n stand-in GPUs (nccl), -r 1" "$c" "$n" float "$root" "$out"
   done
   # Rank 1 (gather's root) gets every block it receives with one bit flipped.
-  FB_STANDIN_CORRUPT_RANK=1 sg 4 "$c" -b 4K -e 4K -n 1 -w 0 -c 1 -r 1 -J "$T_DIR/$c-bad.json"
+  FB_STANDIN_CORRUPT_RANK=1 sg 4 "$c" -b 4K -e 4K -n 1 -w 0 -c 1 -r 1 --record "$T_DIR/$c-bad.json"
   wrong=$(jq '.summary.wrong_total' "$T_DIR/$c-bad.json" 2>/dev/null)
   if [ "$T_RC" -eq 3 ] && [ "${wrong:-0}" -gt 0 ] && grep -q "^fabric-coll: rank 1 on .*: $c 4" "$T_ERR"; then
     ok "$c: a corrupted stand-in rank gives $wrong wrong elements, exit 3, rank 1 named"

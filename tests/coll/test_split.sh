@@ -155,8 +155,8 @@ expect_error "check of a pair with --json: usage" 2 "drop --json" "fabric-report
 hosts_up fbsp 2 2 "--split intra-inter across 2 namespace hosts" || exit 0
 # One size, few iterations: 4 ranks share this machine's cores, so the
 # intra-node groups see scheduler stalls (~15 ms); the throttled link must
-# stay an order of magnitude slower than that (1 MiB per call at 20 Mbit/s:
-# ~0.4 s).
+# stay an order of magnitude slower than that (1 MiB per call at 5 Mbit/s:
+# ~1.7 s).
 loop() { # loop PREFIX ITERS: the intra-inter launch, 2 ranks on each host
   run timeout -k 5 120 "$th" mpirun fbsp -np 4 --map-by ppr:2:node "$FB_BIN/fabric-coll" all_reduce \
     -b 512K -e 512K -n "$2" -w 1 -c 1 --backend mpi --split intra-inter -J "$1.json"
@@ -188,7 +188,7 @@ else
 fi
 
 # The link throttled: an order of magnitude below the shared-memory path.
-"$th" exec fbsp 1 tc qdisc add dev eth0 root tbf rate 20mbit burst 64kb latency 400ms
+"$th" exec fbsp 1 tc qdisc add dev eth0 root tbf rate 5mbit burst 32kb latency 2s
 loop "$T_DIR/slow" 1
 if [ "$T_RC" -ne 0 ]; then
   not_ok "--split intra-inter over a throttled link" "exit $T_RC: $(head -c 400 "$T_ERR")"
