@@ -75,6 +75,10 @@ static int ncclt(enum fb_dtype t, ncclDataType_t *out)
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
     case FB_BFLOAT16: *out = ncclBfloat16; return 1;
 #endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+    case FB_F8E4M3: *out = ncclFloat8e4m3; return 1;
+    case FB_F8E5M2: *out = ncclFloat8e5m2; return 1;
+#endif
     default: return 0;
     }
 }
@@ -88,6 +92,9 @@ static int ncclo(enum fb_redop op, ncclRedOp_t *out)
     case FB_MIN: *out = ncclMin; return 1;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
     case FB_AVG: *out = ncclAvg; return 1;
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 11, 0)
+    case FB_MULSUM: *out = ncclNumOps; return 1; /* created per call: premulsum_op */
 #endif
     default: return 0;
     }
@@ -211,16 +218,64 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
     return ncclInvalidArgument;
 }
 
+/* 8-bit floats need NCCL 2.24 at run time too, and every visible GPU at
+ * sm_90 or later, as nccl-tests requires before it lists them. */
+static int fp8_runs_here(char *why, size_t len)
+{
+    int version = 0, ndev = 0;
+    if (ncclGetVersion(&version) != ncclSuccess || version < NCCL_VERSION(2, 24, 0)) {
+        snprintf(why, len, "NCCL %d.%d at run time; 8-bit floats need 2.24", version / 10000, version / 100 % 100);
+        return 0;
+    }
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess)
+        ndev = 0;
+    for (int d = 0; d < ndev; d++) {
+        int major = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess || major < 9) {
+            snprintf(why, len, "GPU %d is below sm_90; 8-bit floats need Hopper or later", d);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static enum fb_status nccl_supports(const struct fb_collective *c, enum fb_dtype t,
                                     enum fb_redop op, struct fb_err *err)
 {
     ncclDataType_t dt;
     ncclRedOp_t nop;
+    char why[96];
     if (!ncclt(t, &dt))
         return fb_fail(err, FB_ERR_USAGE, "this NCCL has no %s type; choose another -d", fb_dtype_info(t)->name);
+    if (fb_dtype_info(t)->is_fp8 && !fp8_runs_here(why, sizeof why))
+        return fb_fail(err, FB_ERR_USAGE, "-d %s cannot run here: %s; choose another -d", fb_dtype_info(t)->name, why);
     if (c->reduces && !ncclo(op, &nop))
         return fb_fail(err, FB_ERR_USAGE, "this NCCL has no '%s' reduction; choose another -o", fb_redop_name(op));
     return FB_OK;
+}
+
+/* mulsum: a PreMulSum operator with this rank's scalar (fb_mulsum_scalar,
+ * in the call's type) for this one call, as nccl-tests creates one per
+ * call and destroys it once the call is enqueued. */
+static enum fb_status premulsum_run(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
+                                    struct fb_err *err)
+{
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 11, 0)
+    ncclComm_t comm = atomic_load(&s->comm);
+    uint64_t scalar = 0; /* room for the widest type */
+    fb_store(c->dtype, &scalar, 0, fb_mulsum_scalar(s->rank));
+    ncclRedOp_t op;
+    enum fb_status st = nccl_check(ncclRedOpCreatePreMulSum(&op, &scalar, dt, ncclScalarHostImmediate, comm), comm,
+                                   "ncclRedOpCreatePreMulSum", err);
+    if (st != FB_OK)
+        return st;
+    st = nccl_check(issue(s, c, dt, op), comm, c->coll->name, err);
+    ncclRedOpDestroy(op, comm);
+    return st;
+#else
+    (void)s, (void)dt;
+    return fb_fail(err, FB_ERR_USAGE, "this NCCL has no '%s' reduction; choose another -o", fb_redop_name(c->op));
+#endif
 }
 
 static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, struct fb_err *err)
@@ -232,6 +287,8 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *c, s
      * (the run's type and operator were checked before the sweep). */
     if (!ncclt(c->dtype, &dt) || (c->coll->reduces && !ncclo(c->op, &op)))
         return nccl_supports(c->coll, c->dtype, c->op, err);
+    if (c->coll->reduces && c->op == FB_MULSUM)
+        return premulsum_run(s, c, dt, err);
     return nccl_check(issue(s, c, dt, op), atomic_load(&s->comm), c->coll->name, err);
 }
 

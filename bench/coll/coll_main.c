@@ -2,6 +2,7 @@
  * Also installed as all_reduce_perf, all_gather_perf, ... (nccl-tests
  * drop-in). The stages are in sweep_setup.c, sweep_measure.c and sweep_report.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/sweep.h"
@@ -17,6 +18,8 @@ static void set_timing(struct sweep *r)
         .agg = r->cfg.agg,
         .check = r->cfg.check,
         .blocking = (int)r->cfg.blocking,
+        .per_iter = (int)r->cfg.per_iter,
+        .per_iter_skip = r->cfg.per_iter_skip,
         .reduction = (enum fb_time_reduction)r->cfg.average,
     };
     r->be.graph_launches = (int)r->cfg.graph;
@@ -27,6 +30,7 @@ static void finish(struct sweep *r)
     if (r->be.state != NULL)
         r->be.ops->fini(&r->be, 0);
     fb_checker_free(&r->checker);
+    free(r->combos);
     fb_record_free(&r->rec);
     fb_plan_free(&r->plan);
     fb_world_free(&r->world);

@@ -18,8 +18,8 @@ struct coll_config {
     uint64_t minbytes, maxbytes, stepbytes;
     long stepfactor, iters, warmup, agg, check, root, blocking, average, run_cycles;
     long timeout, graph, nthreads, ngpus, parallel_init, stream_null, cputime, timestamps;
-    long per_iter, memory_report, unalign, local_register;
-    const char *dtype_name, *op_name;
+    long per_iter, per_iter_skip, memory_report, unalign, local_register;
+    const char *dtype_name, *op_name, *root_name;
     const char *json_path;
     /* fabric-bench options */
     const char *backend_name, *cluster, *results_dir;
@@ -33,6 +33,12 @@ struct coll_config {
     const struct fb_backend_ops *backend;
     const char *invoked_as;
     int stepfactor_given, iters_given;
+    /* -d all, -o all, -r all (or -r -1): the sweep loops over every type,
+     * operator or root, nccl-tests' order; dtype/op/root hold the first. */
+    int dtype_all, op_all, root_all;
+    /* -I or -K given a value nccl-tests turns off, and why: printed as a
+     * note, the run goes on without it. */
+    char timing_note[2][160];
 };
 
 extern const struct fb_opt coll_options[];
@@ -49,5 +55,8 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
 int coll_config_notes(const struct coll_config *cfg, FILE *out);
 
 void coll_config_usage(FILE *out, const char *prog);
+
+/* The -N value that repeats the sweep until a signal ends the run. */
+#define COLL_CYCLES_ENDLESS 0
 
 #endif

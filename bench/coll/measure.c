@@ -1,5 +1,9 @@
 #include "coll/measure.h"
 
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/clock.h"
 
 struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, enum fb_redop op,
@@ -16,6 +20,54 @@ struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, e
     if (in_place)
         coll->inplace_offsets(&c.counts, rank, style, &c.send_off, &c.recv_off);
     return c;
+}
+
+void fb_call_unalign(struct fb_call *c, size_t elements)
+{
+    c->send_off += elements;
+    c->recv_off += elements;
+}
+
+long fb_percentile_index(long n, int pct)
+{
+    long rank = (n * pct + 99) / 100 - 1;
+    return rank < n - 1 ? rank : n - 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void fb_iter_stats_of(const double *times, long n, struct fb_iter_stats *out)
+{
+    *out = (struct fb_iter_stats){0};
+    double *sorted = n > 0 ? malloc((size_t)n * sizeof *sorted) : NULL;
+    if (sorted == NULL)
+        return;
+    memcpy(sorted, times, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    double sum = 0, var = 0;
+    for (long i = 0; i < n; i++)
+        sum += sorted[i];
+    out->avg = sum / (double)n;
+    for (long i = 0; i < n; i++)
+        var += (sorted[i] - out->avg) * (sorted[i] - out->avg);
+    out->min = sorted[0];
+    out->max = sorted[n - 1];
+    out->p50 = sorted[n / 2];
+    out->p95 = sorted[fb_percentile_index(n, 95)];
+    out->p99 = sorted[fb_percentile_index(n, 99)];
+    out->stdev = sqrt(var / (double)n);
+    out->cv_pct = out->avg > 0 ? out->stdev / out->avg * 100 : 0;
+    free(sorted);
+}
+
+void fb_measurement_free(struct fb_measurement *m)
+{
+    free(m->iter.times_us);
+    m->iter = (struct fb_per_iter){0};
 }
 
 const char *fb_time_reduction_name(enum fb_time_reduction r)
@@ -48,6 +100,51 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
     }
     fb_watchdog_tick(tm->wd, iters, phase);
     return be->ops->wait(be, err);
+}
+
+/* -I 1: each iteration timed on its own, from its first call to its
+ * completion (the barrier of -z 3 left out), per operation. The
+ * iterations no longer overlap, which is the price of seeing each. */
+static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_world *w,
+                                         const struct fb_timing *tm, const struct fb_call *call,
+                                         double *seconds, struct fb_err *err)
+{
+    for (long it = 0; it < tm->iters; it++) {
+        fb_watchdog_tick(tm->wd, it, "timed");
+        double t0 = fb_now();
+        enum fb_status st = FB_OK;
+        for (long a = 0; a < tm->agg && st == FB_OK; a++) {
+            st = be->ops->run(be, call, err);
+            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
+                st = be->ops->wait(be, err);
+            if (st == FB_OK && tm->blocking == 1)
+                MPI_Barrier(w->comm);
+        }
+        if (st == FB_OK)
+            st = be->ops->wait(be, err);
+        if (st != FB_OK)
+            return st;
+        seconds[it] = (fb_now() - t0) / (double)tm->agg;
+        if (tm->blocking == 3)
+            MPI_Barrier(w->comm);
+    }
+    fb_watchdog_tick(tm->wd, tm->iters, "timed");
+    return FB_OK;
+}
+
+/* Per iteration, the slowest rank's time, as nccl-tests reduces its
+ * per-process rows (ReduceProcessMaxIterTimes, src/common.cu). */
+static void reduce_per_iter(const struct fb_world *w, const struct fb_timing *tm, double *seconds,
+                            struct fb_per_iter *out)
+{
+    MPI_Allreduce(MPI_IN_PLACE, seconds, (int)tm->iters, MPI_DOUBLE, MPI_MAX, w->comm);
+    for (long i = 0; i < tm->iters; i++)
+        seconds[i] *= 1e6;
+    out->times_us = seconds;
+    out->n = tm->iters;
+    /* Under --time-budget a size may get fewer iterations than -K skips. */
+    out->skipped = tm->per_iter_skip < tm->iters ? tm->per_iter_skip : tm->iters - 1;
+    fb_iter_stats_of(seconds + out->skipped, out->n - out->skipped, &out->stats);
 }
 
 static void reduce_time(const struct fb_world *w, double local_s, enum fb_time_reduction how,
@@ -116,18 +213,29 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     double t0 = fb_now(), elapsed = 0;
     long ops = tm->iters * tm->agg;
     int graphs = be->graph_launches > 0 && be->ops->run_graph != NULL;
+    double *iter_s = NULL;
     if (graphs) {
         st = be->ops->run_graph(be, call, ops, be->graph_launches, &elapsed, err);
+    } else if (tm->per_iter) {
+        iter_s = calloc((size_t)tm->iters, sizeof *iter_s);
+        if (iter_s == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %ld per-iteration times", tm->iters);
+        st = run_timed_per_iter(be, w, tm, call, iter_s, err);
+        elapsed = fb_now() - t0;
     } else {
         st = run_ops(be, w, tm, call, tm->iters, "timed", err);
         elapsed = fb_now() - t0;
     }
-    if (st != FB_OK)
+    if (st != FB_OK) {
+        free(iter_s);
         return st;
+    }
     double per_op = elapsed / (double)(ops * (graphs ? be->graph_launches : 1));
     /* Past this rank's last wait: a rank still stuck in it is behind. */
     fb_watchdog_tick(tm->wd, 0, "time reduction");
     reduce_time(w, per_op, tm->reduction, res);
+    if (iter_s != NULL)
+        reduce_per_iter(w, tm, iter_s, &res->iter);
     double seconds = res->time_us * 1e-6;
     res->algbw_GBps = fb_algbw_GBps(call->counts.bytes, seconds);
     res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, w->size);

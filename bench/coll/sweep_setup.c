@@ -38,7 +38,7 @@ static enum fb_status results_path(struct sweep *r, char *path, size_t len, stru
 
 static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
 {
-    if (r->cfg.coll->rooted && r->cfg.root >= r->world.size)
+    if (r->cfg.coll->rooted && !r->cfg.root_all && r->cfg.root >= r->world.size)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
                        r->cfg.root, r->world.size, r->world.size - 1);
     return FB_OK;
@@ -98,7 +98,8 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
     size_t esz = fb_dtype_info(r->cfg.dtype)->size;
     size_t send = 0, recv = 0;
     fb_plan_buffers(r->cfg.coll, esz, r->world.size, r->plan.sizes[r->plan.count - 1], &send, &recv);
-    enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
+    size_t unalign = (size_t)r->cfg.unalign * FB_UNALIGN_ELT_MAX; /* -u: room for the offset */
+    enum fb_status st = r->be.ops->alloc(&r->be, send + unalign, recv + unalign, err);
     if (st == FB_OK)
         sweep_sample_memory(r);
     if (st == FB_OK)
@@ -148,7 +149,7 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
         st = fb_record_new(&r->rec, path, "fabric-coll", r->cfg.invoked_as, r->cluster, err);
     if (st == FB_OK) {
         sweep_describe(r);
-        r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
+        r->rec.sizes_planned = sweep_sizes_planned(r);
         st = fb_record_start(&r->rec, r->cfg.json_path == NULL, err);
     }
     if (st != FB_OK)
@@ -176,8 +177,7 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
     fb_world_check_same(&r->world, hash, "arguments", &err);
     if (err.code == FB_OK)
         check_run_shape(r, &err);
-    if (err.code == FB_OK)
-        r->be.ops->supports(r->cfg.coll, r->cfg.dtype, r->cfg.op, &err);
+    sweep_plan_combos(r, &err);
     if (err.code == FB_OK)
         r->be.ops->available(&err);
     if (err.code == FB_OK)
