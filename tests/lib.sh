@@ -121,6 +121,27 @@ FB_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca op ^avx
   --mca btl "self,vader,tcp" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 fb_mpirun() { local np=$1; shift; timeout -k 5 300 "${FB_MPIRUN[@]}" -np "$np" "$@"; }
 
+# sg NP ARGS...: fabric-coll on NP local ranks under the GPU stand-in
+# (scripts/gpu-standin.sh, docs/standin.md), as run does.
+sg() {
+  local np=$1
+  shift
+  run "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" -x LD_LIBRARY_PATH "$FB_BIN/fabric-coll" "$@"
+}
+# jq_is NAME FILE FILTER WANT: the jq filter's compact output is WANT.
+jq_is() {
+  local got
+  got=$(jq -c "$3" "$2" 2>&1)
+  if [ "$got" = "$4" ]; then ok "$1"; else not_ok "$1" "got $got, want $4"; fi
+}
+# checked NAME FILE CHECK-ARGS...: a collective results file is valid and its
+# numbers consistent (tests/tools/check_collective.py).
+checked() {
+  local name=$1 file=$2 msg
+  shift 2
+  if msg=$(/usr/bin/python3 "$FB_ROOT/tests/tools/check_collective.py" "$file" "$@" 2>&1); then ok "$name"; else not_ok "$name" "$msg"; fi
+}
+
 # Validates a JSON file against a schema in docs/ with Debian's python3-jsonschema.
 json_valid() {
   /usr/bin/python3 - "$1" "$2" <<'PY'

@@ -11,7 +11,6 @@
 
 standin=$FB_BUILD/standin
 gs=$FB_ROOT/scripts/gpu-standin.sh
-check_py=$FB_ROOT/tests/tools/check_collective.py
 if [ ! -e "$standin/libnccl.so.2" ]; then
   skip "the GPU stand-in" "not built (the CUDA and NCCL headers are missing; make standin)"
   exit 0
@@ -57,25 +56,7 @@ else
 fi
 
 # --- one host -----------------------------------------------------------
-# sg NP ARGS...: fabric-coll on NP local ranks under the stand-in.
-sg() {
-  local np=$1
-  shift
-  run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" -x LD_LIBRARY_PATH "$FB_BIN/fabric-coll" "$@"
-}
-# jq_is NAME FILE FILTER WANT: the jq filter's compact output is WANT.
-jq_is() {
-  local got
-  got=$(jq -c "$3" "$2" 2>&1)
-  if [ "$got" = "$4" ]; then ok "$1"; else not_ok "$1" "got $got, want $4"; fi
-}
-# checked NAME FILE CHECK-ARGS...: the results file is consistent.
-checked() {
-  local name=$1 file=$2 msg
-  shift 2
-  if msg=$(/usr/bin/python3 "$check_py" "$file" "$@" 2>&1); then ok "$name"; else not_ok "$name" "$msg"; fi
-}
-
+# sg, jq_is and checked: tests/lib.sh.
 for np in 1 2 4; do
   for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
     out=$T_DIR/$c-$np.json

@@ -6,28 +6,11 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-gs=$FB_ROOT/scripts/gpu-standin.sh
 check_py=$FB_ROOT/tests/tools/check_collective.py
 
-# mp ARGS...: fabric-coll on 2 ranks of the MPI backend.
+# mp ARGS...: fabric-coll on 2 ranks of the MPI backend (sg, jq_is, checked:
+# tests/lib.sh).
 mp() { run timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np 2 "$FB_BIN/fabric-coll" "$@" --backend mpi; }
-# sg NP ARGS...: fabric-coll on NP ranks under the GPU stand-in.
-sg() {
-  local np=$1
-  shift
-  run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" -x LD_LIBRARY_PATH "$FB_BIN/fabric-coll" "$@"
-}
-# jq_is NAME FILE FILTER WANT: the filter's compact output is WANT.
-jq_is() {
-  local got
-  got=$(jq -c "$3" "$2" 2>&1)
-  if [ "$got" = "$4" ]; then ok "$1"; else not_ok "$1" "got $got, want $4"; fi
-}
-checked() {
-  local name=$1 file=$2 msg
-  shift 2
-  if msg=$(/usr/bin/python3 "$check_py" "$file" "$@" 2>&1); then ok "$name"; else not_ok "$name" "$msg"; fi
-}
 # The table's type, redop and root columns, one "type/redop/root" per row.
 columns() { awk '/^ +[0-9]+ +[0-9]+ /{print $3 "/" $4 "/" $5}' "$T_OUT" | tr '\n' ' '; }
 # Distinct values of a row key, in the order the rows first show them.
