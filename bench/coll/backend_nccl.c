@@ -27,6 +27,8 @@ struct nccl_state {
     int rank, size;
     char host[FB_HOST_MAX];
     uint64_t peak_bytes; /* most GPU memory in use seen (peak_memory) */
+    cudaEvent_t *marks;  /* -I 1: per-iteration events (nccl_marks) */
+    long nmarks;
 };
 
 static enum fb_status cuda_check(cudaError_t rc, const char *what, struct fb_err *err)
@@ -461,6 +463,49 @@ static void nccl_fini(struct fb_backend *be, int abort)
     be->state = NULL;
 }
 
+/* -I 1 as nccl-tests times it: an event between iterations on the stream
+ * (recordEvents, src/common.cu), read once the stream is done. */
+static enum fb_status nccl_marks(struct fb_backend *be, long n, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    for (long i = 0; i < s->nmarks; i++)
+        cudaEventDestroy(s->marks[i]);
+    free(s->marks);
+    s->marks = NULL;
+    s->nmarks = 0;
+    if (n <= 0)
+        return FB_OK;
+    s->marks = calloc((size_t)n + 1, sizeof *s->marks);
+    if (s->marks == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %ld CUDA events", n + 1);
+    for (; s->nmarks <= n; s->nmarks++) {
+        enum fb_status st = cuda_check(cudaEventCreate(&s->marks[s->nmarks]), "cudaEventCreate", err);
+        if (st != FB_OK)
+            return st;
+    }
+    return FB_OK;
+}
+
+static enum fb_status nccl_mark(struct fb_backend *be, long i, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    if (i < 0 || i >= s->nmarks)
+        return fb_fail(err, FB_ERR_INTERNAL, "iteration mark %ld of %ld", i, s->nmarks);
+    return cuda_check(cudaEventRecord(s->marks[i], s->stream), "cudaEventRecord", err);
+}
+
+static enum fb_status nccl_spans(struct fb_backend *be, double *seconds, long n, struct fb_err *err)
+{
+    struct nccl_state *s = be->state;
+    enum fb_status st = n < s->nmarks ? FB_OK : fb_fail(err, FB_ERR_INTERNAL, "%ld spans of %ld marks", n, s->nmarks);
+    for (long i = 0; st == FB_OK && i < n; i++) {
+        float ms = 0;
+        st = cuda_check(cudaEventElapsedTime(&ms, s->marks[i], s->marks[i + 1]), "cudaEventElapsedTime", err);
+        seconds[i] = (double)ms * 1e-3;
+    }
+    return st;
+}
+
 const struct fb_backend_ops fb_backend_nccl = {
     .name = "nccl",
     .inplace_style = FB_INPLACE_NCCL,
@@ -471,6 +516,9 @@ const struct fb_backend_ops fb_backend_nccl = {
     .alloc = nccl_alloc,
     .run = nccl_run,
     .run_graph = nccl_run_graph,
+    .marks = nccl_marks,
+    .mark = nccl_mark,
+    .spans = nccl_spans,
     .wait = nccl_wait,
     .write = nccl_write,
     .read = nccl_read,

@@ -102,9 +102,9 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
     return be->ops->wait(be, err);
 }
 
-/* -I 1: each iteration timed on its own, from its first call to its
- * completion (the barrier of -z 3 left out), per operation. The
- * iterations no longer overlap, which is the price of seeing each. */
+/* -I 1 on a backend without its own clock (MPI, whose calls block) or
+ * with -z 3: each iteration timed from its first call to its completion
+ * (the barrier of -z 3 left out), per operation. */
 static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_world *w,
                                          const struct fb_timing *tm, const struct fb_call *call,
                                          double *seconds, struct fb_err *err)
@@ -130,6 +130,39 @@ static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_
     }
     fb_watchdog_tick(tm->wd, tm->iters, "timed");
     return FB_OK;
+}
+
+/* -I 1 on a backend with its own clock: marks between the iterations,
+ * which run as they would without -I; per operation. */
+static enum fb_status run_timed_marked(struct fb_backend *be, const struct fb_world *w,
+                                       const struct fb_timing *tm, const struct fb_call *call,
+                                       double *seconds, struct fb_err *err)
+{
+    enum fb_status st = be->ops->marks(be, tm->iters, err);
+    if (st == FB_OK)
+        st = be->ops->mark(be, 0, err);
+    for (long it = 0; st == FB_OK && it < tm->iters; it++) {
+        fb_watchdog_tick(tm->wd, it, "timed");
+        for (long a = 0; a < tm->agg && st == FB_OK; a++) {
+            st = be->ops->run(be, call, err);
+            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
+                st = be->ops->wait(be, err);
+            if (st == FB_OK && tm->blocking == 1)
+                MPI_Barrier(w->comm);
+        }
+        if (st == FB_OK)
+            st = be->ops->mark(be, it + 1, err);
+    }
+    fb_watchdog_tick(tm->wd, tm->iters, "timed");
+    if (st == FB_OK)
+        st = be->ops->wait(be, err);
+    if (st == FB_OK)
+        st = be->ops->spans(be, seconds, tm->iters, err);
+    for (long it = 0; st == FB_OK && it < tm->iters; it++)
+        seconds[it] /= (double)tm->agg;
+    struct fb_err ignored = {0};
+    be->ops->marks(be, 0, &ignored);
+    return st;
 }
 
 /* Per iteration, the slowest rank's time, as nccl-tests reduces its
@@ -220,7 +253,12 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
         iter_s = calloc((size_t)tm->iters, sizeof *iter_s);
         if (iter_s == NULL)
             return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %ld per-iteration times", tm->iters);
-        st = run_timed_per_iter(be, w, tm, call, iter_s, err);
+        /* -z 3 waits and meets at a barrier after every iteration anyway:
+         * timing each to its completion leaves the barrier out. */
+        if (be->ops->mark != NULL && tm->blocking != 3)
+            st = run_timed_marked(be, w, tm, call, iter_s, err);
+        else
+            st = run_timed_per_iter(be, w, tm, call, iter_s, err);
         elapsed = fb_now() - t0;
     } else {
         st = run_ops(be, w, tm, call, tm->iters, "timed", err);

@@ -289,8 +289,9 @@ static void print_loop_notes(struct sweep *r)
             printf("# Note: %s\n", r->combo_note[i]);
     if (!r->cfg.per_iter)
         return;
-    printf("# Per-Iteration Report: each iteration timed from its first call to its completion; "
-           "i_* uses the slowest rank per iteration");
+    int events = r->be.ops->mark != NULL && r->cfg.blocking != 3;
+    printf("# Per-Iteration Report: %s; i_* uses the slowest rank per iteration",
+           events ? "CUDA event timing" : "each iteration timed from its first call to its completion");
     if (r->cfg.per_iter_skip)
         printf("; summary skips first %ld iterations", r->cfg.per_iter_skip);
     printf("\n");

@@ -192,4 +192,5 @@ else
   not_ok "stand-in -u 3 with FB_STANDIN_CORRUPT_RANK=1: exit 3" "exit $T_RC: $(head -c 300 "$T_ERR")"
 fi
 sg 2 all_reduce -b 1K -e 1K -n 5 -I 1 -K 1 -J "$T_DIR/s-iter.json"
+expect_grep "stand-in -I 1: CUDA events between the iterations (common.cu recordEvents)" '^# Per-Iteration Report: CUDA event timing; ' "$T_OUT"
 jq_is "stand-in -I 1 -K 1: per_iter of 5 times, 1 skipped" "$T_DIR/s-iter.json" '[.rows[0].out_of_place.per_iter | (.times_us | length), .skipped_iterations]' '[5,1]'
