@@ -76,27 +76,38 @@ const char *fb_time_reduction_name(enum fb_time_reduction r)
     return names[r];
 }
 
+/* One iteration's -m calls, each waited for (and met at a barrier) as
+ * -z 1 and -z 2 ask. */
+static enum fb_status run_iteration(struct fb_backend *be, const struct fb_world *w,
+                                    const struct fb_timing *tm, const struct fb_call *call,
+                                    struct fb_err *err)
+{
+    for (long a = 0; a < tm->agg; a++) {
+        enum fb_status st = be->ops->run(be, call, err);
+        if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
+            st = be->ops->wait(be, err);
+        if (st != FB_OK)
+            return st;
+        if (tm->blocking == 1)
+            MPI_Barrier(w->comm);
+    }
+    return FB_OK;
+}
+
 static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
                               const struct fb_timing *tm, const struct fb_call *call, long iters,
                               const char *phase, struct fb_err *err)
 {
     for (long it = 0; it < iters; it++) {
         fb_watchdog_tick(tm->wd, it, phase);
-        for (long a = 0; a < tm->agg; a++) {
-            enum fb_status st = be->ops->run(be, call, err);
-            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
-                st = be->ops->wait(be, err);
-            if (st != FB_OK)
-                return st;
-            if (tm->blocking == 1)
+        enum fb_status st = run_iteration(be, w, tm, call, err);
+        if (st == FB_OK && tm->blocking == 3) {
+            st = be->ops->wait(be, err);
+            if (st == FB_OK)
                 MPI_Barrier(w->comm);
         }
-        if (tm->blocking == 3) {
-            enum fb_status st = be->ops->wait(be, err);
-            if (st != FB_OK)
-                return st;
-            MPI_Barrier(w->comm);
-        }
+        if (st != FB_OK)
+            return st;
     }
     fb_watchdog_tick(tm->wd, iters, phase);
     return be->ops->wait(be, err);
@@ -112,14 +123,7 @@ static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_
     for (long it = 0; it < tm->iters; it++) {
         fb_watchdog_tick(tm->wd, it, "timed");
         double t0 = fb_now();
-        enum fb_status st = FB_OK;
-        for (long a = 0; a < tm->agg && st == FB_OK; a++) {
-            st = be->ops->run(be, call, err);
-            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
-                st = be->ops->wait(be, err);
-            if (st == FB_OK && tm->blocking == 1)
-                MPI_Barrier(w->comm);
-        }
+        enum fb_status st = run_iteration(be, w, tm, call, err);
         if (st == FB_OK)
             st = be->ops->wait(be, err);
         if (st != FB_OK)
@@ -143,13 +147,7 @@ static enum fb_status run_timed_marked(struct fb_backend *be, const struct fb_wo
         st = be->ops->mark(be, 0, err);
     for (long it = 0; st == FB_OK && it < tm->iters; it++) {
         fb_watchdog_tick(tm->wd, it, "timed");
-        for (long a = 0; a < tm->agg && st == FB_OK; a++) {
-            st = be->ops->run(be, call, err);
-            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
-                st = be->ops->wait(be, err);
-            if (st == FB_OK && tm->blocking == 1)
-                MPI_Barrier(w->comm);
-        }
+        st = run_iteration(be, w, tm, call, err);
         if (st == FB_OK)
             st = be->ops->mark(be, it + 1, err);
     }
