@@ -135,6 +135,14 @@ FB_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca op ^avx
   --mca btl "self,vader,tcp" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 fb_mpirun() { local np=$1; shift; timeout -k 5 300 "${FB_MPIRUN[@]}" -np "$np" "$@"; }
 
+# sg NP ARGS...: fabric-coll on NP local ranks under the GPU stand-in
+# (scripts/gpu-standin.sh, docs/standin.md), as run does.
+sg() {
+  local np=$1
+  shift
+  run "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" -x LD_LIBRARY_PATH "$FB_BIN/fabric-coll" "$@"
+}
+
 # Validates a JSON file against a schema in docs/ with Debian's python3-jsonschema.
 json_valid() {
   /usr/bin/python3 - "$1" "$2" <<'PY'

@@ -90,6 +90,15 @@ struct fb_backend_ops {
      * time of the launches alone, capture and instantiation excluded. */
     enum fb_status (*run_graph)(struct fb_backend *be, const struct fb_call *calls, long ops,
                                 int launches, double *seconds, struct fb_err *err);
+    /* Optional (NULL: -I 1 waits for each iteration instead): timing each
+     * iteration on the backend's own clock (CUDA events on the stream), so
+     * the iterations still overlap as without -I. marks(n) readies marks
+     * 0..n (marks(0) releases them); mark(i) records mark i in order with
+     * the calls: 0 before the first iteration, i after the i-th; spans,
+     * once the calls are waited for, gives the n seconds between marks. */
+    enum fb_status (*marks)(struct fb_backend *be, long n, struct fb_err *err);
+    enum fb_status (*mark)(struct fb_backend *be, long i, struct fb_err *err);
+    enum fb_status (*spans)(struct fb_backend *be, double *seconds, long n, struct fb_err *err);
     /* Waits until every issued call has completed, or a call failed on the
      * way (a peer lost: NCCL's asynchronous error, FB_ERR_RUNTIME). */
     enum fb_status (*wait)(struct fb_backend *be, struct fb_err *err);

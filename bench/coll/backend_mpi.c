@@ -171,7 +171,7 @@ static int run_call(struct mpi_state *s, const struct fb_call *c, MPI_Datatype d
     size_t esz = fb_dtype_info(c->dtype)->size;
     char *send = (c->in_place ? s->buf.recv : s->buf.send) + c->send_off * esz;
     char *recv = s->buf.recv + c->recv_off * esz;
-    char *whole = s->buf.recv; /* the single buffer of an in-place call */
+    char *whole = s->buf.recv + c->send_off * esz; /* the single buffer of an in-place call (-u: offset) */
     int n = (int)c->counts.param;
     switch (c->coll->id) {
     case FB_ALL_REDUCE:
@@ -217,8 +217,8 @@ static enum fb_status mpi_supports(const struct fb_collective *c, enum fb_dtype 
     MPI_Datatype dt;
     MPI_Op mop;
     if (!fb_mpi_dtype(t, &dt))
-        return fb_fail(err, FB_ERR_USAGE, "the mpi backend has no %s type; use the nccl backend or -d float",
-                       fb_dtype_info(t)->name);
+        return fb_fail(err, FB_ERR_USAGE, "the mpi backend has no %s type%s; use the nccl backend or -d float",
+                       fb_dtype_info(t)->name, fb_dtype_info(t)->is_fp8 ? " (MPI has no 8-bit floats)" : "");
     if (c->reduces && !fb_mpi_op(op, &mop))
         return fb_fail(err, FB_ERR_USAGE, "MPI has no '%s' reduction; use the nccl backend or -o sum",
                        fb_redop_name(op));

@@ -48,6 +48,8 @@ struct nccl_state {
     uint64_t peak_bytes; /* most GPU memory in use seen (peak_memory) */
     int nccl_mem;        /* buffers from ncclMemAlloc */
     void *send_reg, *recv_reg; /* -R handles (ncclWindow_t with -R 2) */
+    cudaEvent_t *marks;  /* -I 1: per-iteration events (nccl_marks) */
+    long nmarks;
 };
 
 /* Every rank of this process, local rank i at rank[i]. */
@@ -105,6 +107,10 @@ static int ncclt(enum fb_dtype t, ncclDataType_t *out)
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
     case FB_BFLOAT16: *out = ncclBfloat16; return 1;
 #endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+    case FB_F8E4M3: *out = ncclFloat8e4m3; return 1;
+    case FB_F8E5M2: *out = ncclFloat8e5m2; return 1;
+#endif
     default: return 0;
     }
 }
@@ -118,6 +124,9 @@ static int ncclo(enum fb_redop op, ncclRedOp_t *out)
     case FB_MIN: *out = ncclMin; return 1;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
     case FB_AVG: *out = ncclAvg; return 1;
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 11, 0)
+    case FB_MULSUM: *out = ncclNumOps; return 1; /* created per call: premulsum_op */
 #endif
     default: return 0;
     }
@@ -586,16 +595,65 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
     return ncclInvalidArgument;
 }
 
+/* 8-bit floats need NCCL 2.24 at run time too, and every visible GPU at
+ * sm_90 or later, as nccl-tests requires before it lists them. */
+static int fp8_runs_here(char *why, size_t len)
+{
+    int version = 0, ndev = 0;
+    if (ncclGetVersion(&version) != ncclSuccess || version < NCCL_VERSION(2, 24, 0)) {
+        snprintf(why, len, "NCCL %d.%d at run time; 8-bit floats need 2.24", version / 10000, version / 100 % 100);
+        return 0;
+    }
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess)
+        ndev = 0;
+    for (int d = 0; d < ndev; d++) {
+        int major = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess || major < 9) {
+            snprintf(why, len, "GPU %d is below sm_90; 8-bit floats need Hopper or later", d);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static enum fb_status nccl_supports(const struct fb_collective *c, enum fb_dtype t,
                                     enum fb_redop op, struct fb_err *err)
 {
     ncclDataType_t dt;
     ncclRedOp_t nop;
+    char why[96];
     if (!ncclt(t, &dt))
         return fb_fail(err, FB_ERR_USAGE, "this NCCL has no %s type; choose another -d", fb_dtype_info(t)->name);
+    if (fb_dtype_info(t)->is_fp8 && !fp8_runs_here(why, sizeof why))
+        return fb_fail(err, FB_ERR_USAGE, "-d %s cannot run here: %s; choose another -d", fb_dtype_info(t)->name, why);
     if (c->reduces && !ncclo(op, &nop))
         return fb_fail(err, FB_ERR_USAGE, "this NCCL has no '%s' reduction; choose another -o", fb_redop_name(op));
     return FB_OK;
+}
+
+/* One rank's call. mulsum: a PreMulSum operator with the rank's scalar
+ * (fb_mulsum_scalar, in the call's type) for this one call, as nccl-tests
+ * creates one per call and destroys it once the call is enqueued (inside
+ * the group too). */
+static ncclResult_t issue_with_op(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
+                                  ncclRedOp_t op)
+{
+    if (!(c->coll->reduces && c->op == FB_MULSUM))
+        return issue(s, c, dt, op);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 11, 0)
+    ncclComm_t comm = atomic_load(&s->comm);
+    uint64_t scalar = 0; /* room for the widest type */
+    fb_store(c->dtype, &scalar, 0, fb_mulsum_scalar(s->rank));
+    ncclRedOp_t pre;
+    ncclResult_t rc = ncclRedOpCreatePreMulSum(&pre, &scalar, dt, ncclScalarHostImmediate, comm);
+    if (rc != ncclSuccess)
+        return rc;
+    rc = issue(s, c, dt, pre);
+    ncclRedOpDestroy(pre, comm);
+    return rc;
+#else
+    return ncclInvalidArgument; /* nccl_supports refused it before the sweep */
+#endif
 }
 
 /* Every local rank's call, in one group when there are several (each on
@@ -611,13 +669,13 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *call
     if (!ncclt(c->dtype, &dt) || (c->coll->reduces && !ncclo(c->op, &op)))
         return nccl_supports(c->coll, c->dtype, c->op, err);
     if (s->n == 1)
-        return nccl_check(issue(&s->rank[0], c, dt, op), atomic_load(&s->rank[0].comm), c->coll->name, err);
+        return nccl_check(issue_with_op(&s->rank[0], c, dt, op), atomic_load(&s->rank[0].comm), c->coll->name, err);
     ncclResult_t rc = ncclGroupStart();
     int at = 0;
     for (; at < s->n && rc == ncclSuccess; at++) {
         rc = cudaSetDevice(s->rank[at].device) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
         if (rc == ncclSuccess)
-            rc = issue(&s->rank[at], &calls[at], dt, op);
+            rc = issue_with_op(&s->rank[at], &calls[at], dt, op);
     }
     ncclResult_t end = ncclGroupEnd();
     return nccl_check(rc != ncclSuccess ? rc : end, atomic_load(&s->rank[at > 0 ? at - 1 : 0].comm),
@@ -856,6 +914,75 @@ static void nccl_fini(struct fb_backend *be, int abort)
     be->state = NULL;
 }
 
+/* -I 1 as nccl-tests times it: an event between iterations on each GPU's
+ * stream (recordEvents, src/common.cu), read once the streams are done. */
+static enum fb_status rank_marks(struct nccl_state *s, long n, struct fb_err *err)
+{
+    for (long i = 0; i < s->nmarks; i++)
+        cudaEventDestroy(s->marks[i]);
+    free(s->marks);
+    s->marks = NULL;
+    s->nmarks = 0;
+    if (n <= 0)
+        return FB_OK;
+    s->marks = calloc((size_t)n + 1, sizeof *s->marks);
+    if (s->marks == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %ld CUDA events", n + 1);
+    if (cudaSetDevice(s->device) != cudaSuccess)
+        return cuda_check(cudaGetLastError(), "cudaSetDevice", err);
+    for (; s->nmarks <= n; s->nmarks++) {
+        enum fb_status st = cuda_check(cudaEventCreate(&s->marks[s->nmarks]), "cudaEventCreate", err);
+        if (st != FB_OK)
+            return st;
+    }
+    return FB_OK;
+}
+
+static enum fb_status nccl_marks(struct fb_backend *be, long n, struct fb_err *err)
+{
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    for (int r = 0; r < s->n && st == FB_OK; r++)
+        st = rank_marks(&s->rank[r], n, err);
+    return st;
+}
+
+static enum fb_status nccl_mark(struct fb_backend *be, long i, struct fb_err *err)
+{
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    for (int r = 0; r < s->n && st == FB_OK; r++) {
+        struct nccl_state *d = &s->rank[r];
+        if (i < 0 || i >= d->nmarks)
+            return fb_fail(err, FB_ERR_INTERNAL, "iteration mark %ld of %ld", i, d->nmarks);
+        if (d->stream == NULL && cudaSetDevice(d->device) != cudaSuccess)
+            return cuda_check(cudaGetLastError(), "cudaSetDevice", err);
+        st = cuda_check(cudaEventRecord(d->marks[i], d->stream), "cudaEventRecord", err);
+    }
+    return st;
+}
+
+/* An iteration lasts until its slowest GPU of this process is done. */
+static enum fb_status nccl_spans(struct fb_backend *be, double *seconds, long n, struct fb_err *err)
+{
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    for (long i = 0; i < n; i++)
+        seconds[i] = 0;
+    for (int r = 0; r < s->n && st == FB_OK; r++) {
+        struct nccl_state *d = &s->rank[r];
+        if (n >= d->nmarks)
+            return fb_fail(err, FB_ERR_INTERNAL, "%ld spans of %ld marks", n, d->nmarks);
+        for (long i = 0; st == FB_OK && i < n; i++) {
+            float ms = 0;
+            st = cuda_check(cudaEventElapsedTime(&ms, d->marks[i], d->marks[i + 1]), "cudaEventElapsedTime", err);
+            if ((double)ms * 1e-3 > seconds[i])
+                seconds[i] = (double)ms * 1e-3;
+        }
+    }
+    return st;
+}
+
 const struct fb_backend_ops fb_backend_nccl = {
     .name = "nccl",
     .inplace_style = FB_INPLACE_NCCL,
@@ -867,6 +994,9 @@ const struct fb_backend_ops fb_backend_nccl = {
     .alloc = nccl_alloc,
     .run = nccl_run,
     .run_graph = nccl_run_graph,
+    .marks = nccl_marks,
+    .mark = nccl_mark,
+    .spans = nccl_spans,
     .wait = nccl_wait,
     .write = nccl_write,
     .read = nccl_read,

@@ -2,6 +2,7 @@
  * Also installed as all_reduce_perf, all_gather_perf, ... (nccl-tests
  * drop-in). The stages are in sweep_setup.c, sweep_measure.c and sweep_report.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/sweep.h"
@@ -17,6 +18,8 @@ static void set_timing(struct sweep *r)
         .agg = r->cfg.agg,
         .check = r->cfg.check,
         .blocking = (int)r->cfg.blocking,
+        .per_iter = (int)r->cfg.per_iter,
+        .per_iter_skip = r->cfg.per_iter_skip,
         .reduction = (enum fb_time_reduction)r->cfg.average,
     };
     r->be.graph_launches = (int)r->cfg.graph;

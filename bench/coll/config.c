@@ -18,12 +18,12 @@ const struct fb_opt coll_options[] = {
     {'w', "warmup_iters", FB_OPT_INT, OFF(warmup), "N", "warm-up iterations per size (default 1)", 0, BIG, 0},
     {'m', "agg_iters", FB_OPT_INT, OFF(agg), "N", "operations aggregated per iteration (default 1)", 1, 1 << 20, 0},
     {'c', "check", FB_OPT_INT, OFF(check), "N", "validation iterations, 0 = off (default 1)", 0, 1000, 0},
-    {'o', "op", FB_OPT_STRING, OFF(op_name), "OP", "sum, prod, max, min, avg (default sum)", 0, 0, 0},
-    {'d', "datatype", FB_OPT_STRING, OFF(dtype_name), "TYPE", "int8 ... double, half, bfloat16 (default float)", 0, 0, 0},
-    {'r', "root", FB_OPT_INT, OFF(root), "RANK", "root rank of broadcast, reduce, gather and scatter (default 0)", 0, BIG, 0},
+    {'o', "op", FB_OPT_STRING, OFF(op_name), "OP", "sum, prod, max, min, avg, mulsum, or all of them (default sum)", 0, 0, 0},
+    {'d', "datatype", FB_OPT_STRING, OFF(dtype_name), "TYPE", "int8 ... double, half, bfloat16, f8e4m3, f8e5m2, or all of them (default float)", 0, 0, 0},
+    {'r', "root", FB_OPT_STRING, OFF(root_name), "RANK", "root rank of broadcast, reduce, gather and scatter, all (or -1) for every rank in turn (default 0)", 0, 0, 0},
     {'z', "blocking", FB_OPT_INT, OFF(blocking), "0-3", "wait after each operation: 1 with a barrier, 2 without, 3 after each iteration", 0, 3, 0},
     {'a', "average", FB_OPT_INT, OFF(average), "0-3", "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)", 0, 3, 0},
-    {'N', "run_cycles", FB_OPT_INT, OFF(run_cycles), "N", "repeat the whole sweep N times (default 1)", 1, 1000000, 0},
+    {'N', "run_cycles", FB_OPT_INT, OFF(run_cycles), "N", "repeat the whole sweep N times, 0 = until SIGINT/SIGTERM (default 1)", 0, 1000000, 0},
     {'T', "timeout", FB_OPT_INT, OFF(timeout), "SECONDS", "bound on each step (a size and placement: warm-up, timed loop, check), 0 = from the measured bandwidth", 0, 86400 * 7, 0},
     {'G', "cudagraph", FB_OPT_INT, OFF(graph), "N", "CUDA graph replays per timed loop (nccl backend)", 0, 1000000, 0},
     {'t', "nthreads", FB_OPT_INT, OFF(nthreads), "N", "threads per process, each with -g GPUs (nccl backend; ranks per process = -t x -g)", 1, FB_LOCAL_RANKS_MAX, 0},
@@ -33,9 +33,10 @@ const struct fb_opt coll_options[] = {
     {'J', "output_file", FB_OPT_STRING, OFF(json_path), "FILE", "as a *_perf name: nccl-tests' JSON to FILE (.json, numbered when taken); as fabric-coll: the results record (default results/<cluster>/<time>-<collective>.json)", 0, 0, 0},
     {'C', "report_cputime", FB_OPT_INT, OFF(cputime), "0/1", "time column: host (CPU) time of issuing the calls instead of their completion", 0, 1, 0},
     {'S', "report_timestamps", FB_OPT_INT, OFF(timestamps), "0/1", "a timestamp column at the end of each row (local time)", 0, 1, 0},
-    {'I', "per_iter_timing", FB_OPT_INT, OFF(per_iter), "0/1", "accepted for compatibility", 0, 1, 1},
+    {'I', "per_iter_timing", FB_OPT_INT, OFF(per_iter), "0/1", "1: time every iteration, print i_min i_max i_p99 i_cv% per placement and record them", -BIG, BIG, 0},
+    {'K', "per_iter_skip", FB_OPT_INT, OFF(per_iter_skip), "N", "with -I 1: leave the first N iterations out of the summary (default 0)", -BIG, BIG, 0},
     {'M', "memory", FB_OPT_INT, OFF(memory_report), "0/1", "memory use line in the footer (initialisation, buffers, collectives)", 0, 1, 0},
-    {'u', "unalign", FB_OPT_INT, OFF(unalign), "N", "accepted for compatibility", 0, 1 << 20, 1},
+    {'u', "unalign", FB_OPT_INT, OFF(unalign), "N", "start the send and receive buffers N elements in (misaligned), 0 = aligned", 0, 1 << 20, 0},
     {'R', "local_register", FB_OPT_INT, OFF(local_register), "0-2", "buffer registration: 1 local (ncclCommRegister, NCCL >= 2.19), 2 symmetric windows (NCCL >= 2.27)", 0, 2, 0},
     {'x', "cta_policy", FB_OPT_INT, OFF(cta_policy), "0-2", "NCCL CTA policy: 0 default, 1 efficiency, 2 zero (NCCL >= 2.27, 2 needs 2.28; default: not set)", 0, 2, 0},
     {'D', "device_implementation", FB_OPT_INT, OFF(device_impl), "N", "device implementation, 0 = NCCL's own (> 0 needs -R 2 and NCCL >= 2.28; fabric-coll has none: exit 5)", 0, BIG, 0},
@@ -76,6 +77,7 @@ void coll_config_defaults(struct coll_config *cfg)
     cfg->device_ctas = 16;
     cfg->dtype_name = "float";
     cfg->op_name = "sum";
+    cfg->root_name = "0";
     cfg->results_dir = "results";
     cfg->cv_threshold = 5;
 }
@@ -150,11 +152,20 @@ static enum fb_status check_values(struct coll_config *cfg, struct fb_err *err)
     }
     if (cfg->stepbytes == 0)
         return fb_fail(err, FB_ERR_USAGE, "-i 0 would never advance; give a positive step or use -f 2");
-    int t = fb_dtype_parse(cfg->dtype_name);
+    return FB_OK;
+}
+
+/* -d and -o: one name, or "all" for the whole list (the first stands in
+ * for the run's dtype and op until the loop sets each). */
+static enum fb_status pick_type_and_op(struct coll_config *cfg, struct fb_err *err)
+{
+    cfg->dtype_all = strcmp(cfg->dtype_name, FB_ALL_NAME) == 0;
+    int t = cfg->dtype_all ? 0 : fb_dtype_parse(cfg->dtype_name);
     if (t < 0)
         return fb_fail(err, FB_ERR_USAGE, "unknown datatype '%s'; choose one of %s", cfg->dtype_name, fb_dtype_choices());
     cfg->dtype = (enum fb_dtype)t;
-    int op = fb_redop_parse(cfg->op_name);
+    cfg->op_all = strcmp(cfg->op_name, FB_ALL_NAME) == 0;
+    int op = cfg->op_all ? 0 : fb_redop_parse(cfg->op_name);
     if (op < 0)
         return fb_fail(err, FB_ERR_USAGE, "unknown op '%s'; choose one of %s", cfg->op_name, fb_redop_choices());
     cfg->op = (enum fb_redop)op;
@@ -195,6 +206,52 @@ static enum fb_status pick_outputs(struct coll_config *cfg, struct fb_err *err)
     return FB_OK;
 }
 
+/* -r RANK, or every rank in turn: "all" or nccl-tests' own -1. */
+static enum fb_status pick_root(struct coll_config *cfg, struct fb_err *err)
+{
+    cfg->root_all = strcmp(cfg->root_name, FB_ALL_NAME) == 0;
+    if (cfg->root_all)
+        return FB_OK;
+    struct fb_err why = {0};
+    if (fb_parse_int(cfg->root_name, "-r", -1, (long)BIG, &cfg->root, &why) != FB_OK)
+        return fb_fail(err, FB_ERR_USAGE, "%s; give a rank, or all (-1) for every rank in turn", why.msg);
+    cfg->root_all = cfg->root == -1;
+    if (cfg->root_all)
+        cfg->root = 0;
+    return FB_OK;
+}
+
+/* nccl-tests turns -I and -K off, with a message, when their values make
+ * no sense (src/common.cu, main): the same here, as a note. */
+static void settle_per_iter(struct coll_config *cfg)
+{
+    char *note = cfg->timing_note[0];
+    size_t len = sizeof cfg->timing_note[0];
+    if (cfg->per_iter != 0 && cfg->per_iter != 1) {
+        snprintf(note, len, "-I %ld: per-iteration timing takes 0 (off) or 1 (on); turned off", cfg->per_iter);
+        cfg->per_iter = 0;
+    } else if (cfg->per_iter && cfg->graph > 0) {
+        snprintf(note, len, "-I 1 does not go with CUDA graphs (-G %ld); per-iteration timing turned off", cfg->graph);
+        cfg->per_iter = 0;
+    }
+    note = cfg->timing_note[1];
+    if (cfg->per_iter_skip < 0 || cfg->per_iter_skip >= cfg->iters) {
+        snprintf(note, len, "-K %ld: the iterations to skip must be 0 to %ld (-n %ld); -K turned off",
+                 cfg->per_iter_skip, cfg->iters - 1, cfg->iters);
+        cfg->per_iter_skip = 0;
+    } else if (cfg->per_iter_skip > 0 && !cfg->per_iter) {
+        snprintf(note, len, "-K %ld needs per-iteration timing (-I 1); -K turned off", cfg->per_iter_skip);
+        cfg->per_iter_skip = 0;
+    }
+}
+
+static enum fb_status check_cycles(const struct coll_config *cfg, struct fb_err *err)
+{
+    if (cfg->run_cycles == COLL_CYCLES_ENDLESS && cfg->time_budget > 0)
+        return fb_fail(err, FB_ERR_USAGE, "--time-budget shares a finite sweep; give -N 1 or more with it, or drop it for -N 0");
+    return FB_OK;
+}
+
 enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv, struct fb_err *err)
 {
     cfg->invoked_as = argc > 0 ? argv[0] : "fabric-coll";
@@ -212,6 +269,14 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
             st = pick_outputs(cfg, err);
         if (st == FB_OK)
             st = check_values(cfg, err);
+        if (st == FB_OK)
+            st = pick_type_and_op(cfg, err);
+        if (st == FB_OK)
+            st = pick_root(cfg, err);
+        if (st == FB_OK)
+            st = check_cycles(cfg, err);
+        if (st == FB_OK)
+            settle_per_iter(cfg);
         if (st == FB_OK)
             st = pick_backend(cfg, err);
         if (st == FB_OK && cfg->graph > 0 && strcmp(cfg->backend->name, "nccl") != 0)
@@ -266,6 +331,13 @@ int coll_config_notes(const struct coll_config *cfg, FILE *out)
     if (cfg->cputime && cfg->backend != NULL && strcmp(cfg->backend->name, "mpi") == 0) {
         if (out)
             fprintf(out, "# Note: -C 1 on the mpi backend: MPI calls return when complete, so CPU time is the wall time\n");
+        n++;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (cfg->timing_note[i][0] == '\0')
+            continue;
+        if (out)
+            fprintf(out, "# Note: %s\n", cfg->timing_note[i]);
         n++;
     }
     return n + nccl_only_notes(cfg, out);

@@ -18,9 +18,9 @@ struct coll_config {
     uint64_t minbytes, maxbytes, stepbytes;
     long stepfactor, iters, warmup, agg, check, root, blocking, average, run_cycles;
     long timeout, graph, nthreads, ngpus, parallel_init, stream_null, cputime, timestamps;
-    long per_iter, memory_report, unalign, local_register;
+    long per_iter, per_iter_skip, memory_report, unalign, local_register;
     long cta_policy, device_impl, device_ctas; /* -x (-1: not given), -D, -V */
-    const char *dtype_name, *op_name;
+    const char *dtype_name, *op_name, *root_name;
     const char *json_path;
     /* fabric-bench options */
     const char *record_opt, *ntjson_opt;
@@ -42,6 +42,12 @@ struct coll_config {
     const char *record_path; /* the results record: -J or --record, NULL = default path */
     const char *ntjson_path; /* nccl-tests' JSON, or NULL */
     int ntjson_any_name;     /* from --nccl-tests-json: written whatever the extension */
+    /* -d all, -o all, -r all (or -r -1): the sweep loops over every type,
+     * operator or root, nccl-tests' order; dtype/op/root hold the first. */
+    int dtype_all, op_all, root_all;
+    /* -I or -K given a value nccl-tests turns off, and why: printed as a
+     * note, the run goes on without it. */
+    char timing_note[2][160];
 };
 
 extern const struct fb_opt coll_options[];
@@ -58,5 +64,8 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
 int coll_config_notes(const struct coll_config *cfg, FILE *out);
 
 void coll_config_usage(FILE *out, const char *prog);
+
+/* The -N value that repeats the sweep until a signal ends the run. */
+#define COLL_CYCLES_ENDLESS 0
 
 #endif

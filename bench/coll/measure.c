@@ -1,5 +1,9 @@
 #include "coll/measure.h"
 
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/clock.h"
 
 struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, enum fb_redop op,
@@ -23,10 +27,76 @@ int fb_total_ranks(const struct fb_backend *be, const struct fb_world *w)
     return w->size * (be->local_ranks > 0 ? be->local_ranks : 1);
 }
 
+void fb_call_unalign(struct fb_call *c, size_t elements)
+{
+    c->send_off += elements;
+    c->recv_off += elements;
+}
+
+long fb_percentile_index(long n, int pct)
+{
+    long rank = (n * pct + 99) / 100 - 1;
+    return rank < n - 1 ? rank : n - 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void fb_iter_stats_of(const double *times, long n, struct fb_iter_stats *out)
+{
+    *out = (struct fb_iter_stats){0};
+    double *sorted = n > 0 ? malloc((size_t)n * sizeof *sorted) : NULL;
+    if (sorted == NULL)
+        return;
+    memcpy(sorted, times, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    double sum = 0, var = 0;
+    for (long i = 0; i < n; i++)
+        sum += sorted[i];
+    out->avg = sum / (double)n;
+    for (long i = 0; i < n; i++)
+        var += (sorted[i] - out->avg) * (sorted[i] - out->avg);
+    out->min = sorted[0];
+    out->max = sorted[n - 1];
+    out->p50 = sorted[n / 2];
+    out->p95 = sorted[fb_percentile_index(n, 95)];
+    out->p99 = sorted[fb_percentile_index(n, 99)];
+    out->stdev = sqrt(var / (double)n);
+    out->cv_pct = out->avg > 0 ? out->stdev / out->avg * 100 : 0;
+    free(sorted);
+}
+
+void fb_measurement_free(struct fb_measurement *m)
+{
+    free(m->iter.times_us);
+    m->iter = (struct fb_per_iter){0};
+}
+
 const char *fb_time_reduction_name(enum fb_time_reduction r)
 {
     static const char *const names[] = {"rank0", "mean", "min", "max"};
     return names[r];
+}
+
+/* One iteration's -m calls, each waited for (and met at a barrier) as
+ * -z 1 and -z 2 ask. */
+static enum fb_status run_iteration(struct fb_backend *be, const struct fb_world *w,
+                                    const struct fb_timing *tm, const struct fb_call *calls,
+                                    struct fb_err *err)
+{
+    for (long a = 0; a < tm->agg; a++) {
+        enum fb_status st = be->ops->run(be, calls, err);
+        if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
+            st = be->ops->wait(be, err);
+        if (st != FB_OK)
+            return st;
+        if (tm->blocking == 1)
+            MPI_Barrier(w->comm);
+    }
+    return FB_OK;
 }
 
 /* `issued` (may be NULL) gets the clock when the last call is issued,
@@ -37,26 +107,84 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
 {
     for (long it = 0; it < iters; it++) {
         fb_watchdog_tick(tm->wd, it, phase);
-        for (long a = 0; a < tm->agg; a++) {
-            enum fb_status st = be->ops->run(be, calls, err);
-            if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
-                st = be->ops->wait(be, err);
-            if (st != FB_OK)
-                return st;
-            if (tm->blocking == 1)
+        enum fb_status st = run_iteration(be, w, tm, calls, err);
+        if (st == FB_OK && tm->blocking == 3) {
+            st = be->ops->wait(be, err);
+            if (st == FB_OK)
                 MPI_Barrier(w->comm);
         }
-        if (tm->blocking == 3) {
-            enum fb_status st = be->ops->wait(be, err);
-            if (st != FB_OK)
-                return st;
-            MPI_Barrier(w->comm);
-        }
+        if (st != FB_OK)
+            return st;
     }
     if (issued != NULL)
         *issued = fb_now();
     fb_watchdog_tick(tm->wd, iters, phase);
     return be->ops->wait(be, err);
+}
+
+/* -I 1 on a backend without its own clock (MPI, whose calls block) or
+ * with -z 3: each iteration timed from its first call to its completion
+ * (the barrier of -z 3 left out), per operation. */
+static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_world *w,
+                                         const struct fb_timing *tm, const struct fb_call *call,
+                                         double *seconds, struct fb_err *err)
+{
+    for (long it = 0; it < tm->iters; it++) {
+        fb_watchdog_tick(tm->wd, it, "timed");
+        double t0 = fb_now();
+        enum fb_status st = run_iteration(be, w, tm, call, err);
+        if (st == FB_OK)
+            st = be->ops->wait(be, err);
+        if (st != FB_OK)
+            return st;
+        seconds[it] = (fb_now() - t0) / (double)tm->agg;
+        if (tm->blocking == 3)
+            MPI_Barrier(w->comm);
+    }
+    fb_watchdog_tick(tm->wd, tm->iters, "timed");
+    return FB_OK;
+}
+
+/* -I 1 on a backend with its own clock: marks between the iterations,
+ * which run as they would without -I; per operation. */
+static enum fb_status run_timed_marked(struct fb_backend *be, const struct fb_world *w,
+                                       const struct fb_timing *tm, const struct fb_call *call,
+                                       double *seconds, struct fb_err *err)
+{
+    enum fb_status st = be->ops->marks(be, tm->iters, err);
+    if (st == FB_OK)
+        st = be->ops->mark(be, 0, err);
+    for (long it = 0; st == FB_OK && it < tm->iters; it++) {
+        fb_watchdog_tick(tm->wd, it, "timed");
+        st = run_iteration(be, w, tm, call, err);
+        if (st == FB_OK)
+            st = be->ops->mark(be, it + 1, err);
+    }
+    fb_watchdog_tick(tm->wd, tm->iters, "timed");
+    if (st == FB_OK)
+        st = be->ops->wait(be, err);
+    if (st == FB_OK)
+        st = be->ops->spans(be, seconds, tm->iters, err);
+    for (long it = 0; st == FB_OK && it < tm->iters; it++)
+        seconds[it] /= (double)tm->agg;
+    struct fb_err ignored = {0};
+    be->ops->marks(be, 0, &ignored);
+    return st;
+}
+
+/* Per iteration, the slowest rank's time, as nccl-tests reduces its
+ * per-process rows (ReduceProcessMaxIterTimes, src/common.cu). */
+static void reduce_per_iter(const struct fb_world *w, const struct fb_timing *tm, double *seconds,
+                            struct fb_per_iter *out)
+{
+    MPI_Allreduce(MPI_IN_PLACE, seconds, (int)tm->iters, MPI_DOUBLE, MPI_MAX, w->comm);
+    for (long i = 0; i < tm->iters; i++)
+        seconds[i] *= 1e6;
+    out->times_us = seconds;
+    out->n = tm->iters;
+    /* Under --time-budget a size may get fewer iterations than -K skips. */
+    out->skipped = tm->per_iter_skip < tm->iters ? tm->per_iter_skip : tm->iters - 1;
+    fb_iter_stats_of(seconds + out->skipped, out->n - out->skipped, &out->stats);
 }
 
 static void reduce_time(const struct fb_world *w, double local_s, enum fb_time_reduction how,
@@ -157,21 +285,38 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     double t0 = fb_now(), elapsed = 0, issued = 0;
     long ops = tm->iters * tm->agg;
     int graphs = be->graph_launches > 0 && be->ops->run_graph != NULL;
+    double *iter_s = NULL;
     if (graphs) {
         st = be->ops->run_graph(be, calls, ops, be->graph_launches, &elapsed, err);
+        issued = t0 + elapsed;
+    } else if (tm->per_iter) {
+        iter_s = calloc((size_t)tm->iters, sizeof *iter_s);
+        if (iter_s == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %ld per-iteration times", tm->iters);
+        /* -z 3 waits and meets at a barrier after every iteration anyway:
+         * timing each to its completion leaves the barrier out. */
+        if (be->ops->mark != NULL && tm->blocking != 3)
+            st = run_timed_marked(be, w, tm, calls, iter_s, err);
+        else
+            st = run_timed_per_iter(be, w, tm, calls, iter_s, err);
+        elapsed = fb_now() - t0;
         issued = t0 + elapsed;
     } else {
         st = run_ops(be, w, tm, calls, tm->iters, "timed", &issued, err);
         elapsed = fb_now() - t0;
     }
-    if (st != FB_OK)
+    if (st != FB_OK) {
+        free(iter_s);
         return st;
+    }
     double per_op = elapsed / (double)(ops * (graphs ? be->graph_launches : 1));
     /* Past this rank's last wait: a rank still stuck in it is behind. */
     fb_watchdog_tick(tm->wd, 0, "time reduction");
     reduce_time(w, per_op, tm->reduction, res);
     /* Per operation, not per graph replay, as nccl-tests divides it. */
     res->cpu_time_us = (issued - t0) / (double)ops * 1e6;
+    if (iter_s != NULL)
+        reduce_per_iter(w, tm, iter_s, &res->iter);
     double seconds = res->time_us * 1e-6;
     res->algbw_GBps = fb_coll_algbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));
     res->busbw_GBps = fb_busbw_GBps(call->coll, call->counts.bytes, seconds, fb_total_ranks(be, w));

@@ -16,8 +16,33 @@ enum fb_time_reduction { FB_TIME_RANK0, FB_TIME_MEAN, FB_TIME_MIN, FB_TIME_MAX }
 struct fb_timing {
     long iters, warmup, agg, check;
     int blocking;
+    int per_iter;       /* -I 1: every timed iteration's time is kept */
+    long per_iter_skip; /* -K: leading iterations left out of the summary */
     enum fb_time_reduction reduction;
     struct fb_watchdog *wd; /* ticked every iteration; may be NULL */
+};
+
+/* A sample of per-iteration times summarised as nccl-tests does
+ * (computeIterStats, src/util.cu): p50 is the element at n/2 of the sorted
+ * sample, p95 and p99 are nearest-rank, stdev is the population's, cv_pct
+ * is stdev over avg in % (0 when avg is 0). Same unit as the sample. */
+struct fb_iter_stats {
+    double min, max, avg, p50, p95, p99, stdev, cv_pct;
+};
+
+/* Nearest-rank index of percentile `pct` in a sorted sample of n:
+ * ceil(n * pct / 100) - 1, at most n - 1. */
+long fb_percentile_index(long n, int pct);
+
+/* Summary of times[0..n); n >= 1. */
+void fb_iter_stats_of(const double *times, long n, struct fb_iter_stats *out);
+
+/* -I 1: per operation, each timed iteration's time in us, the slowest
+ * rank's for that iteration; the summary leaves out the first `skipped`. */
+struct fb_per_iter {
+    double *times_us; /* n of them; NULL when per-iteration timing is off */
+    long n, skipped;
+    struct fb_iter_stats stats;
 };
 
 /* One placement (out-of-place or in-place) of one size. */
@@ -27,7 +52,10 @@ struct fb_measurement {
     double algbw_GBps, busbw_GBps;
     int64_t wrong;                       /* over all ranks; -1 when not checked */
     double cpu_time_us;                  /* this rank's host time issuing the calls, per operation (-C) */
+    struct fb_per_iter iter;
 };
+
+void fb_measurement_free(struct fb_measurement *m);
 
 /* Fills the call for `size` bytes and the placement; offsets per backend. */
 struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, enum fb_redop op,
@@ -36,6 +64,11 @@ struct fb_call fb_make_call(const struct fb_collective *coll, enum fb_dtype t, e
 
 /* The collective's rank count: every process holds be->local_ranks. */
 int fb_total_ranks(const struct fb_backend *be, const struct fb_world *w);
+
+/* -u N: both buffers start N elements in, as nccl-tests misaligns them
+ * (TimeTest, src/common.cu); the buffers need N elements of slack. */
+void fb_call_unalign(struct fb_call *c, size_t elements);
+#define FB_UNALIGN_ELT_MAX 8 /* the largest element: -u N needs N of them */
 
 /* Collective over `calls`, one per local rank of this process (the first
  * says what is measured). On a local failure the error is returned on

@@ -24,6 +24,27 @@ enum fb_status fb_record_new(struct fb_record *rec, const char *path, const char
     return FB_OK;
 }
 
+/* -I 1: the summary and every iteration's time (nccl-tests' key names,
+ * writePerIterReport in src/util.cu). */
+static json_object *per_iter_json(const struct fb_per_iter *it)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "skipped_iterations", json_object_new_int64(it->skipped));
+    json_object_object_add(o, "min_us", fb_json_number(it->stats.min));
+    json_object_object_add(o, "max_us", fb_json_number(it->stats.max));
+    json_object_object_add(o, "avg_us", fb_json_number(it->stats.avg));
+    json_object_object_add(o, "p50_us", fb_json_number(it->stats.p50));
+    json_object_object_add(o, "p95_us", fb_json_number(it->stats.p95));
+    json_object_object_add(o, "p99_us", fb_json_number(it->stats.p99));
+    json_object_object_add(o, "stdev_us", fb_json_number(it->stats.stdev));
+    json_object_object_add(o, "cv_pct", fb_json_number(it->stats.cv_pct));
+    json_object *times = json_object_new_array_ext((int)it->n);
+    for (long i = 0; i < it->n; i++)
+        json_object_array_add(times, fb_json_number(it->times_us[i]));
+    json_object_object_add(o, "times_us", times);
+    return o;
+}
+
 static json_object *placement_json(const struct fb_measurement *r)
 {
     json_object *o = json_object_new_object();
@@ -35,6 +56,8 @@ static json_object *placement_json(const struct fb_measurement *r)
     json_object_object_add(o, "busbw_GBps", fb_json_number(r->busbw_GBps));
     json_object_object_add(o, "wrong", r->wrong >= 0 ? json_object_new_int64(r->wrong) : NULL);
     json_object_object_add(o, "cpu_time_us", fb_json_number(r->cpu_time_us));
+    if (r->iter.times_us != NULL)
+        json_object_object_add(o, "per_iter", per_iter_json(&r->iter));
     return o;
 }
 
@@ -44,6 +67,11 @@ static json_object *row_json(const struct fb_call *call, int run, long iteration
     json_object *row = json_object_new_object();
     json_object_object_add(row, "bytes", json_object_new_uint64(call->counts.bytes));
     json_object_object_add(row, "count", json_object_new_uint64(call->counts.param));
+    /* What the table's type, redop and root columns say, so rows of a
+     * -d all / -o all / -r all run tell apart. */
+    json_object_object_add(row, "type", json_object_new_string(fb_dtype_info(call->dtype)->name));
+    json_object_object_add(row, "redop", json_object_new_string(call->coll->reduces ? fb_redop_name(call->op) : "none"));
+    json_object_object_add(row, "root", json_object_new_int(call->coll->rooted ? call->root : -1));
     json_object_object_add(row, "run", json_object_new_int(run));
     json_object_object_add(row, "iterations", json_object_new_int64(iterations));
     json_object_object_add(row, "out_of_place", placement_json(oop));
@@ -134,7 +162,8 @@ json_object *fb_summary_of_rows(json_object *rows, int sizes_planned)
             accumulate(&a, (uint64_t)bytes, p);
     }
     json_object *s = json_object_new_object();
-    json_object_object_add(s, "sizes_planned", json_object_new_int(sizes_planned));
+    /* -1: open-ended (-N 0 runs until a signal). */
+    json_object_object_add(s, "sizes_planned", sizes_planned >= 0 ? json_object_new_int(sizes_planned) : NULL);
     json_object_object_add(s, "sizes_done", json_object_new_int((int)n));
     json_object_object_add(s, "wrong_total", json_object_new_uint64(a.wrong));
     json_object_object_add(s, "peak_busbw_GBps", a.n_all ? fb_json_number(a.peak) : NULL);
@@ -187,6 +216,7 @@ void fb_record_free(struct fb_record *rec)
 
 struct spread {
     uint64_t bytes;
+    json_object *row; /* the first row of this size: its type, redop, root */
     int n;
     double sum[2], sumsq[2]; /* per placement */
 };
@@ -220,6 +250,31 @@ static double spread_cv_pct(const struct spread *sp, double *mean_out)
     return worst;
 }
 
+/* Rows of one type, operator and root (-d all ... repeat sizes); rows of
+ * files older than those keys all match. */
+static int same_run_kind(json_object *a, json_object *b)
+{
+    static const char *const keys[] = {"type", "redop", "root"};
+    for (int i = 0; i < 3; i++) {
+        json_object *x = NULL, *y = NULL;
+        json_object_object_get_ex(a, keys[i], &x);
+        json_object_object_get_ex(b, keys[i], &y);
+        if (strcmp(x ? json_object_to_json_string(x) : "", y ? json_object_to_json_string(y) : "") != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void copy_run_kind(json_object *to, json_object *row)
+{
+    static const char *const keys[] = {"type", "redop", "root"};
+    for (int i = 0; i < 3; i++) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(row, keys[i], &v))
+            json_object_object_add(to, keys[i], json_object_get(v));
+    }
+}
+
 json_object *fb_stability_of_rows(json_object *rows, double threshold_pct)
 {
     size_t n = json_object_array_length(rows);
@@ -231,10 +286,12 @@ json_object *fb_stability_of_rows(json_object *rows, double threshold_pct)
         int64_t bytes = 0;
         fb_json_get_int64(row, "bytes", &bytes);
         size_t k = 0;
-        while (k < nsizes && sp[k].bytes != (uint64_t)bytes)
+        while (k < nsizes && (sp[k].bytes != (uint64_t)bytes || !same_run_kind(sp[k].row, row)))
             k++;
-        if (k == nsizes)
+        if (k == nsizes) {
+            sp[nsizes].row = row;
             sp[nsizes++].bytes = (uint64_t)bytes;
+        }
         spread_add(&sp[k], row);
         max_runs = sp[k].n > max_runs ? sp[k].n : max_runs;
     }
@@ -250,6 +307,7 @@ json_object *fb_stability_of_rows(json_object *rows, double threshold_pct)
         double mean = 0, cv = spread_cv_pct(&sp[k], &mean);
         json_object *e = json_object_new_object();
         json_object_object_add(e, "bytes", json_object_new_uint64(sp[k].bytes));
+        copy_run_kind(e, sp[k].row);
         json_object_object_add(e, "runs", json_object_new_int(sp[k].n));
         json_object_object_add(e, "time_us_mean", fb_json_number(mean));
         json_object_object_add(e, "time_cv_pct", fb_json_number(cv));

@@ -27,6 +27,14 @@
 #define SETUP_BOUND_S 120.0
 #define SLOWEST_BPS 1e7 /* 10 MB/s: no fabric worth measuring is slower */
 
+/* One (type, operator, root) of the run: -d all, -o all and -r all make
+ * many, each swept over every size (and every -N cycle) in turn. */
+struct sweep_combo {
+    enum fb_dtype dtype;
+    enum fb_redop op;
+    int root;
+};
+
 struct sweep {
     struct coll_config cfg;
     struct fb_world world;
@@ -72,7 +80,19 @@ struct sweep {
     int64_t oob_checks;               /* checks with wrong elements; this rank's, then the sum (rank 0) */
     struct fb_ntjson_file nt;         /* nccl-tests' JSON (-J under a *_perf name) */
     int nt_failed;                    /* its update failed once: said, not again */
+    struct sweep_combo *combos;       /* sweep_plan_combos */
+    int ncombos;
+    char combo_note[2][320];          /* what -d all / -o all leave out */
+    long cycles_done;                 /* full -N cycles of the current combo */
 };
+
+/* Collective: the types, operators and roots to run, every rank agreeing
+ * on what the backend supports; FB_ERR_USAGE when a type or operator named
+ * alone is not supported. Call on every rank whatever `err` holds. */
+enum fb_status sweep_plan_combos(struct sweep *r, struct fb_err *err);
+
+/* Sizes the results document plans: -1 (open-ended) for -N 0. */
+int sweep_sizes_planned(const struct sweep *r);
 
 /* Everything before the first measurement, agreed by all ranks. Returns 0
  * to go on, -1 for --help/--version, else the exit code (rank 0 has said

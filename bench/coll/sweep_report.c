@@ -155,9 +155,10 @@ void sweep_describe(struct sweep *r)
     const struct coll_config *c = &r->cfg;
     json_object_object_add(d, "collective", json_object_new_string(c->coll->name));
     json_object_object_add(d, "backend", json_object_new_string(r->be.ops->name));
-    json_object_object_add(d, "dtype", json_object_new_string(fb_dtype_info(c->dtype)->name));
-    json_object_object_add(d, "op", json_object_new_string(c->coll->reduces ? fb_redop_name(c->op) : "none"));
-    json_object_object_add(d, "root", json_object_new_int(c->coll->rooted ? (int)c->root : -1));
+    /* -d all, -o all, -r all: each row says its own (type, redop, root). */
+    json_object_object_add(d, "dtype", json_object_new_string(c->dtype_all ? FB_ALL_NAME : fb_dtype_info(c->dtype)->name));
+    json_object_object_add(d, "op", json_object_new_string(!c->coll->reduces ? "none" : c->op_all ? FB_ALL_NAME : fb_redop_name(c->op)));
+    json_object_object_add(d, "root", json_object_new_int(c->coll->rooted && !c->root_all ? (int)c->root : -1));
     json_object_object_add(d, "time_reduction",
                            json_object_new_string(fb_time_reduction_name((enum fb_time_reduction)c->average)));
     json_object_object_add(d, "config", fb_opts_to_json(coll_options, c));
@@ -386,7 +387,7 @@ void sweep_print_preamble(struct sweep *r)
 
 void sweep_record_early_stop(struct sweep *r, const struct fb_call *c, double busbw, const char *reason)
 {
-    int skipped = r->plan.count * (int)r->cfg.run_cycles - r->sizes_done;
+    int planned = sweep_sizes_planned(r), skipped = planned > r->sizes_done ? planned - r->sizes_done : 0;
     printf("# Early stop: %s; %d larger size%s not measured (--full measures them anyway)\n", reason,
            skipped, skipped == 1 ? "" : "s");
     json_object *e = json_object_new_object();

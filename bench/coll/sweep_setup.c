@@ -62,11 +62,11 @@ static enum fb_status check_run_shape(struct sweep *r, struct fb_err *err)
     if (r->split.active && r->be.local_ranks > 1)
         return fb_fail(err, FB_ERR_USAGE, "%s=%s with several GPUs per process (-t/-g) is not supported: "
                        "launch one process per GPU (drop -t/-g)", r->split.spec.source, r->split.spec.text);
-    if (r->cfg.coll->rooted && r->split.active && r->cfg.root >= r->split.smallest)
+    if (r->cfg.coll->rooted && r->split.active && !r->cfg.root_all && r->cfg.root >= r->split.smallest)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of every group (the smallest of %s=%s has %d); "
                        "use -r 0 to %d", r->cfg.root, r->split.spec.source, r->split.spec.text, r->split.smallest,
                        r->split.smallest - 1);
-    if (r->cfg.coll->rooted && r->cfg.root >= n)
+    if (r->cfg.coll->rooted && !r->cfg.root_all && r->cfg.root >= n)
         return fb_fail(err, FB_ERR_USAGE, "-r %ld is not a rank of this %d-rank job; use -r 0 to %d",
                        r->cfg.root, n, n - 1);
     if (!fb_collective_runs_on(r->cfg.coll, n)) {
@@ -179,7 +179,8 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
                     &recv);
     sweep_sample_memory(r);
     r->mem_before_alloc = sweep_peak_memory(r);
-    enum fb_status st = r->be.ops->alloc(&r->be, send, recv, err);
+    size_t unalign = (size_t)r->cfg.unalign * FB_UNALIGN_ELT_MAX; /* -u: room for the offset */
+    enum fb_status st = r->be.ops->alloc(&r->be, send + unalign, recv + unalign, err);
     if (st == FB_OK)
         sweep_sample_memory(r);
     r->mem_after_alloc = sweep_peak_memory(r);
@@ -239,7 +240,7 @@ static enum fb_status start_record(struct sweep *r, struct fb_err *err)
         st = fb_record_new(&r->rec, path, "fabric-coll", r->cfg.invoked_as, r->cluster, err);
     if (st == FB_OK) {
         sweep_describe(r);
-        r->rec.sizes_planned = r->plan.count * (int)r->cfg.run_cycles;
+        r->rec.sizes_planned = sweep_sizes_planned(r);
         st = fb_record_start(&r->rec, r->cfg.record_path == NULL, err);
     }
     if (st == FB_OK)
@@ -300,8 +301,7 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
     split_world(r, &err);
     if (err.code == FB_OK)
         check_run_shape(r, &err);
-    if (err.code == FB_OK)
-        r->be.ops->supports(r->cfg.coll, r->cfg.dtype, r->cfg.op, &err);
+    sweep_plan_combos(r, &err);
     if (err.code == FB_OK)
         r->be.ops->available(&err);
     if (err.code == FB_OK)
@@ -383,6 +383,8 @@ void sweep_end_phase(struct sweep *r)
     fb_record_free(&r->rec);
     pthread_mutex_unlock(&r->rec_lock);
     fb_plan_free(&r->plan);
+    free(r->combos);
+    r->combos = NULL;
     free(r->group_res);
     r->group_res = NULL;
     coll_split_free(&r->split);

@@ -54,6 +54,34 @@ void fb_table_header(FILE *out, const struct coll_config *cfg)
             cfg->timestamps ? TS_FORMAT : "");
 }
 
+void fb_table_header_per_iter(FILE *out)
+{
+    static const char *const names[] = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                                        "#wrong", "i_min", "i_max", "i_p99", "i_cv%"};
+    static const char *const units[] = {"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
+                                        "", "(us)", "(us)", "(us)", "(%)"};
+    fprintf(out, "#\n");
+    fprintf(out, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)"
+                 "                                in-place (+ per-iteration)\n", "", "", "", "", "");
+    for (int line = 0; line < 2; line++) {
+        const char *const *w = line == 0 ? names : units;
+        fprintf(out, "# %10s  %12s  %8s  %6s  %6s", w[0], w[1], w[2], w[3], w[4]);
+        for (int p = 0; p < 2; p++)
+            fprintf(out, "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s", w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12]);
+        fprintf(out, "\n");
+    }
+}
+
+static void per_iter_cells(FILE *out, const struct fb_per_iter *it)
+{
+    char mn[8], mx[8], p99[8], cv[8];
+    fb_table_number(it->stats.min, 7, mn);
+    fb_table_number(it->stats.max, 7, mx);
+    fb_table_number(it->stats.p99, 7, p99);
+    fb_table_number(it->stats.cv_pct, 7, cv);
+    fprintf(out, "  %7s  %7s  %7s  %7s", mn, mx, p99, cv);
+}
+
 static void placement(FILE *out, const struct fb_measurement *r, int cputime)
 {
     char t[8], a[7], b[7];
@@ -64,6 +92,8 @@ static void placement(FILE *out, const struct fb_measurement *r, int cputime)
         fprintf(out, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
     else
         fprintf(out, "  %7s  %6s  %6s    N/A", t, a, b);
+    if (r->iter.times_us != NULL)
+        per_iter_cells(out, &r->iter);
 }
 
 static void timestamp_cell(FILE *out)

@@ -23,7 +23,8 @@
 
 enum fb_opt_type {
     FB_OPT_SIZE,   /* uint64_t, K/M/G binary suffixes */
-    FB_OPT_INT,    /* long within [min, max] */
+    FB_OPT_INT,    /* long within [min, max]: decimal, 0x hex or 0 octal, as C's strtol
+                      reads them (nccl-tests' flags); nothing may follow the digits */
     FB_OPT_DOUBLE, /* double within [min, max] */
     FB_OPT_STRING, /* const char *, points into argv */
     FB_OPT_FLAG,   /* int set to 1, takes no value */

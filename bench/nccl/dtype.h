@@ -9,22 +9,33 @@
 
 enum fb_dtype {
     FB_INT8, FB_UINT8, FB_INT32, FB_UINT32, FB_INT64, FB_UINT64,
-    FB_HALF, FB_FLOAT, FB_DOUBLE, FB_BFLOAT16, FB_NDTYPES
+    FB_HALF, FB_FLOAT, FB_DOUBLE, FB_BFLOAT16, FB_F8E4M3, FB_F8E5M2, FB_NDTYPES
 };
 
-enum fb_redop { FB_SUM, FB_PROD, FB_MAX, FB_MIN, FB_AVG, FB_NREDOPS };
+/* FB_MULSUM is NCCL's PreMulSum (ncclRedOpCreatePreMulSum): each rank's
+ * input times its own scalar, then summed; the scalar is fb_mulsum_scalar. */
+enum fb_redop { FB_SUM, FB_PROD, FB_MAX, FB_MIN, FB_AVG, FB_MULSUM, FB_NREDOPS };
+
+/* -d all / -o all: every type or operator, in this enum's order, which is
+ * nccl-tests' (src/common.cu test_types, test_opnames). */
+#define FB_ALL_NAME "all"
 
 struct fb_dtype_info {
     const char *name;     /* nccl-tests column name */
     const char *aliases;  /* space separated, accepted by -d */
     size_t size;
     int is_float;
+    int is_fp8;           /* 8-bit float: NCCL 2.24+ on sm_90+ only */
     /* Largest integer n such that every integer 0..n is exact: bounds sums. */
     double exact_int_max;
 };
 
 const struct fb_dtype_info *fb_dtype_info(enum fb_dtype t);
 const char *fb_redop_name(enum fb_redop op);
+
+/* The scalar rank r multiplies its input by under FB_MULSUM: 1 on even
+ * ranks, 2 on odd ones, as nccl-tests chooses it (verifiable.h). */
+double fb_mulsum_scalar(int r);
 
 /* -1 when unknown. */
 int fb_dtype_parse(const char *name);
@@ -59,7 +70,8 @@ double fb_move_value(int r, size_t i);
 double fb_expected_reduce(enum fb_dtype t, enum fb_redop op, int nranks, size_t i);
 
 /* Whether got matches want: exact, except avg in float types, which NCCL
- * computes as a scaled sum. */
+ * computes as a scaled sum. An 8-bit float compares with want rounded to
+ * the type, since max, min and data movement hand on values as stored. */
 int fb_value_matches(enum fb_dtype t, enum fb_redop op, double got, double want);
 
 #endif

@@ -16,7 +16,7 @@ bad_case "-b above -e (exit 2)" 2 "is above -e" 2 all_reduce -b 1M -e 1K "${J[@]
 bad_case "zero size (exit 2)" 2 "at least 1 byte" 2 all_reduce -b 0 -e 1K "${J[@]}"
 bad_case "negative size (exit 2)" 2 "negative" 2 all_reduce -b -1K "${J[@]}"
 bad_case "unknown dtype lists the choices (exit 2)" 2 "choose one of int8" 2 all_reduce -d float128 "${J[@]}"
-bad_case "unknown op (exit 2)" 2 "unknown op 'mulsum'" 2 all_reduce -o mulsum "${J[@]}"
+bad_case "unknown op (exit 2)" 2 "unknown op 'mul'" 2 all_reduce -o mul "${J[@]}"
 bad_case "unknown collective (exit 2)" 2 "unknown collective 'allredux'" 2 allredux "${J[@]}"
 bad_case "an option where a value belongs names the option as typed (exit 2)" 2 "option '-b' needs a value (BYTES)" 1 all_reduce -b --backend mpi "${J[@]}"
 bad_case "a bad value names the spelling typed (exit 2)" 2 "^fabric-coll: --minbytes: size '-1K' is negative" 1 all_reduce --minbytes -1K "${J[@]}"

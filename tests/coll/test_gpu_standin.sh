@@ -56,13 +56,7 @@ else
 fi
 
 # --- one host -----------------------------------------------------------
-# sg NP ARGS...: fabric-coll on NP local ranks under the stand-in.
-sg() {
-  local np=$1
-  shift
-  run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" -x LD_LIBRARY_PATH "$FB_BIN/fabric-coll" "$@"
-}
-
+# sg, jq_is and checked: tests/lib.sh.
 for np in 1 2 4; do
   for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
     out=$T_DIR/$c-$np.json

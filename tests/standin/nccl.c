@@ -432,7 +432,7 @@ struct split_info {
  * point of its program), so this is the next thing on every wire. */
 static ncclResult_t split_exchange(struct ncclComm *c, struct split_info *all)
 {
-    struct call k = {C_ALLGATHER, &all[c->rank], all, sizeof *all, ncclUint8, ncclSum, 0};
+    struct call k = {C_ALLGATHER, &all[c->rank], all, sizeof *all, ncclUint8, ncclSum, 0, 0, 0};
     pthread_mutex_lock(&c->exec);
     ncclResult_t r = fbsi_run_collective(c, &k);
     pthread_mutex_unlock(&c->exec);
@@ -638,7 +638,8 @@ static ncclResult_t run_calls(struct ncclComm *c, const struct task *t)
             r = fbsi_run_p2p(c, &t->calls[i], j - i);
             i = j;
         } else {
-            r = fbsi_run_collective(c, &t->calls[i++]);
+            const struct call *k = &t->calls[i++];
+            r = k->premul ? fbsi_run_premulsum(c, k) : fbsi_run_collective(c, k);
         }
     }
     for (size_t i = 0; r == ncclSuccess && c->faults.corrupt && i < t->n; i++)
@@ -895,9 +896,18 @@ static ncclResult_t check_call(struct ncclComm *c, const struct call *k, size_t 
     return ncclSuccess;
 }
 
-static ncclResult_t enqueue(struct ncclComm *c, cudaStream_t stream, const struct call *k, size_t send_elems,
+static ncclResult_t enqueue(struct ncclComm *c, cudaStream_t stream, const struct call *call, size_t send_elems,
                             size_t recv_elems)
 {
+    /* A PreMulSum operator's scalar is read now, as NCCL reads a
+     * ncclScalarHostImmediate one: the operator may be destroyed next. */
+    struct call premul = *call;
+    const struct call *k = call;
+    if ((int)call->op >= (int)ncclNumOps && c != NULL && fbsi_premulsum_scalar(c, call->op, &premul.scalar)) {
+        premul.premul = 1;
+        premul.op = ncclSum;
+        k = &premul;
+    }
     ncclResult_t r = check_call(c, k, send_elems, recv_elems);
     if (r != ncclSuccess)
         return r;
@@ -907,28 +917,28 @@ static ncclResult_t enqueue(struct ncclComm *c, cudaStream_t stream, const struc
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    struct call k = {C_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0};
+    struct call k = {C_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, 0, 0};
     return enqueue(comm, stream, &k, count, count);
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream)
 {
-    struct call k = {C_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0};
+    struct call k = {C_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, 0, 0};
     return enqueue(comm, stream, &k, sendcount, comm ? sendcount * (size_t)comm->nranks : 0);
 }
 
 ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    struct call k = {C_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0};
+    struct call k = {C_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, 0, 0};
     return enqueue(comm, stream, &k, comm ? recvcount * (size_t)comm->nranks : 0, recvcount);
 }
 
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream)
 {
-    struct call k = {C_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root};
+    struct call k = {C_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, 0, 0};
     return enqueue(comm, stream, &k, comm && comm->rank == root ? count : 0, count);
 }
 
@@ -941,14 +951,14 @@ ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int ro
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
-    struct call k = {C_REDUCE, sendbuff, recvbuff, count, datatype, op, root};
+    struct call k = {C_REDUCE, sendbuff, recvbuff, count, datatype, op, root, 0, 0};
     return enqueue(comm, stream, &k, count, comm && comm->rank == root ? count : 0);
 }
 
 ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, cudaStream_t stream)
 {
-    struct call k = {C_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0};
+    struct call k = {C_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0, 0, 0};
     size_t all = comm ? count * (size_t)comm->nranks : 0;
     return enqueue(comm, stream, &k, all, all);
 }
@@ -956,13 +966,13 @@ ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, nc
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream)
 {
-    struct call k = {C_SEND, sendbuff, NULL, count, datatype, ncclSum, peer};
+    struct call k = {C_SEND, sendbuff, NULL, count, datatype, ncclSum, peer, 0, 0};
     return enqueue(comm, stream, &k, count, 0);
 }
 
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream)
 {
-    struct call k = {C_RECV, NULL, recvbuff, count, datatype, ncclSum, peer};
+    struct call k = {C_RECV, NULL, recvbuff, count, datatype, ncclSum, peer, 0, 0};
     return enqueue(comm, stream, &k, 0, count);
 }

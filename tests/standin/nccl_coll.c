@@ -12,11 +12,11 @@
 size_t fbsi_type_size(ncclDataType_t t)
 {
     switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
     case ncclFloat16: case ncclBfloat16: return 2;
     case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
     case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0; /* fp8: not carried by the stand-in */
+    default: return 0;
     }
 }
 
@@ -56,7 +56,7 @@ static float apply(float x, float y, ncclRedOp_t op)
                    : op == ncclMin ? (b[i] < a[i] ? b[i] : a[i]) : a[i] + b[i];           \
     } while (0)
 
-static float bf16_load(uint16_t h)
+float fbsi_bf16_load(uint16_t h)
 {
     uint32_t x = (uint32_t)h << 16;
     float f;
@@ -64,7 +64,7 @@ static float bf16_load(uint16_t h)
     return f;
 }
 
-static uint16_t bf16_store(float f)
+uint16_t fbsi_bf16_store(float f)
 {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
@@ -83,9 +83,16 @@ static void reduce16(void *acc, const void *in, size_t n, ncclDataType_t t, nccl
             x = (_Float16)apply((float)x, (float)y, op);
             memcpy(&a[i], &x, 2);
         } else {
-            a[i] = bf16_store(apply(bf16_load(a[i]), bf16_load(b[i]), op));
+            a[i] = fbsi_bf16_store(apply(fbsi_bf16_load(a[i]), fbsi_bf16_load(b[i]), op));
         }
     }
+}
+
+/* 8-bit floats: combined in float, each result rounded back. */
+static void reduce8(void *acc, const void *in, size_t n, ncclDataType_t t, ncclRedOp_t op)
+{
+    for (size_t i = 0; i < n; i++)
+        fbsi_elem_store(t, acc, i, apply((float)fbsi_elem_load(t, acc, i), (float)fbsi_elem_load(t, in, i), op));
 }
 
 static void reduce(void *acc, const void *in, size_t n, ncclDataType_t t, ncclRedOp_t op)
@@ -100,6 +107,7 @@ static void reduce(void *acc, const void *in, size_t n, ncclDataType_t t, ncclRe
     case ncclFloat32: FLOAT_REDUCE(float); break;
     case ncclFloat64: FLOAT_REDUCE(double); break;
     case ncclFloat16: case ncclBfloat16: reduce16(acc, in, n, t, op); break;
+    case ncclFloat8e4m3: case ncclFloat8e5m2: reduce8(acc, in, n, t, op); break;
     default: break;
     }
 }
@@ -133,11 +141,16 @@ static void divide(void *acc, size_t n, ncclDataType_t t, int k)
                 x = (_Float16)((float)x / (float)k);
                 memcpy(&a[i], &x, 2);
             } else {
-                a[i] = bf16_store(bf16_load(a[i]) / (float)k);
+                a[i] = fbsi_bf16_store(fbsi_bf16_load(a[i]) / (float)k);
             }
         }
         break;
     }
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+        for (size_t i = 0; i < n; i++)
+            fbsi_elem_store(t, acc, i, fbsi_elem_load(t, acc, i) / k);
+        break;
     default: break;
     }
 }

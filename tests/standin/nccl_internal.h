@@ -25,6 +25,10 @@ struct call {
     ncclDataType_t dt;
     ncclRedOp_t op;
     int root;
+    /* PreMulSum (ncclRedOpCreatePreMulSum): this rank's input times
+     * `scalar`, then summed; op is then ncclSum. */
+    int premul;
+    double scalar;
 };
 
 /* The calls of one ncclGroupStart/End (or a lone call): carried out
@@ -140,5 +144,14 @@ size_t fbsi_type_size(ncclDataType_t t);
 ncclResult_t fbsi_run_collective(struct ncclComm *c, const struct call *k);
 ncclResult_t fbsi_run_p2p(struct ncclComm *c, const struct call *k, size_t n);
 void fbsi_corrupt(const struct ncclComm *c, const struct call *k);
+float fbsi_bf16_load(uint16_t h);
+uint16_t fbsi_bf16_store(float f);
+
+/* nccl_redop.c: elements of any type as doubles (the 8-bit floats too),
+ * and the PreMulSum operators of each communicator. */
+double fbsi_elem_load(ncclDataType_t t, const void *buf, size_t i);
+void fbsi_elem_store(ncclDataType_t t, void *buf, size_t i, double v);
+int fbsi_premulsum_scalar(const struct ncclComm *c, ncclRedOp_t op, double *scalar);
+ncclResult_t fbsi_run_premulsum(struct ncclComm *c, const struct call *k);
 
 #endif

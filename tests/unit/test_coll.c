@@ -100,7 +100,7 @@ static void test_bad_input_is_one_line_usage_error(void)
         {"fabric-coll all_reduce -b 0", "at least 1 byte", FB_ERR_USAGE},
         {"fabric-coll all_reduce -b -4K", "negative", FB_ERR_USAGE},
         {"fabric-coll all_reduce -d float128", "unknown datatype 'float128'", FB_ERR_USAGE},
-        {"fabric-coll all_reduce -o mulsum", "unknown op 'mulsum'", FB_ERR_USAGE},
+        {"fabric-coll all_reduce -o mul", "unknown op 'mul'", FB_ERR_USAGE},
         {"fabric-coll allreduse", "unknown collective 'allreduse'", FB_ERR_USAGE},
         {"fabric-coll", "no collective given", FB_ERR_USAGE},
         {"fabric-coll all_reduce -g 65", "out of range", FB_ERR_USAGE},

@@ -82,6 +82,22 @@ static void test_every_spelling_of_a_value(void)
     }
 }
 
+/* Integers as C's strtol(s, NULL, 0) reads nccl-tests' flags: 0x hex and
+ * 0 octal; what strtol would stop short at is refused here. */
+static void test_integers_in_hex_and_octal(void)
+{
+    struct parsed p = {0};
+    CHECK_INT(parse(&p, "run -c 0x9"), FB_OK);
+    CHECK_INT(p.d.count, 9);
+    CHECK_INT(parse(&p, "run -c 010"), FB_OK);
+    CHECK_INT(p.d.count, 8);
+    CHECK_INT(parse(&p, "run -c 09"), FB_ERR_USAGE);
+    CHECK(strstr(p.err.msg, "'09' is not a whole number") != NULL);
+    CHECK_INT(parse(&p, "run -c 0x"), FB_ERR_USAGE);
+    CHECK_INT(parse(&p, "run -c 0xA"), FB_ERR_USAGE); /* 10: out of the row's range */
+    fb_opts_result_free(&p.res);
+}
+
 static void test_positionals_before_between_and_after_options(void)
 {
     struct parsed p = {0};
@@ -274,6 +290,7 @@ static void test_subcommands_dispatch_by_name(void)
 int main(void)
 {
     RUN(test_every_spelling_of_a_value);
+    RUN(test_integers_in_hex_and_octal);
     RUN(test_positionals_before_between_and_after_options);
     RUN(test_short_flags_share_a_word);
     RUN(test_repeatable_values_fill_the_array);
