@@ -385,6 +385,7 @@ void sweep_end_phase(struct sweep *r)
     fb_plan_free(&r->plan);
     free(r->combos);
     r->combos = NULL;
+    r->ncombos = 0;
     free(r->group_res);
     r->group_res = NULL;
     coll_split_free(&r->split);
@@ -415,6 +416,8 @@ void sweep_next_phase(struct sweep *r)
     r->flag_notes[0] = '\0';
     r->mem_before_alloc = r->mem_after_alloc = 0;
     r->oob_checks = 0;
+    r->combo_note[0][0] = r->combo_note[1][0] = '\0';
+    r->cycles_done = 0;
     r->phase++;
     pthread_mutex_unlock(&r->rec_lock);
 }
