@@ -1,4 +1,4 @@
-/* fabric-coll's options: nccl-tests' flags and defaults (v2.19), plus the
+/* fabric-coll's options: nccl-tests' flags and defaults (2.19.6), plus the
  * suite's own long options, described once in a table. */
 #ifndef FB_COLL_CONFIG_H
 #define FB_COLL_CONFIG_H
