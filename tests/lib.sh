@@ -135,6 +135,14 @@ FB_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca op ^avx
   --mca btl "self,vader,tcp" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 fb_mpirun() { local np=$1; shift; timeout -k 5 300 "${FB_MPIRUN[@]}" -np "$np" "$@"; }
 
+# standin_built WHAT: the GPU stand-in (tests/standin) is built; else says
+# skip for WHAT and returns 1.
+standin_built() {
+  [ -e "$FB_BUILD/standin/libnccl.so.2" ] && return 0
+  skip "$1" "not built (the CUDA and NCCL headers are missing; make standin)"
+  return 1
+}
+
 # sg NP ARGS...: fabric-coll on NP local ranks under the GPU stand-in
 # (scripts/gpu-standin.sh, docs/standin.md), as run does.
 sg() {

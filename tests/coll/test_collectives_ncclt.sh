@@ -11,7 +11,6 @@
 
 command -v jq >/dev/null || { skip "nccl-tests' other collectives" "jq is not installed"; exit 0; }
 gs=$FB_ROOT/scripts/gpu-standin.sh
-standin=$FB_BUILD/standin
 sizes=(1000 10000 100000) # -b 1000 -e 100000 -f 10
 
 esize() { case $1 in int8) echo 1 ;; double) echo 8 ;; *) echo 4 ;; esac; }
@@ -119,10 +118,7 @@ else
 fi
 
 # --- the GPU stand-in: the NCCL backend's grouped sends and receives ------
-if [ ! -e "$standin/libnccl.so.2" ]; then
-  skip "the four on the GPU stand-in" "not built (the CUDA and NCCL headers are missing; make standin)"
-  exit 0
-fi
+standin_built "the four on the GPU stand-in" || exit 0
 sg() {
   local n=$1
   shift

@@ -8,12 +8,8 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-standin=$FB_BUILD/standin
 gs=$FB_ROOT/scripts/gpu-standin.sh
-if [ ! -e "$standin/libnccl.so.2" ]; then
-  skip "NCCL-only flags on the GPU stand-in" "not built (the CUDA and NCCL headers are missing; make standin)"
-  exit 0
-fi
+standin_built "NCCL-only flags on the GPU stand-in" || exit 0
 
 # sg NP ARGS...: fabric-coll on NP processes under the stand-in, its NCCL
 # log in $T_DIR/log (emptied first).

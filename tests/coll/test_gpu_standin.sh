@@ -11,10 +11,7 @@
 
 standin=$FB_BUILD/standin
 gs=$FB_ROOT/scripts/gpu-standin.sh
-if [ ! -e "$standin/libnccl.so.2" ]; then
-  skip "the GPU stand-in" "not built (the CUDA and NCCL headers are missing; make standin)"
-  exit 0
-fi
+standin_built "the GPU stand-in" || exit 0
 
 # --- the libraries ------------------------------------------------------
 cudart=$(cd "$standin" && echo libcudart.so.*)
