@@ -364,7 +364,7 @@ int sweep_execute(struct sweep *r)
     if (r->world.rank == 0) {
         print_loop_notes(r);
         if (r->cfg.per_iter)
-            fb_table_header_per_iter(stdout);
+            fb_table_header_per_iter(stdout, &r->cfg);
         else
             fb_table_header(stdout, &r->cfg);
     }

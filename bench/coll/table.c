@@ -54,10 +54,10 @@ void fb_table_header(FILE *out, const struct coll_config *cfg)
             cfg->timestamps ? TS_FORMAT : "");
 }
 
-void fb_table_header_per_iter(FILE *out)
+void fb_table_header_per_iter(FILE *out, const struct coll_config *cfg)
 {
-    static const char *const names[] = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw",
-                                        "#wrong", "i_min", "i_max", "i_p99", "i_cv%"};
+    const char *const names[] = {"size", "count", "type", "redop", "root", cfg->cputime ? "cputime" : "time",
+                                 "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"};
     static const char *const units[] = {"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
                                         "", "(us)", "(us)", "(us)", "(%)"};
     fprintf(out, "#\n");
@@ -114,7 +114,9 @@ void fb_table_row(FILE *out, const struct coll_config *cfg, const struct fb_call
             call->coll->rooted ? call->root : -1);
     placement(out, oop, (int)cfg->cputime);
     placement(out, ip, (int)cfg->cputime);
-    if (cfg->timestamps)
+    /* With -I the per-iteration cells take the timestamp's place, as in
+     * nccl-tests (writeBenchmarkLineBody). */
+    if (cfg->timestamps && !cfg->per_iter)
         timestamp_cell(out);
     fputc('\n', out);
 }

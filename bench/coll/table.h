@@ -19,8 +19,9 @@ void fb_table_preamble(FILE *out, const struct coll_config *cfg, uint64_t minb, 
 /* The column titles; "cputime" for the time columns with -C 1, a
  * timestamp column with -S 1. */
 void fb_table_header(FILE *out, const struct coll_config *cfg);
-/* With -I 1: each placement also gets i_min, i_max, i_p99 and i_cv%. */
-void fb_table_header_per_iter(FILE *out);
+/* With -I 1: each placement also gets i_min, i_max, i_p99 and i_cv%
+ * ("cputime" for the time with -C 1; no timestamp column, as nccl-tests). */
+void fb_table_header_per_iter(FILE *out, const struct coll_config *cfg);
 
 /* One data row: size, count, type, redop, root, then both placements (the
  * time columns CPU time with -C 1), then the local time with -S 1. */

@@ -126,6 +126,15 @@ if [ "$T_RC" -eq 0 ]; then
 else
   not_ok "-I 1 -K 2" "exit $T_RC: $(head -c 300 "$T_ERR")"
 fi
+# With -C the time titles say cputime; with -I the per-iteration cells
+# take the -S timestamp's place (util.cu writeBenchmarkLineBody).
+mp all_reduce -b 1K -e 1K -n 3 -I 1 -C 1 -S 1 -J "$T_DIR/iter-cs.json"
+if [ "$T_RC" -eq 0 ] && grep -Eq '^# +size +count +type +redop +root +cputime +algbw +busbw +#wrong +i_min +i_max +i_p99 +i_cv% +cputime ' "$T_OUT" &&
+   [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum +-1( +[0-9.e+]+){3} +0( +[0-9.e+]+){7} +0( +[0-9.e+]+){4}$' "$T_OUT")" -eq 1 ]; then
+  ok "-I 1 -C 1 -S 1: cputime titles, no timestamp beside the per-iteration cells"
+else
+  not_ok "-I 1 -C 1 -S 1: cputime titles, no timestamp beside the per-iteration cells" "exit $T_RC: $(head -c 1200 "$T_OUT")"
+fi
 mp all_reduce -b 1K -e 1K -n 4 -K 2 -J "$T_DIR/k-only.json"
 if [ "$T_RC" -eq 0 ] && grep -q '^# Note: -K 2 needs per-iteration timing (-I 1); -K turned off$' "$T_OUT" &&
    jq -e '.rows[0].out_of_place | has("per_iter") | not' "$T_DIR/k-only.json" >/dev/null; then
