@@ -418,6 +418,8 @@ void sweep_next_phase(struct sweep *r)
     r->oob_checks = 0;
     r->combo_note[0][0] = r->combo_note[1][0] = '\0';
     r->cycles_done = 0;
+    r->nt = (struct fb_ntjson_file){0}; /* the next phase opens its own */
+    r->nt_failed = 0;
     r->phase++;
     pthread_mutex_unlock(&r->rec_lock);
 }
