@@ -30,6 +30,10 @@ FB_EXIT_TIMEOUT=8
 # shellcheck disable=SC2034
 FB_EXIT_RUNTIME=9
 FB_EXIT_INPUT=10
+# shellcheck disable=SC2034
+FB_EXIT_SKIPPED=11
+# shellcheck disable=SC2034
+FB_EXIT_MISMATCH=12
 
 FB_LAUNCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FB_DRY_RUN=${FB_DRY_RUN:-0}

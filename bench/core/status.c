@@ -35,6 +35,8 @@ const char *fb_status_name(enum fb_status code)
     case FB_ERR_TIMEOUT: return "timeout";
     case FB_ERR_RUNTIME: return "runtime";
     case FB_ERR_INPUT: return "input";
+    case FB_ERR_SKIPPED: return "skipped";
+    case FB_ERR_MISMATCH: return "mismatch";
     case FB_VERDICT_DEGRADED: return "degraded";
     case FB_VERDICT_TCP_FALLBACK: return "tcp-fallback";
     case FB_VERDICT_FAIL: return "fail";

@@ -19,6 +19,8 @@ enum fb_status {
     FB_ERR_TIMEOUT = 8,    /* a bounded wait expired */
     FB_ERR_RUNTIME = 9,    /* MPI, NCCL, CUDA, verbs or socket failure */
     FB_ERR_INPUT = 10,     /* an input file is missing, unreadable or malformed */
+    FB_ERR_SKIPPED = 11,   /* the cluster lacks what the run needs (two free GPU nodes) */
+    FB_ERR_MISMATCH = 12,  /* delivered wiring differs from the wiring fabric-bench was given */
     /* fabric-report check verdicts (PASS is FB_OK) */
     FB_VERDICT_DEGRADED = 20,
     FB_VERDICT_TCP_FALLBACK = 21,

@@ -92,7 +92,8 @@ void fb_cluster_check_gpu_nic_networks(const struct fb_cluster_ctx *ctx, struct 
     if (gpu_nic == 0 && misnamed == 0 && count_tcpxo_nodes(ctx) == 0) {
         fb_check_set(c, FB_CHECK_SKIP, "no gpu-nic Network and no %s node: not a GKE TCPXO "
                                        "cluster%s%s", FB_GKE_TCPXO_MACHINE,
-                     ctx->data->networks_note[0] ? "; " : "", ctx->data->networks_note);
+                     fb_kube_note(ctx->data, FB_KUBE_NETWORKS)[0] ? "; " : "",
+                     fb_kube_note(ctx->data, FB_KUBE_NETWORKS));
         return;
     }
     if (ready >= FB_GKE_GPU_NICS) {

@@ -19,13 +19,23 @@ struct list_spec {
     const char *file;
     const char *resource;
     bool all_namespaces;
+    bool custom;        /* a CRD the cluster may not serve: empty, with a note */
+    bool optional_file; /* absent from a saved directory: empty, with a note */
 };
 
 static const struct list_spec lists[] = {
-    {FB_KUBE_NETWORKS, "networks.json", "networks.networking.gke.io", false},
-    {FB_KUBE_NODES, "nodes.json", "nodes", false},
-    {FB_KUBE_PODS, "pods.json", "pods", true},
+    {FB_KUBE_NETWORKS, "networks.json", "networks.networking.gke.io", false, true, false},
+    {FB_KUBE_NODES, "nodes.json", "nodes", false, false, false},
+    {FB_KUBE_PODS, "pods.json", "pods", true, false, false},
+    {FB_KUBE_DAEMONSETS, "daemonsets.json", "daemonsets", true, false, true},
+    {FB_KUBE_SRIOV_STATES, "sriovnetworknodestates.json",
+     "sriovnetworknodestates.sriovnetwork.openshift.io", true, true, true},
+    {FB_KUBE_NIC_POLICIES, "nicclusterpolicies.json", "nicclusterpolicies.mellanox.com", false,
+     true, true},
+    {FB_KUBE_NADS, "netattachdefs.json", "network-attachment-definitions.k8s.cni.cncf.io", true,
+     true, true},
 };
+_Static_assert(sizeof lists / sizeof lists[0] == FB_KUBE_NLISTS, "one row per list");
 
 static json_object *const *list_of(const struct fb_kube_data *d, enum fb_kube_list which)
 {
@@ -33,6 +43,10 @@ static json_object *const *list_of(const struct fb_kube_data *d, enum fb_kube_li
     case FB_KUBE_NETWORKS: return &d->networks;
     case FB_KUBE_NODES: return &d->nodes;
     case FB_KUBE_PODS: return &d->pods;
+    case FB_KUBE_DAEMONSETS: return &d->daemonsets;
+    case FB_KUBE_SRIOV_STATES: return &d->sriov_states;
+    case FB_KUBE_NIC_POLICIES: return &d->nic_policies;
+    case FB_KUBE_NADS: return &d->nads;
     }
     return &d->nodes;
 }
@@ -43,6 +57,27 @@ static json_object **slot(struct fb_kube_data *d, enum fb_kube_list which)
 {
     return (json_object **)list_of(d, which);
 }
+
+static size_t bit_index(enum fb_kube_list which)
+{
+    size_t i = 0;
+    while (i + 1 < FB_KUBE_NLISTS && !((unsigned)which & (1u << i)))
+        i++;
+    return i;
+}
+
+const char *fb_kube_note(const struct fb_kube_data *d, enum fb_kube_list which)
+{
+    return d->notes[bit_index(which)];
+}
+
+/* An empty list standing for one that could not be had, and why. */
+static void set_empty(struct fb_kube_data *d, const struct list_spec *s, const char *why)
+{
+    snprintf(d->notes[bit_index(s->which)], sizeof d->notes[0], "%s %s", s->resource, why);
+    *slot(d, s->which) = json_tokener_parse("{\"items\": []}");
+}
+
 
 static void command_for(const struct list_spec *s, char *buf, size_t len)
 {
@@ -93,6 +128,10 @@ enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_d
         char path[4096], cmd[128];
         snprintf(path, sizeof path, "%s/%s", dir, s->file);
         struct stat st;
+        if (stat(path, &st) != 0 && errno == ENOENT && s->optional_file) {
+            set_empty(d, s, "not saved in --from DIR");
+            continue;
+        }
         if (stat(path, &st) != 0) {
             command_for(s, cmd, sizeof cmd);
             fb_kube_free(d);
@@ -281,11 +320,9 @@ static enum fb_status fetch_one(const struct fb_kubectl *k, const struct list_sp
     if (st == FB_OK && status != 0) {
         /* A cluster without GKE multi-networking does not serve the CRD:
          * an empty list, not an error. */
-        if (s->which == FB_KUBE_NETWORKS && errb.data &&
+        if (s->custom && errb.data &&
             strstr(errb.data, "doesn't have a resource type") != NULL) {
-            snprintf(d->networks_note, sizeof d->networks_note,
-                     "networks.networking.gke.io not served by this cluster");
-            d->networks = json_tokener_parse("{\"items\": []}");
+            set_empty(d, s, "not served by this cluster");
         } else {
             char cmd[128];
             command_for(s, cmd, sizeof cmd);
@@ -345,10 +382,11 @@ enum fb_status fb_kube_save(const char *dir, const struct fb_kube_data *d, struc
 
 void fb_kube_free(struct fb_kube_data *d)
 {
-    json_object_put(d->networks);
-    json_object_put(d->nodes);
-    json_object_put(d->pods);
-    d->networks = d->nodes = d->pods = NULL;
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        json_object **l = slot(d, lists[i].which);
+        json_object_put(*l);
+        *l = NULL;
+    }
 }
 
 json_object *fb_kube_items(json_object *list)

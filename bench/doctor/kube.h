@@ -1,26 +1,47 @@
-/* The cluster state fabric-doctor judges: three kubectl lists, read from
- * files saved earlier (`--from DIR`) or fetched by running kubectl.
+/* The cluster state fabric-doctor judges: kubectl lists, read from files
+ * saved earlier (`--from DIR`) or fetched by running kubectl.
  *
- *   networks.json  kubectl get networks.networking.gke.io -o json
- *   nodes.json     kubectl get nodes -o json
- *   pods.json      kubectl get pods -A -o json */
+ *   networks.json                kubectl get networks.networking.gke.io -o json
+ *   nodes.json                   kubectl get nodes -o json
+ *   pods.json                    kubectl get pods -A -o json
+ *   daemonsets.json              kubectl get daemonsets -A -o json
+ *   sriovnetworknodestates.json  kubectl get sriovnetworknodestates.sriovnetwork.openshift.io -A -o json
+ *   nicclusterpolicies.json      kubectl get nicclusterpolicies.mellanox.com -o json
+ *   netattachdefs.json           kubectl get network-attachment-definitions.k8s.cni.cncf.io -A -o json
+ *
+ * Lists of custom resources a cluster may not serve (the CRD absent) read
+ * as empty with a note; so do the lists a saved directory from an older
+ * fabric-doctor lacks (all but the first three). */
 #ifndef FB_DOCTOR_KUBE_H
 #define FB_DOCTOR_KUBE_H
 
 #include <json-c/json.h>
+#include <stddef.h>
 
 #include "core/status.h"
 
+/* One bit per list; a check names the lists it needs. */
 enum fb_kube_list {
     FB_KUBE_NETWORKS = 1 << 0,
     FB_KUBE_NODES = 1 << 1,
     FB_KUBE_PODS = 1 << 2,
+    FB_KUBE_DAEMONSETS = 1 << 3,
+    FB_KUBE_SRIOV_STATES = 1 << 4,
+    FB_KUBE_NIC_POLICIES = 1 << 5,
+    FB_KUBE_NADS = 1 << 6,
 };
+#define FB_KUBE_NLISTS 7
 
 struct fb_kube_data {
     json_object *networks, *nodes, *pods; /* NULL when not asked for */
-    char networks_note[256]; /* "not served by this cluster" when the CRD is absent */
+    json_object *daemonsets, *sriov_states, *nic_policies, *nads;
+    /* Per list (bit index): why it is empty, e.g. "... not served by this
+     * cluster"; "" when it was read. */
+    char notes[FB_KUBE_NLISTS][256];
 };
+
+/* The note for one list ("" when none). */
+const char *fb_kube_note(const struct fb_kube_data *d, enum fb_kube_list which);
 
 struct fb_kubectl {
     const char *path;    /* "kubectl" (PATH search) or a path */

@@ -624,7 +624,7 @@ static void kubectl_without_network_crd(void)
     CHECK_INT(st, FB_OK);
     if (st == FB_OK) {
         CHECK_INT(json_object_array_length(fb_kube_items(d.networks)), 0);
-        CHECK_CONTAINS(d.networks_note, "not served by this cluster");
+        CHECK_CONTAINS(fb_kube_note(&d, FB_KUBE_NETWORKS), "not served by this cluster");
         fb_kube_free(&d);
     }
 }
