@@ -145,6 +145,9 @@ enum fb_status fb_check_exit_status(const struct fb_check *checks, size_t n)
     struct fb_check_counts k = fb_check_count(checks, n);
     if (k.fail > 0)
         return FB_DOCTOR_FAIL;
+    for (size_t i = 0; i < n; i++)
+        if (checks[i].blocks_run && checks[i].verdict == FB_CHECK_SKIP)
+            return FB_ERR_SKIPPED;
     if (k.warn > 0)
         return FB_DOCTOR_WARN;
     return FB_OK;

@@ -36,6 +36,9 @@ struct fb_check {
     char fix[FB_CHECK_TEXT_MAX]; /* empty when there is nothing to do */
     size_t nculprits;
     char culprits[FB_CHECK_CULPRITS_MAX][FB_CHECK_CULPRIT_LEN];
+    /* A SKIP that means the run cannot start (gpu-capacity: fewer than two
+     * free GPU nodes): the exit is 11 unless a check failed. */
+    bool blocks_run;
 };
 
 void fb_check_init(struct fb_check *c, const char *name);
@@ -84,7 +87,8 @@ struct fb_check_counts {
 
 struct fb_check_counts fb_check_count(const struct fb_check *checks, size_t n);
 
-/* FB_OK, FB_DOCTOR_WARN or FB_DOCTOR_FAIL. */
+/* FB_DOCTOR_FAIL on any failure; else FB_ERR_SKIPPED when a check that
+ * blocks the run skipped; else FB_DOCTOR_WARN on warnings; else FB_OK. */
 enum fb_status fb_check_exit_status(const struct fb_check *checks, size_t n);
 
 #endif

@@ -12,6 +12,18 @@ static const struct fb_cluster_check_def checks[] = {
      "GPU pods request the fabric their nodes offer (efa, rdma_vf, hca_shared_devices, TCPXO)"},
     {"tcpxo-versions", FB_KUBE_PODS, fb_cluster_check_tcpxo_versions,
      "GKE TCPXO: nccl-plugin installer and tcpxo-daemon are a released pair"},
+    {"sriov-node-states", FB_KUBE_SRIOV_STATES, fb_cluster_check_sriov_node_states,
+     "SR-IOV: every SriovNetworkNodeState synced, with the VFs its spec asks for"},
+    {"nic-cluster-policy", FB_KUBE_NIC_POLICIES, fb_cluster_check_nic_cluster_policy,
+     "Network Operator: NicClusterPolicy ready, every component ready or ignored"},
+    {"multus-attachments", FB_KUBE_PODS | FB_KUBE_NADS, fb_cluster_check_multus_attachments,
+     "GPU pods: every requested Multus network attached, as named, with one MTU"},
+    {"devices-per-gpu", FB_KUBE_NODES | FB_KUBE_PODS, fb_cluster_check_devices_per_gpu,
+     "RDMA/EFA devices per GPU: nodes as their instance type has, pods in proportion"},
+    {"gpudirect-rdma", FB_KUBE_NODES | FB_KUBE_PODS, fb_cluster_check_gpudirect_rdma,
+     "GPUDirect RDMA: nvidia-peermem ready (started after MOFED) or dma-buf"},
+    {"gpu-capacity", FB_KUBE_NODES | FB_KUBE_PODS, fb_cluster_check_gpu_capacity,
+     "two schedulable GPU nodes with --gpus-per-node GPUs free (else exit 11)"},
 };
 
 /* Google releases the plugin installer and the daemon as coupled pairs. */

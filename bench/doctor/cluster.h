@@ -26,6 +26,12 @@ struct fb_cluster_ctx {
     const struct fb_kube_data *data;
     size_t npairs;
     struct fb_version_pair pairs[FB_PAIRS_MAX];
+    /* gpu-capacity: GPUs a node must have free (--gpus-per-node, 0 reads
+     * as 1), and whether its skip decides the exit (11): it does when the
+     * check is named or --gpus-per-node is given, not when a full run
+     * judges the running workers that hold the GPUs. */
+    long gpus_per_node;
+    bool capacity_gates;
 };
 
 typedef void (*fb_cluster_check_fn)(const struct fb_cluster_ctx *ctx, struct fb_check *out);
@@ -59,5 +65,31 @@ void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb
 bool fb_cluster_is_tcpxo_node(json_object *node);
 bool fb_cluster_is_gpu_nic_network(const char *name);
 json_object *fb_cluster_find_node(const struct fb_cluster_ctx *ctx, const char *name);
+
+/* RDMA fabric wiring (cluster_rdma.c, cluster_multus.c, cluster_gdr.c) and
+ * GPU capacity (cluster_capacity.c). */
+void fb_cluster_check_sriov_node_states(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_nic_cluster_policy(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_devices_per_gpu(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_gpudirect_rdma(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_gpu_capacity(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+
+/* Pod and node quantities as pod-fabric reads them (cluster_pods.c): a
+ * pod's count is the larger of request and limit per container, summed. */
+long long fb_cluster_quantity(json_object *v);
+long long fb_cluster_pod_qty(json_object *pod, const char *resource);
+long long fb_cluster_node_allocatable(json_object *node, const char *resource);
+bool fb_cluster_pod_finished(json_object *pod);
+
+/* A string at a path, NULL when absent or not a string. */
+const char *fb_cluster_string_at(json_object *obj, const char *const *keys);
+/* spec.nodeName, NULL when not bound. */
+const char *fb_cluster_pod_node(json_object *pod);
+/* status.conditions[type]: its status ("True", ...) and lastTransitionTime
+ * (NULL when absent); returns the status or NULL without the condition. */
+const char *fb_cluster_condition(json_object *obj, const char *type, const char **since);
+/* "namespace/name" of an object. */
+void fb_cluster_who(json_object *obj, char *buf, size_t len);
 
 #endif

@@ -481,3 +481,12 @@ void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb
     }
     fb_check_set(c, FB_CHECK_OK, "plugin %s with tcpxo-daemon %s: a released pair", pl, dl);
 }
+
+/* pod-fabric's readings for the RDMA and capacity checks. */
+long long fb_cluster_quantity(json_object *v) { return quantity(v); }
+long long fb_cluster_pod_qty(json_object *pod, const char *resource) { return pod_qty(pod, resource); }
+long long fb_cluster_node_allocatable(json_object *node, const char *resource)
+{
+    return node_allocatable(node, resource);
+}
+bool fb_cluster_pod_finished(json_object *pod) { return pod_finished(pod); }

@@ -44,6 +44,7 @@ struct cluster_opts {
     long timeout;
     const char *pairs[FB_PAIRS_MAX];
     int npairs;
+    long gpus_per_node; /* 0: not given */
 };
 
 static const char *const fabric_words[] = {"auto", "rdma", "tcpxo", NULL};
@@ -81,6 +82,7 @@ static const struct fb_opt cluster_options[] = {
     {0, "save", FB_OPT_STRING, CLUSTER(save), "DIR", "keep the fetched lists in DIR for later --from"},
     {0, "pair", FB_OPT_STRING, CLUSTER(pairs), "P=D", "also accept nccl-plugin P with tcpxo-daemon D as a released pair",
      .max_count = FB_PAIRS_MAX, .count_offset = CLUSTER(npairs)},
+    {0, "gpus-per-node", FB_OPT_INT, CLUSTER(gpus_per_node), "N", "gpu-capacity: GPUs a node must have free (default 1); its skip then exits 11", 1, 1024},
     COMMON_OPTIONS(struct cluster_opts),
     FB_OPT_END,
 };
@@ -91,7 +93,7 @@ static const struct fb_opt cluster_options[] = {
 #define CLUSTER_SYNOPSIS                                                                       \
     "fabric-doctor cluster [--from DIR | --kubectl PATH [--context CTX]]\n"                    \
     "                          [--timeout S] [--save DIR] [--pair PLUGIN=DAEMON]...\n"         \
-    "                          [--json | -J FILE] [CHECK...]\n"
+    "                          [--gpus-per-node N] [--json | -J FILE] [CHECK...]\n"
 #define ABOUT                                                                                  \
     "Each check prints OK, WARN, FAIL or SKIP (does not apply), one line of evidence\n"        \
     "and, when something is wrong, the fix. Without CHECK names every check runs.\n"
@@ -99,7 +101,8 @@ static const struct fb_opt cluster_options[] = {
 static const char exit_text[] =
     "exit: 0 all OK, 30 warnings, 31 failures, 1 internal error, 2 usage, 5 no kubectl,\n"
     "      7 -J FILE or --save DIR not writable, 8 kubectl did not answer in time,\n"
-    "      9 kubectl failed, 10 unreadable input (docs/exit-codes.md)\n";
+    "      9 kubectl failed, 10 unreadable input, 11 cluster: fewer than two free GPU nodes\n"  \
+    "      (docs/exit-codes.md)\n";
 
 /* A mode's --help: its usage, its options, the exit codes. */
 static void mode_usage(FILE *out, const struct fb_opts_ctx *ctx)
@@ -338,6 +341,9 @@ static enum fb_status run_cluster(const struct fb_opts_ctx *opts, int argc, char
     fb_cluster_ctx_init(&ctx, &data);
     for (int i = 0; st == FB_OK && i < o.npairs; i++)
         st = fb_cluster_add_pair(&ctx, o.pairs[i], err);
+    ctx.gpus_per_node = o.gpus_per_node;
+    ctx.capacity_gates = o.gpus_per_node > 0 ||
+                         (o.c.nnamed > 0 && selected(&o.c, "gpu-capacity"));
     struct fb_check *checks = st == FB_OK ? calloc(ndefs, sizeof *checks) : NULL;
     if (st == FB_OK && checks == NULL)
         st = fb_fail(err, FB_ERR_INTERNAL, "out of memory");

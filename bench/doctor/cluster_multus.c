@@ -1,0 +1,312 @@
+/* Multus secondary networks of GPU pods: what a pod asks for in
+ * k8s.v1.cni.cncf.io/networks against what Multus reports attached in
+ * k8s.v1.cni.cncf.io/network-status, and the NetworkAttachmentDefinitions
+ * the requests name. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonio.h"
+#include "doctor/cluster.h"
+
+#define NETWORKS "k8s.v1.cni.cncf.io/networks"
+#define NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
+#define NAD_RESOURCE "k8s.v1.cni.cncf.io/resourceName"
+#define GPU_RESOURCE "nvidia.com/gpu"
+#define MAX_REQUESTS 16
+#define MTU_SEEN_MAX 32
+
+struct net_request {
+    char ns[64], name[128], iface[32]; /* iface "" when not asked */
+};
+
+/* "ns/name@iface" or "name": one comma-separated element. */
+static void parse_short_request(const char *text, const char *pod_ns, struct net_request *r)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *s = buf;
+    while (*s == ' ')
+        s++;
+    char *end = s + strlen(s);
+    while (end > s && end[-1] == ' ')
+        *--end = '\0';
+    char *at = strchr(s, '@'), *slash = strchr(s, '/');
+    if (at)
+        *at = '\0';
+    snprintf(r->iface, sizeof r->iface, "%s", at ? at + 1 : "");
+    if (slash && (!at || slash < at)) {
+        *slash = '\0';
+        snprintf(r->ns, sizeof r->ns, "%s", s);
+        snprintf(r->name, sizeof r->name, "%s", slash + 1);
+    } else {
+        snprintf(r->ns, sizeof r->ns, "%s", pod_ns);
+        snprintf(r->name, sizeof r->name, "%s", s);
+    }
+}
+
+/* The annotation is either the short comma list or a JSON array of
+ * {name, namespace, interface}. Returns the count, or -1 when malformed. */
+static int parse_requests(const char *text, const char *pod_ns, struct net_request *out)
+{
+    const char *p = text;
+    while (*p == ' ' || *p == '\n')
+        p++;
+    int n = 0;
+    if (*p == '[') {
+        json_object *arr = json_tokener_parse(p);
+        if (arr == NULL || !json_object_is_type(arr, json_type_array)) {
+            json_object_put(arr);
+            return -1;
+        }
+        for (size_t i = 0; i < json_object_array_length(arr) && n < MAX_REQUESTS; i++) {
+            json_object *e = json_object_array_get_idx(arr, i);
+            const char *name = fb_json_get_string(e, "name");
+            if (name == NULL)
+                continue;
+            const char *ns = fb_json_get_string(e, "namespace");
+            const char *iface = fb_json_get_string(e, "interface");
+            snprintf(out[n].ns, sizeof out[n].ns, "%s", ns ? ns : pod_ns);
+            snprintf(out[n].name, sizeof out[n].name, "%s", name);
+            snprintf(out[n].iface, sizeof out[n].iface, "%s", iface ? iface : "");
+            n++;
+        }
+        json_object_put(arr);
+        return n;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", p);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < MAX_REQUESTS;
+         tok = strtok_r(NULL, ",", &save))
+        if (strspn(tok, " ") < strlen(tok))
+            parse_short_request(tok, pod_ns, &out[n++]);
+    return n;
+}
+
+static json_object *find_nad(const struct fb_cluster_ctx *ctx, const struct net_request *r)
+{
+    json_object *items = fb_kube_items(ctx->data->nads);
+    for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+        json_object *nad = json_object_array_get_idx(items, i);
+        if (strcmp(fb_kube_name(nad), r->name) == 0 && strcmp(fb_kube_namespace(nad), r->ns) == 0)
+            return nad;
+    }
+    return NULL;
+}
+
+/* The "mtu" of a NAD's CNI config (spec.config, a JSON string), 0 when
+ * it sets none. */
+static long nad_mtu(json_object *nad)
+{
+    static const char *const keys[] = {"spec", "config", NULL};
+    const char *text = fb_cluster_string_at(nad, keys);
+    json_object *cfg = text ? json_tokener_parse(text) : NULL, *mtu = NULL;
+    long v = 0;
+    if (cfg && json_object_object_get_ex(cfg, "mtu", &mtu))
+        v = (long)json_object_get_int64(mtu);
+    json_object_put(cfg);
+    return v;
+}
+
+/* Multus names entries "ns/name" (older releases: "name"). */
+static json_object *find_status(json_object *status, const struct net_request *r)
+{
+    char full[200];
+    snprintf(full, sizeof full, "%.63s/%.127s", r->ns, r->name);
+    for (size_t i = 0; status && i < json_object_array_length(status); i++) {
+        json_object *e = json_object_array_get_idx(status, i);
+        const char *name = fb_json_get_string(e, "name");
+        if (name && (strcmp(name, full) == 0 || strcmp(name, r->name) == 0))
+            return e;
+    }
+    return NULL;
+}
+
+/* Resources whose device goes with the attachment (SR-IOV VF, host
+ * device): Multus reports it in device-info. */
+static bool asks_bound_rdma_device(json_object *pod)
+{
+    static const char *const bound[] = {"nvidia.com/rdma_vf", "nvidia.com/rdma-vf",
+                                        "nvidia.com/hostdev", "nvidia.com/mlnxnics", NULL};
+    for (int i = 0; bound[i]; i++)
+        if (fb_cluster_pod_qty(pod, bound[i]) > 0)
+            return true;
+    return false;
+}
+
+struct mtu_seen {
+    char net[200];
+    long mtu;
+    char pod[160];
+};
+
+struct multus_state {
+    struct mtu_seen seen[MTU_SEEN_MAX];
+    size_t nseen;
+    size_t pods, attached;
+};
+
+struct pod_finding {
+    enum fb_check_outcome v;
+    char why[512];
+    size_t used;
+};
+
+static void finding(struct pod_finding *f, enum fb_check_outcome v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* All of a pod's findings are kept ("; "), the worst verdict with them. */
+static void finding(struct pod_finding *f, enum fb_check_outcome v, const char *fmt, ...)
+{
+    char one[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(one, sizeof one, fmt, ap);
+    va_end(ap);
+    f->v = v > f->v ? v : f->v;
+    fb_strbuf_append(f->why, sizeof f->why, &f->used, "%s%s", f->used ? ", " : "", one);
+}
+
+/* An MTU for a network seen on another pod differs: "pod a 9000". */
+static const struct mtu_seen *other_mtu(struct multus_state *st, const char *net, long mtu,
+                                        const char *pod)
+{
+    const struct mtu_seen *differs = NULL;
+    bool known = false;
+    for (size_t i = 0; i < st->nseen; i++)
+        if (strcmp(st->seen[i].net, net) == 0) {
+            known = true;
+            if (st->seen[i].mtu != mtu)
+                differs = &st->seen[i];
+        }
+    if (!known && st->nseen < MTU_SEEN_MAX) {
+        struct mtu_seen *s = &st->seen[st->nseen++];
+        snprintf(s->net, sizeof s->net, "%s", net);
+        snprintf(s->pod, sizeof s->pod, "%s", pod);
+        s->mtu = mtu;
+    }
+    return differs;
+}
+
+static void judge_attachment(const struct net_request *r, json_object *entry, json_object *nad,
+                             const char *who, struct multus_state *st, struct pod_finding *f,
+                             bool *device)
+{
+    const char *iface = fb_json_get_string(entry, "interface");
+    json_object *ips = NULL;
+    if (iface == NULL)
+        finding(f, FB_CHECK_FAIL, "%s attached without an interface", r->name);
+    else if (r->iface[0] && strcmp(iface, r->iface) != 0)
+        finding(f, FB_CHECK_FAIL, "%s on %s, asked @%s", r->name, iface, r->iface);
+    if (!json_object_object_get_ex(entry, "ips", &ips) || json_object_array_length(ips) == 0)
+        finding(f, FB_CHECK_WARN, "%s on %s has no IP (RoCE needs one for its GID)", r->name,
+                iface ? iface : "?");
+    if (json_object_object_get_ex(entry, "device-info", NULL))
+        *device = true;
+    else if (fb_kube_annotation(nad, NAD_RESOURCE) != NULL)
+        finding(f, FB_CHECK_WARN, "%s attached but no RDMA device (device-info) although the "
+                "NAD binds %s", r->name, fb_kube_annotation(nad, NAD_RESOURCE));
+    json_object *m = NULL;
+    long mtu = json_object_object_get_ex(entry, "mtu", &m) ? (long)json_object_get_int64(m) : 0;
+    long want = nad_mtu(nad);
+    if (mtu > 0 && want > 0 && mtu != want)
+        finding(f, FB_CHECK_WARN, "%s MTU %ld, its NAD says %ld", r->name, mtu, want);
+    long eff = mtu > 0 ? mtu : want;
+    char net[200];
+    snprintf(net, sizeof net, "%.63s/%.127s", r->ns, r->name);
+    const struct mtu_seen *o = eff > 0 ? other_mtu(st, net, eff, who) : NULL;
+    if (o)
+        finding(f, FB_CHECK_WARN, "%s MTU %ld, %s has %ld", r->name, eff, o->pod, o->mtu);
+    st->attached++;
+}
+
+static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const char *text,
+                      struct multus_state *st, struct pod_finding *f)
+{
+    struct net_request req[MAX_REQUESTS];
+    int n = parse_requests(text, fb_kube_namespace(pod), req);
+    if (n < 0) {
+        finding(f, FB_CHECK_FAIL, "%s is not a network list or JSON array", NETWORKS);
+        return;
+    }
+    static const char *const phase_key[] = {"status", "phase", NULL};
+    const char *phase = fb_cluster_string_at(pod, phase_key);
+    bool running = phase && strcmp(phase, "Running") == 0;
+    const char *status_text = fb_kube_annotation(pod, NETWORK_STATUS);
+    json_object *status = status_text ? json_tokener_parse(status_text) : NULL;
+    if (status && !json_object_is_type(status, json_type_array)) {
+        json_object_put(status);
+        status = NULL;
+    }
+    char who[160];
+    fb_cluster_who(pod, who, sizeof who);
+    bool device = false;
+    for (int i = 0; i < n; i++) {
+        json_object *nad = find_nad(ctx, &req[i]);
+        if (nad == NULL) {
+            finding(f, FB_CHECK_FAIL, "asks %s/%s, no such NetworkAttachmentDefinition",
+                    req[i].ns, req[i].name);
+            continue;
+        }
+        if (!running)
+            continue;
+        json_object *entry = find_status(status, &req[i]);
+        if (entry == NULL)
+            finding(f, FB_CHECK_FAIL, "%s requested but not attached (%s)", req[i].name,
+                    status_text ? "no network-status entry" : "no network-status annotation");
+        else
+            judge_attachment(&req[i], entry, nad, who, st, f, &device);
+    }
+    if (running && !device && asks_bound_rdma_device(pod))
+        finding(f, FB_CHECK_WARN, "attached but no RDMA device (device-info) on any network, "
+                "though it asks an RDMA VF");
+    json_object_put(status);
+}
+
+void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struct fb_check *c)
+{
+    json_object *pods = fb_kube_items(ctx->data->pods);
+    struct multus_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        fb_check_set(c, FB_CHECK_FAIL, "out of memory");
+        return;
+    }
+    char bad[FB_CHECK_TEXT_MAX] = "";
+    size_t bu = 0, nbad = 0;
+    enum fb_check_outcome worst = FB_CHECK_OK;
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
+        json_object *pod = json_object_array_get_idx(pods, i);
+        const char *text = fb_kube_annotation(pod, NETWORKS);
+        if (fb_cluster_pod_finished(pod) || fb_cluster_pod_qty(pod, GPU_RESOURCE) <= 0 ||
+            text == NULL)
+            continue;
+        st->pods++;
+        struct pod_finding f = {FB_CHECK_OK, "", 0};
+        judge_pod(ctx, pod, text, st, &f);
+        if (f.v == FB_CHECK_OK)
+            continue;
+        char who[160];
+        fb_cluster_who(pod, who, sizeof who);
+        nbad++;
+        worst = f.v > worst ? f.v : worst;
+        fb_strbuf_append(bad, sizeof bad, &bu, "%s%s: %s", bu ? "; " : "", who, f.why);
+        fb_check_culprit(c, "%s", who);
+    }
+    size_t pods_asking = st->pods, attached = st->attached;
+    free(st);
+    if (pods_asking == 0) {
+        fb_check_set(c, FB_CHECK_SKIP, "no GPU pod asks for Multus networks (%s)", NETWORKS);
+        return;
+    }
+    if (worst == FB_CHECK_OK) {
+        fb_check_set(c, FB_CHECK_OK, "%zu GPU pods: %zu requested networks attached as asked",
+                     pods_asking, attached);
+        return;
+    }
+    fb_check_set(c, worst, "%zu of %zu GPU pods: %s", nbad, pods_asking, bad);
+    fb_check_fix(c, "create the NetworkAttachmentDefinition in the pod's namespace (or name "
+                    "its namespace: ns/name@net1); give every NAD of one fabric the same \"mtu\" "
+                    "and the switch path that MTU; a VF network's NAD carries the %s "
+                    "annotation so the device is attached with it", NAD_RESOURCE);
+}
