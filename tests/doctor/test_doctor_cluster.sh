@@ -100,6 +100,7 @@ case "\$res" in
   networks.networking.gke.io) cat "\${FAKE_LISTS}/networks.json";;
   nodes) cat "\${FAKE_LISTS}/nodes.json";;
   pods) cat "\${FAKE_LISTS}/pods.json";;
+  *.*) echo 'error: the server doesn'"'"'t have a resource type "crd"' >&2; exit 1;;
   *) echo "unexpected: \$*" >&2; exit 2;;
 esac
 SH
