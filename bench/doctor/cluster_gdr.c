@@ -114,7 +114,7 @@ static void judge_node_ratio(json_object *node, const char *res, long long devic
                       (double)known->devices / (double)known->gpus);
             fb_check_culprit(c, "%s", name);
             st->node_wrong = true;
-        } else if (st->gu < 200) {
+        } else if (st->gu < 200 && strstr(st->good, type) == NULL) {
             fb_strbuf_append(st->good, sizeof st->good, &st->gu, "%s%s %lld %s / %lld GPUs = "
                              "%g per GPU as the instance has", st->gu ? ", " : "", type, devices,
                              res, gpus, per_gpu);
@@ -161,7 +161,7 @@ static void judge_pod_ratio(json_object *pod, json_object *node, const char *res
     fb_cluster_who(pod, who, sizeof who);
     double share = (double)pg * (double)devices / (double)gpus;
     ratio_bad(st, 2 * pd * gpus < pg * devices ? FB_CHECK_FAIL : FB_CHECK_WARN,
-              "%s: %lld GPUs but %lld of %s's %lld %s (%g per GPU; its share is %g)", who, pg,
+              "%s: %lld GPUs but %lld of %s's %lld %s (%g per GPU; in proportion %g)", who, pg,
               pd, fb_kube_name(node), devices, res, (double)pd / (double)pg, share);
     fb_check_culprit(c, "%s", who);
     st->pod_short = true;

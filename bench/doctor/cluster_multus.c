@@ -242,6 +242,7 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
     char who[160];
     fb_cluster_who(pod, who, sizeof who);
     bool device = false;
+    size_t attached_before = st->attached;
     for (int i = 0; i < n; i++) {
         json_object *nad = find_nad(ctx, &req[i]);
         if (nad == NULL) {
@@ -258,7 +259,7 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
         else
             judge_attachment(&req[i], entry, nad, who, st, f, &device);
     }
-    if (running && !device && asks_bound_rdma_device(pod))
+    if (st->attached > attached_before && !device && asks_bound_rdma_device(pod))
         finding(f, FB_CHECK_WARN, "attached but no RDMA device (device-info) on any network, "
                 "though it asks an RDMA VF");
     json_object_put(status);
