@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# fabric-doctor cluster's RDMA checks and the free-GPU-node gate, end to end
+# from saved kubectl lists (tests/fixtures/doctor/cluster/make-rdma-lists.py)
+# and from real kubectl outputs ($FB_ROOT/../shared/realworld/k8s): each
+# check's verdicts, the culprits in the document, exit 11 and its precedence.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+LISTS=$FB_ROOT/tests/fixtures/doctor/cluster
+REAL=$FB_ROOT/../shared/realworld/k8s
+SCHEMA=$FB_ROOT/docs/schema/doctor.schema.json
+
+doctor() { env -i PATH="$PATH" "$FB_BIN/fabric-doctor" "$@"; }
+
+verdict_line() {
+  local name=$1 check=$2 verdict=$3 regex=$4
+  if grep -Eq "^$verdict +$check +.*$regex" "$T_OUT"; then
+    ok "$name"
+  else
+    not_ok "$name" "no '$verdict $check ...$regex' line (exit $T_RC): $(grep -E "^[A-Z]+ +$check " "$T_OUT")"
+  fi
+}
+
+exit_is() {
+  if [ "$T_RC" -eq "$2" ]; then ok "$1"; else not_ok "$1" "exit $T_RC, expected $2: $(cat "$T_OUT" "$T_ERR")"; fi
+}
+
+# culprit NAME CHECK WHO FILE: the document lists WHO among CHECK's culprits.
+culprit() {
+  if /usr/bin/python3 - "$2" "$3" "$4" <<'PY'
+import json, sys
+check, who, path = sys.argv[1:]
+doc = json.load(open(path))
+sys.exit(0 if any(c["name"] == check and who in c["culprits"] for c in doc["checks"]) else 1)
+PY
+  then ok "$1"; else not_ok "$1" "$3 not among $2's culprits in $4"; fi
+}
+
+# ---- a healthy SR-IOV RDMA cluster: every RDMA check OK ----
+run doctor cluster --from "$LISTS/sriov-healthy" -J "$T_DIR/healthy.json"
+if [ "$T_RC" -eq 0 ] && [ "$(grep -c '^OK ' "$T_OUT")" -eq 7 ]; then
+  ok "healthy SR-IOV cluster: 7 OK, exit 0"
+else
+  not_ok "healthy SR-IOV cluster: 7 OK, exit 0" "exit $T_RC: $(cat "$T_OUT")"
+fi
+check "healthy document valid" json_valid "$SCHEMA" "$T_DIR/healthy.json"
+verdict_line "sriov: both nodes synced" sriov-node-states OK "oci-h100-b: Succeeded, 16 VFs on 2 PFs"
+verdict_line "policy: ready components listed" nic-cluster-policy OK "4 components ready .*state-OFED.*3 ignored"
+verdict_line "multus: net1 attached on both" multus-attachments OK "2 GPU pods: 2 requested networks"
+verdict_line "ratio: 2 rdma-vf per GPU as BM.GPU.H100.8 has" devices-per-gpu OK "16 nvidia.com/rdma-vf / 8 GPUs = 2 per GPU as the instance has"
+verdict_line "peermem after MOFED" gpudirect-rdma OK "nvidia-peermem-ctr ready, after MOFED"
+verdict_line "own workers do not hold GPUs" gpu-capacity OK "oci-h100-a \(8 free\), oci-h100-b \(8 free\)"
+
+# ---- each thing broken ----
+run doctor cluster --from "$LISTS/sriov-stuck" -J "$T_DIR/stuck.json"
+exit_is "stuck VFs: exit 31" 31
+verdict_line "stuck VFs named" sriov-node-states FAIL "oci-h100-b: .*2 of 8 VFs: VF allocation stuck"
+expect_grep "stuck VFs: the fix drains the node" "fix: .*kubectl drain oci-h100-b --ignore-daemonsets" "$T_OUT"
+culprit "stuck VFs: culprit node b" sriov-node-states oci-h100-b "$T_DIR/stuck.json"
+run doctor cluster --from "$LISTS/sriov-applying" sriov-node-states
+exit_is "InProgress: exit 30" 30
+verdict_line "InProgress: still applying" sriov-node-states WARN "oci-h100-b: still applying"
+run doctor cluster --from "$LISTS/sriov-failed" sriov-node-states
+verdict_line "sync Failed: lastSyncError shown" sriov-node-states FAIL "oci-h100-a: sync Failed: .*cannot allocate memory"
+
+run doctor cluster --from "$LISTS/netop-notready" nic-cluster-policy
+exit_is "operator not ready: exit 31" 31
+verdict_line "state-OFED notReady explained" nic-cluster-policy FAIL "state-OFED notReady: MOFED driver not loaded on some nodes"
+
+run doctor cluster --from "$LISTS/multus-missing" -J "$T_DIR/multus.json" multus-attachments
+verdict_line "missing NAD named" multus-attachments FAIL "fabric-bench-1: asks bench/rdma-b, no such NetworkAttachmentDefinition"
+verdict_line "unattached network named" multus-attachments FAIL "fabric-bench-0: sriov-rdma requested but not attached"
+culprit "multus: culprit worker 1" multus-attachments bench/fabric-bench-1 "$T_DIR/multus.json"
+run doctor cluster --from "$LISTS/multus-mtu" multus-attachments
+exit_is "MTU differs: exit 30" 30
+verdict_line "MTU against the NAD and the other pod" multus-attachments WARN "MTU 1500, its NAD says 4220.*fabric-bench-0 has 4220"
+
+run doctor cluster --from "$LISTS/ratio-short" devices-per-gpu
+verdict_line "2 of 16 VFs for 8 GPUs named" devices-per-gpu FAIL "fabric-bench-1: 8 GPUs but 2 of oci-h100-b's 16 nvidia.com/rdma-vf \(0.25 per GPU; in proportion 16\)"
+
+run doctor cluster --from "$LISTS/peermem-missing" gpudirect-rdma
+verdict_line "no peermem, no dma-buf" gpudirect-rdma FAIL "no nvidia-peermem-ctr and proprietary kernel modules"
+expect_grep "peermem fix names driver.rdma.enabled" "fix: .*driver.rdma.enabled=true" "$T_OUT"
+run doctor cluster --from "$LISTS/peermem-order" gpudirect-rdma
+verdict_line "driver before MOFED" gpudirect-rdma WARN "oci-h100-b: driver pod .* before MOFED pod .*restart the driver pod after MOFED"
+
+# ---- SKIP: clusters without these operators ----
+run doctor cluster --from "$LISTS/rdma-healthy"
+exit_is "shared-device IB cluster: still exit 0" 0
+verdict_line "no SR-IOV operator: skip" sriov-node-states SKIP "no SriovNetworkNodeState"
+verdict_line "no Network Operator: skip" nic-cluster-policy SKIP "no NicClusterPolicy"
+verdict_line "no Multus request: skip" multus-attachments SKIP "no GPU pod asks for Multus"
+verdict_line "shared rdma/*: no ratio" devices-per-gpu SKIP "rdma/\* shared resources count shares"
+verdict_line "host driver: skip" gpudirect-rdma SKIP "no GPU Operator driver pod"
+verdict_line "busy cluster: capacity skip does not gate" gpu-capacity SKIP "not gating the exit"
+
+# ---- gpu-capacity: exit 11 ----
+run doctor cluster --from "$LISTS/capacity-one-node"
+exit_is "one free node, full run: the gate is not armed" 0
+run doctor cluster --from "$LISTS/capacity-one-node" -J "$T_DIR/skipped.json" gpu-capacity
+exit_is "one free node, gpu-capacity named: exit 11" 11
+verdict_line "the skip says which nodes and why" gpu-capacity SKIP "skipped: needs two free GPU nodes .*oci-h100-b: cordoned; free: oci-h100-a \(8 free\)"
+check "exit-11 document valid" json_valid "$SCHEMA" "$T_DIR/skipped.json"
+jq_is "document: exit_code 11" "$T_DIR/skipped.json" .summary.exit_code 11
+expect_exit "--gpus-per-node arms the gate in a full run" 11 doctor cluster --from "$LISTS/capacity-one-node" --gpus-per-node 1
+run doctor cluster --from "$LISTS/sriov-healthy" --gpus-per-node 9 gpu-capacity
+exit_is "9 GPUs per node asked of 8: exit 11" 11
+verdict_line "the shortfall named per node" gpu-capacity SKIP "oci-h100-a: 8 of 8 GPUs free, needs 9"
+mkdir -p "$T_DIR/failed-and-skipped"
+cp "$LISTS/capacity-one-node/"*.json "$T_DIR/failed-and-skipped/"
+cp "$LISTS/sriov-failed/sriovnetworknodestates.json" "$T_DIR/failed-and-skipped/"
+expect_exit "a failed check wins over the skip: exit 31" 31 doctor cluster --from "$T_DIR/failed-and-skipped" --gpus-per-node 1
+expect_stderr_line "--gpus-per-node 0: exit 2" 2 "--gpus-per-node" doctor cluster --from "$LISTS/sriov-healthy" --gpus-per-node 0
+
+# ---- real kubectl outputs ----
+yaml_to_list() { /usr/bin/python3 -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' "$1" "$2"; }
+real=$T_DIR/real
+mkdir -p "$real"
+yaml_to_list "$REAL/ocp_sriov_network_node_state_mlx5_i40e.yaml" "$real/sriovnetworknodestates.json"
+run doctor cluster --from "$real" sriov-node-states
+exit_is "OpenShift node state without syncStatus: exit 30" 30
+verdict_line "real node state: sync unverified, 6 of 6 VFs read" sriov-node-states WARN \
+  "cnfdf06.ran.dfwt5g.lab: syncStatus absent: sync unverified \(6 of 6 VFs on 1 PFs present\)"
+
+/usr/bin/python3 - "$REAL/network_operator_nicclusterpolicy_status.yaml" "$real/nicclusterpolicies.json" <<'PY'
+import json, sys, yaml
+status = yaml.safe_load(open(sys.argv[1]))["status"]
+policy = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+          "metadata": {"name": "nic-cluster-policy"}, "spec": {}, "status": status}
+json.dump({"apiVersion": "v1", "kind": "List", "items": [policy]}, open(sys.argv[2], "w"))
+PY
+run doctor cluster --from "$real" nic-cluster-policy
+exit_is "Network Operator README status: exit 0" 0
+verdict_line "real policy: 4 ready, 5 ignored" nic-cluster-policy OK "ready: 4 components ready \(state-multus-cni, state-OFED, state-RDMA-device-plugin, state-nv-ipam-cni\), 5 ignored"
+
+/usr/bin/python3 - "$REAL/multus_network_status_describe.txt" "$real" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+networks = re.search(r"k8s\.v1\.cni\.cncf\.io/networks: (\S+)", text).group(1)
+status = json.loads(text.split("k8s.v1.cni.cncf.io/network-status:", 1)[1])
+res = {"nvidia.com/gpu": "8", "nvidia.com/rdma_vf": "1"}
+pod = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "samplepod", "namespace": "default", "annotations": {
+           "k8s.v1.cni.cncf.io/networks": networks,
+           "k8s.v1.cni.cncf.io/network-status": json.dumps(status)}},
+       "spec": {"nodeName": "node-1", "containers": [{"name": "samplepod", "image": "x",
+                "resources": {"limits": res, "requests": res}}]},
+       "status": {"phase": "Running"}}
+nad = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+       "metadata": {"name": "macvlan-conf", "namespace": "default"},
+       "spec": {"config": json.dumps({"cniVersion": "0.3.0", "type": "macvlan", "master": "eth0"})}}
+for name, items in (("pods.json", [pod]), ("netattachdefs.json", [nad])):
+    json.dump({"apiVersion": "v1", "kind": "List", "items": items},
+              open(sys.argv[2] + "/" + name, "w"))
+PY
+run doctor cluster --from "$real" multus-attachments
+exit_is "Multus quickstart pod asking an RDMA VF: exit 30" 30
+verdict_line "real network-status: attached but no RDMA device" multus-attachments WARN \
+  "default/samplepod: attached but no RDMA device \(device-info\)"
+rm "$real/netattachdefs.json"
+run doctor cluster --from "$real" multus-attachments
+verdict_line "real pod without its NAD listed: fail" multus-attachments FAIL "asks default/macvlan-conf, no such NetworkAttachmentDefinition"
