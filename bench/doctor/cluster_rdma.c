@@ -106,9 +106,10 @@ static void tally_vfs(json_object *state, struct vf_tally *t)
     }
 }
 
-/* One node's state: the worst finding goes to the check, the node's line
- * to `lines`. */
-static enum fb_check_outcome judge_sriov_node(json_object *state, char *line, size_t len)
+/* One node's state as a verdict and one line; *drain when draining the
+ * node lets the config daemon finish, *failed on syncStatus Failed. */
+static enum fb_check_outcome judge_sriov_node(json_object *state, char *line, size_t len,
+                                              bool *drain, bool *failed)
 {
     static const char *const sync_key[] = {"status", "syncStatus", NULL};
     static const char *const err_key[] = {"status", "lastSyncError", NULL};
@@ -117,7 +118,9 @@ static enum fb_check_outcome judge_sriov_node(json_object *state, char *line, si
     struct vf_tally t;
     tally_vfs(state, &t);
     const char *node = fb_kube_name(state);
-    if (sync && strcmp(sync, "Failed") == 0) {
+    *failed = sync && strcmp(sync, "Failed") == 0;
+    *drain = !*failed && (t.used > 0 || (sync && strcmp(sync, "InProgress") == 0));
+    if (*failed) {
         snprintf(line, len, "%s: sync Failed: %s", node, error && error[0] ? error : "no lastSyncError");
         return FB_CHECK_FAIL;
     }
@@ -161,7 +164,9 @@ void fb_cluster_check_sriov_node_states(const struct fb_cluster_ctx *ctx, struct
     for (size_t i = 0; i < n; i++) {
         json_object *state = json_object_array_get_idx(items, i);
         char line[640];
-        enum fb_check_outcome v = judge_sriov_node(state, line, sizeof line);
+        bool drain_it = false, node_failed = false;
+        enum fb_check_outcome v = judge_sriov_node(state, line, sizeof line, &drain_it,
+                                                   &node_failed);
         if (v == FB_CHECK_OK) {
             fb_strbuf_append(good, sizeof good, &gu, "%s%s", gu ? "; " : "", line);
             continue;
@@ -170,8 +175,8 @@ void fb_cluster_check_sriov_node_states(const struct fb_cluster_ctx *ctx, struct
         worst = v > worst ? v : worst;
         fb_strbuf_append(bad, sizeof bad, &bu, "%s%s", bu ? "; " : "", line);
         fb_check_culprit(c, "%s", fb_kube_name(state));
-        failed |= strstr(line, "sync Failed") != NULL;
-        if (strstr(line, "VF allocation stuck") || strstr(line, "still applying")) {
+        failed |= node_failed;
+        if (drain_it) {
             stuck = true;
             fb_strbuf_append(drain, sizeof drain, &du, "%s" SRIOV_DRAIN, du ? "; " : "",
                              fb_kube_name(state));
