@@ -36,6 +36,14 @@ PY
   then ok "$1"; else not_ok "$1" "$3 not among $2's culprits in $4"; fi
 }
 
+# ---- the fixtures are what their generator writes ----
+/usr/bin/python3 "$LISTS/make-rdma-lists.py" "$T_DIR/regen"
+drift=
+for d in "$T_DIR/regen"/*/; do
+  diff -r "$d" "$LISTS/$(basename "$d")" >/dev/null || drift="$drift $(basename "$d")"
+done
+if [ -z "$drift" ]; then ok "make-rdma-lists.py reproduces the fixtures"; else not_ok "make-rdma-lists.py reproduces the fixtures" "differ:$drift"; fi
+
 # ---- a healthy SR-IOV RDMA cluster: every RDMA check OK ----
 run doctor cluster --from "$LISTS/sriov-healthy" -J "$T_DIR/healthy.json"
 if [ "$T_RC" -eq 0 ] && [ "$(grep -c '^OK ' "$T_OUT")" -eq 7 ]; then
