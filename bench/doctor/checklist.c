@@ -1,5 +1,7 @@
 #include "doctor/checklist.h"
 
+#include <string.h>
+
 #include "core/jsonio.h"
 
 void fb_checklist_print(FILE *out, const struct fb_checklist *list)
@@ -8,11 +10,18 @@ void fb_checklist_print(FILE *out, const struct fb_checklist *list)
     for (size_t i = 0; i < list->ntarget; i++)
         fprintf(out, "%s %s %s", i ? ";" : "", list->target[i].key, list->target[i].value);
     fputc('\n', out);
+    /* One column for the names, as wide as the longest (17 at least, so
+     * lists of short names keep their old layout). */
+    int width = 17;
+    for (size_t i = 0; i < list->nchecks; i++) {
+        int len = (int)strlen(list->checks[i].name);
+        width = len > width ? len : width;
+    }
     for (size_t i = 0; i < list->nchecks; i++) {
         const struct fb_check *c = &list->checks[i];
-        fprintf(out, "%-5s %-17s %s\n", fb_verdict_label(c->verdict), c->name, c->evidence);
+        fprintf(out, "%-5s %-*s %s\n", fb_verdict_label(c->verdict), width, c->name, c->evidence);
         if (c->fix[0] && (c->verdict == FB_CHECK_WARN || c->verdict == FB_CHECK_FAIL))
-            fprintf(out, "%-5s %-17s fix: %s\n", "", "", c->fix);
+            fprintf(out, "%-5s %-*s fix: %s\n", "", width, "", c->fix);
     }
     struct fb_check_counts k = fb_check_count(list->checks, list->nchecks);
     enum fb_status st = fb_check_exit_status(list->checks, list->nchecks);

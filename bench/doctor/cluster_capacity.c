@@ -113,14 +113,14 @@ void fb_cluster_check_gpu_capacity(const struct fb_cluster_ctx *ctx, struct fb_c
         }
     }
     if (free_nodes >= NODES_NEEDED) {
-        fb_check_set(c, FB_CHECK_OK, "%zu free GPU nodes (%ld GPU%s free each): %s", free_nodes,
+        fb_check_set(c, FB_CHECK_OK, "%zu free GPU nodes (at least %ld free GPU%s each): %s", free_nodes,
                      need, need == 1 ? "" : "s", in);
         if (ou > 0)
             fb_check_note(c, "out: %s", out);
         return;
     }
     c->blocks_run = ctx->capacity_gates;
-    fb_check_set(c, FB_CHECK_SKIP, "skipped: needs two free GPU nodes (%ld GPU%s free each), %zu of "
+    fb_check_set(c, FB_CHECK_SKIP, "skipped: needs two free GPU nodes (at least %ld free GPU%s each), %zu of "
                  "%zu GPU nodes free (%s%s%s)%s", need, need == 1 ? "" : "s", free_nodes, gpu_nodes,
                  gpu_nodes == 0 ? "no node offers " GPU_RESOURCE : out,
                  iu ? "; free: " : "", in,

@@ -147,10 +147,21 @@ struct multus_state {
     size_t pods, attached;
 };
 
+/* What went wrong, so the fix names only what applies. */
+enum finding_kind {
+    KIND_NO_NAD = 1 << 0,
+    KIND_NOT_ATTACHED = 1 << 1,
+    KIND_IFACE = 1 << 2,
+    KIND_NO_IP = 1 << 3,
+    KIND_NO_DEVICE = 1 << 4,
+    KIND_MTU = 1 << 5,
+};
+
 struct pod_finding {
     enum fb_check_outcome v;
     char why[512];
     size_t used;
+    unsigned kinds;
 };
 
 static void finding(struct pod_finding *f, enum fb_check_outcome v, const char *fmt, ...)
@@ -195,29 +206,41 @@ static void judge_attachment(const struct net_request *r, json_object *entry, js
 {
     const char *iface = fb_json_get_string(entry, "interface");
     json_object *ips = NULL;
+    if (iface == NULL || (r->iface[0] && strcmp(iface, r->iface) != 0))
+        f->kinds |= KIND_IFACE;
     if (iface == NULL)
         finding(f, FB_CHECK_FAIL, "%s attached without an interface", r->name);
     else if (r->iface[0] && strcmp(iface, r->iface) != 0)
         finding(f, FB_CHECK_FAIL, "%s on %s, asked @%s", r->name, iface, r->iface);
-    if (!json_object_object_get_ex(entry, "ips", &ips) || json_object_array_length(ips) == 0)
+    if (!json_object_object_get_ex(entry, "ips", &ips) || json_object_array_length(ips) == 0) {
+        f->kinds |= KIND_NO_IP;
         finding(f, FB_CHECK_WARN, "%s on %s has no IP (RoCE needs one for its GID)", r->name,
                 iface ? iface : "?");
-    if (json_object_object_get_ex(entry, "device-info", NULL))
+    }
+    if (json_object_object_get_ex(entry, "device-info", NULL)) {
         *device = true;
-    else if (fb_kube_annotation(nad, NAD_RESOURCE) != NULL)
+    } else if (fb_kube_annotation(nad, NAD_RESOURCE) != NULL) {
+        f->kinds |= KIND_NO_DEVICE;
         finding(f, FB_CHECK_WARN, "%s attached but no RDMA device (device-info) although the "
                 "NAD binds %s", r->name, fb_kube_annotation(nad, NAD_RESOURCE));
+    }
     json_object *m = NULL;
     long mtu = json_object_object_get_ex(entry, "mtu", &m) ? (long)json_object_get_int64(m) : 0;
     long want = nad_mtu(nad);
-    if (mtu > 0 && want > 0 && mtu != want)
+    bool off_nad = mtu > 0 && want > 0 && mtu != want;
+    if (off_nad) {
+        f->kinds |= KIND_MTU;
         finding(f, FB_CHECK_WARN, "%s MTU %ld, its NAD says %ld", r->name, mtu, want);
+    }
     long eff = mtu > 0 ? mtu : want;
     char net[200];
     snprintf(net, sizeof net, "%.63s/%.127s", r->ns, r->name);
     const struct mtu_seen *o = eff > 0 ? other_mtu(st, net, eff, who) : NULL;
-    if (o)
+    /* Off its NAD already says why it differs from the other pods. */
+    if (o && !off_nad) {
+        f->kinds |= KIND_MTU;
         finding(f, FB_CHECK_WARN, "%s MTU %ld, %s has %ld", r->name, eff, o->pod, o->mtu);
+    }
     st->attached++;
 }
 
@@ -246,6 +269,7 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
     for (int i = 0; i < n; i++) {
         json_object *nad = find_nad(ctx, &req[i]);
         if (nad == NULL) {
+            f->kinds |= KIND_NO_NAD;
             finding(f, FB_CHECK_FAIL, "asks %s/%s, no such NetworkAttachmentDefinition",
                     req[i].ns, req[i].name);
             continue;
@@ -253,16 +277,47 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
         if (!running)
             continue;
         json_object *entry = find_status(status, &req[i]);
-        if (entry == NULL)
+        if (entry == NULL) {
+            f->kinds |= KIND_NOT_ATTACHED;
             finding(f, FB_CHECK_FAIL, "%s requested but not attached (%s)", req[i].name,
                     status_text ? "no network-status entry" : "no network-status annotation");
-        else
+        } else {
             judge_attachment(&req[i], entry, nad, who, st, f, &device);
+        }
     }
-    if (st->attached > attached_before && !device && asks_bound_rdma_device(pod))
+    if (st->attached > attached_before && !device && asks_bound_rdma_device(pod)) {
+        f->kinds |= KIND_NO_DEVICE;
         finding(f, FB_CHECK_WARN, "attached but no RDMA device (device-info) on any network, "
                 "though it asks an RDMA VF");
+    }
     json_object_put(status);
+}
+
+/* One sentence per kind of finding, in the order a fix is made. */
+static void set_fix(struct fb_check *c, unsigned kinds)
+{
+    static const struct {
+        unsigned kind;
+        const char *text;
+    } fixes[] = {
+        {KIND_NO_NAD, "create the NetworkAttachmentDefinition in the pod's namespace (or name "
+                      "its namespace: ns/name@net1)"},
+        {KIND_NOT_ATTACHED, "kubectl describe pod shows why Multus did not attach it (the CNI "
+                            "plugin's error in the pod's events)"},
+        {KIND_IFACE, "ask the interface by name (name@net1) and use that name in "
+                     "NCCL_SOCKET_IFNAME/NCCL_IB_HCA"},
+        {KIND_NO_IP, "give the NAD an ipam (nv-ipam, whereabouts) so RoCE has a GID"},
+        {KIND_NO_DEVICE, "a VF network's NAD carries the " NAD_RESOURCE " annotation and the pod "
+                         "requests that resource, so the VF comes with the attachment"},
+        {KIND_MTU, "give every NAD of one fabric the same \"mtu\", and the switch path that "
+                   "MTU"},
+    };
+    char text[FB_CHECK_TEXT_MAX] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof fixes / sizeof fixes[0]; i++)
+        if (kinds & fixes[i].kind)
+            fb_strbuf_append(text, sizeof text, &used, "%s%s", used ? "; " : "", fixes[i].text);
+    fb_check_fix(c, "%s", text);
 }
 
 void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struct fb_check *c)
@@ -276,6 +331,7 @@ void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struc
     char bad[FB_CHECK_TEXT_MAX] = "";
     size_t bu = 0, nbad = 0;
     enum fb_check_outcome worst = FB_CHECK_OK;
+    unsigned kinds = 0;
     for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
         json_object *pod = json_object_array_get_idx(pods, i);
         const char *text = fb_kube_annotation(pod, NETWORKS);
@@ -290,6 +346,7 @@ void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struc
         char who[160];
         fb_cluster_who(pod, who, sizeof who);
         nbad++;
+        kinds |= f.kinds;
         worst = f.v > worst ? f.v : worst;
         fb_strbuf_append(bad, sizeof bad, &bu, "%s%s: %s", bu ? "; " : "", who, f.why);
         fb_check_culprit(c, "%s", who);
@@ -306,8 +363,5 @@ void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struc
         return;
     }
     fb_check_set(c, worst, "%zu of %zu GPU pods: %s", nbad, pods_asking, bad);
-    fb_check_fix(c, "create the NetworkAttachmentDefinition in the pod's namespace (or name "
-                    "its namespace: ns/name@net1); give every NAD of one fabric the same \"mtu\" "
-                    "and the switch path that MTU; a VF network's NAD carries the %s "
-                    "annotation so the device is attached with it", NAD_RESOURCE);
+    set_fix(c, kinds);
 }

@@ -81,7 +81,14 @@ verdict_line "unattached network named" multus-attachments FAIL "fabric-bench-0:
 culprit "multus: culprit worker 1" multus-attachments bench/fabric-bench-1 "$T_DIR/multus.json"
 run doctor cluster --from "$LISTS/multus-mtu" multus-attachments
 exit_is "MTU differs: exit 30" 30
-verdict_line "MTU against the NAD and the other pod" multus-attachments WARN "MTU 1500, its NAD says 4220.*fabric-bench-0 has 4220"
+verdict_line "MTU against the NAD" multus-attachments WARN "sriov-rdma MTU 1500, its NAD says 4220$"
+check "MTU: the fix is the MTU's alone" grep -Eq '^ +fix: give every NAD of one fabric the same "mtu"[^;]*$' "$T_OUT"
+# Without an MTU in the NAD's config, the pods are compared with each other.
+mkdir -p "$T_DIR/mtu-pods"
+cp "$LISTS/multus-mtu/"*.json "$T_DIR/mtu-pods/"
+jq '.items[].spec.config |= (fromjson | del(.mtu) | tojson)' "$LISTS/multus-mtu/netattachdefs.json" >"$T_DIR/mtu-pods/netattachdefs.json"
+run doctor cluster --from "$T_DIR/mtu-pods" multus-attachments
+verdict_line "MTU against the other pod" multus-attachments WARN "sriov-rdma MTU 1500, bench/fabric-bench-0 has 4220"
 
 run doctor cluster --from "$LISTS/ratio-short" devices-per-gpu
 verdict_line "2 of 16 VFs for 8 GPUs named" devices-per-gpu FAIL "fabric-bench-1: 8 GPUs but 2 of oci-h100-b's 16 nvidia.com/rdma-vf \(0.25 per GPU; in proportion 16\)"
