@@ -12,6 +12,16 @@ static const struct fb_cluster_check_def checks[] = {
      "GPU pods request the fabric their nodes offer (efa, rdma_vf, hca_shared_devices, TCPXO)"},
     {"tcpxo-versions", FB_KUBE_PODS, fb_cluster_check_tcpxo_versions,
      "GKE TCPXO: nccl-plugin installer and tcpxo-daemon are a released pair"},
+    {"pod-interfaces", FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_PODS,
+     fb_cluster_check_pod_interfaces,
+     "GKE GPU pods: each GPU NIC on its own existing, Ready Network (as --gpu-nics gives)"},
+    {"nri-devices", FB_KUBE_NODES | FB_KUBE_PODS, fb_cluster_check_nri_devices,
+     "GKE TCPX/TCPXO: the sidecar's NRI device list holds exactly the pod's GPUs"},
+    {"gke-daemonsets", FB_KUBE_NODES | FB_KUBE_PODS | FB_KUBE_DAEMONSETS,
+     fb_cluster_check_gke_daemonsets,
+     "GKE GPU nodes: NCCL plugin installer and nri-device-injector pods Ready on each"},
+    {"rxdm-logs", FB_KUBE_PODS | FB_KUBE_LOGS, fb_cluster_check_rxdm_logs,
+     "GKE TCPX/TCPXO: the RxDM sidecars' logs report no GPU count mismatch"},
 };
 
 /* Google releases the plugin installer and the daemon as coupled pairs. */
@@ -58,10 +68,8 @@ enum fb_status fb_cluster_add_pair(struct fb_cluster_ctx *ctx, const char *text,
 
 bool fb_cluster_is_tcpxo_node(json_object *node)
 {
-    const char *type = fb_kube_label(node, "node.kubernetes.io/instance-type");
-    if (type == NULL)
-        type = fb_kube_label(node, "beta.kubernetes.io/instance-type");
-    return type != NULL && strcmp(type, FB_GKE_TCPXO_MACHINE) == 0;
+    const struct fb_gke_family *fam = fb_gke_family_of_node(node);
+    return fam != NULL && fam->transport == FB_GKE_TCPXO;
 }
 
 /* The gpu-nic substring in a Network's name is how GKE TCPXO tooling finds

@@ -15,6 +15,54 @@
 
 #define FB_PAIRS_MAX 16
 
+/* The GKE GPU machine families and how each wires its GPU NICs. */
+enum fb_gke_transport {
+    FB_GKE_TCPX,  /* GPUDirect-TCPX, A3 High */
+    FB_GKE_TCPXO, /* GPUDirect-TCPXO, A3 Mega */
+    FB_GKE_RDMA,  /* GPUDirect RDMA (RoCE, gIB plugin), A3 Ultra and A4 */
+};
+
+struct fb_gke_family {
+    const char *machine;      /* node.kubernetes.io/instance-type */
+    enum fb_gke_transport transport;
+    const char *transport_name;
+    int nics;                 /* GPU NICs in a pod */
+    int first_if;             /* the first GPU NIC is eth<first_if> */
+    const char *net_pattern;  /* substring every GPU NIC Network's name holds, or NULL */
+    const char *daemon;       /* the sidecar container (RxDM), NULL when none */
+    bool dmabuf;              /* the sidecar also needs /dev/dmabuf_import_helper */
+    const char *installer;    /* the NCCL plugin installer DaemonSet (kube-system) */
+    bool nri;                 /* nri-device-injector must run (sidecar device list) */
+    const char *installer_manifest; /* in GoogleCloudPlatform/container-engine-accelerators */
+};
+
+const struct fb_gke_family *fb_gke_families(size_t *n);
+/* "a3-highgpu-8g, a3-megagpu-8g, ..." */
+void fb_gke_family_names(char *buf, size_t len);
+
+const struct fb_gke_family *fb_gke_family_of_machine(const char *machine);
+/* The family of a node by its instance-type label; NULL for other nodes. */
+const struct fb_gke_family *fb_gke_family_of_node(json_object *node);
+
+#define FB_GKE_NIC_MAX 16
+
+/* Interface -> Network, as fabric-bench was given it (--gpu-nics). */
+struct fb_gke_nic_map {
+    size_t n;
+    char ifname[FB_GKE_NIC_MAX][16];
+    char network[FB_GKE_NIC_MAX][64];
+};
+
+/* Reads the gpu-nics ConfigMap (data: eth1: NAME ...) or a JSON
+ * interfaces array ([{"interfaceName":..., "network":...}]); FB_ERR_INPUT
+ * naming the file and the line when malformed. */
+enum fb_status fb_gke_read_nic_map(const char *path, struct fb_gke_nic_map *map,
+                                   struct fb_err *err);
+enum fb_status fb_gke_parse_nic_map(const char *text, const char *what,
+                                    struct fb_gke_nic_map *map, struct fb_err *err);
+/* The Network given for an interface, or NULL. */
+const char *fb_gke_given_network(const struct fb_gke_nic_map *map, const char *ifname);
+
 /* A nccl-plugin installer version and the tcpxo-daemon (tcpgpudmarxd)
  * version Google released with it. */
 struct fb_version_pair {
@@ -26,6 +74,7 @@ struct fb_cluster_ctx {
     const struct fb_kube_data *data;
     size_t npairs;
     struct fb_version_pair pairs[FB_PAIRS_MAX];
+    const struct fb_gke_nic_map *given_nics; /* --gpu-nics, or NULL */
 };
 
 typedef void (*fb_cluster_check_fn)(const struct fb_cluster_ctx *ctx, struct fb_check *out);
@@ -54,10 +103,23 @@ void fb_cluster_check_gpu_nic_networks(const struct fb_cluster_ctx *ctx, struct 
 void fb_cluster_check_nic_info(const struct fb_cluster_ctx *ctx, struct fb_check *c);
 void fb_cluster_check_pod_fabric(const struct fb_cluster_ctx *ctx, struct fb_check *c);
 void fb_cluster_check_tcpxo_versions(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_pod_interfaces(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_nri_devices(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_gke_daemonsets(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+void fb_cluster_check_rxdm_logs(const struct fb_cluster_ctx *ctx, struct fb_check *c);
+
+/* pod-fabric's judgement of a GPU pod on a GKE family node other than A3
+ * Mega: the interfaces annotation names the family's GPU NICs, and the
+ * sidecar runs where the family needs one. FB_CHECK_OK or FB_CHECK_FAIL
+ * with the reason in why. */
+enum fb_check_outcome fb_gke_judge_pod(const struct fb_gke_family *fam, json_object *pod,
+                                       char *why, size_t len);
 
 /* Shared by the cluster checks. */
 bool fb_cluster_is_tcpxo_node(json_object *node);
 bool fb_cluster_is_gpu_nic_network(const char *name);
 json_object *fb_cluster_find_node(const struct fb_cluster_ctx *ctx, const char *name);
+/* A status condition: "True", "False", "Unknown", or NULL when absent. */
+const char *fb_cluster_condition(json_object *obj, const char *type, const char **reason);
 
 #endif
