@@ -427,8 +427,8 @@ void fb_cluster_check_nri_devices(const struct fb_cluster_ctx *ctx, struct fb_ch
         judge_devices(pod, node, fam, ctr, &f);
         tally_pod(&t, c, pod, &f);
     }
-    finish_tally(c, &t, "hand their RxDM sidecar exactly their GPUs, nvidiactl and nvidia-uvm "
-                        "(and dmabuf_import_helper on TCPXO)",
+    finish_tally(c, &t, "hand their RxDM sidecar exactly their GPUs and the devices its "
+                        "transport needs",
                  "no GPU pod with an RxDM sidecar (tcpxo-daemon, tcpx-daemon) on a GKE GPU "
                  "machine");
     if (t.failed || t.warned)
