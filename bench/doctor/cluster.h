@@ -1,6 +1,8 @@
 /* fabric-doctor cluster: checks of a Kubernetes cluster's GPU fabric
  * wiring from kubectl lists (kube.h): GKE multi-network Networks, a3-mega
- * NIC mapping, worker pods' fabric resources, TCPXO version pairing. */
+ * NIC mapping, worker pods' fabric resources, TCPXO version pairing; per
+ * GKE GPU machine family (A3 High, A3 Mega, A3 Ultra, A4) the pods' GPU NIC
+ * Networks, the RxDM sidecar's devices and logs, the node DaemonSets. */
 #ifndef FB_DOCTOR_CLUSTER_H
 #define FB_DOCTOR_CLUSTER_H
 
@@ -9,7 +11,8 @@
 #include "doctor/check.h"
 #include "doctor/kube.h"
 
-/* GKE a3-megagpu-8g: eight GPU NICs, eth1..eth8, beside eth0. */
+/* GKE a3-megagpu-8g: eight GPU NICs, eth1..eth8, beside eth0 (its row of
+ * the family table, cluster_gke_family.c). */
 #define FB_GKE_GPU_NICS 8
 #define FB_GKE_TCPXO_MACHINE "a3-megagpu-8g"
 
@@ -36,7 +39,6 @@ struct fb_gke_family {
     const char *installer_manifest; /* in GoogleCloudPlatform/container-engine-accelerators */
 };
 
-const struct fb_gke_family *fb_gke_families(size_t *n);
 /* "a3-highgpu-8g, a3-megagpu-8g, ..." */
 void fb_gke_family_names(char *buf, size_t len);
 

@@ -26,12 +26,6 @@ static const struct fb_gke_family families[] = {
      "nccl-rdma-installer", false, "gpudirect-rdma/nccl-rdma-installer.yaml"},
 };
 
-const struct fb_gke_family *fb_gke_families(size_t *n)
-{
-    *n = sizeof families / sizeof families[0];
-    return families;
-}
-
 const struct fb_gke_family *fb_gke_family_of_machine(const char *machine)
 {
     for (size_t i = 0; machine && i < sizeof families / sizeof families[0]; i++)

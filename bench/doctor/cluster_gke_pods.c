@@ -332,8 +332,6 @@ struct dev_list {
     bool gpu[GPU_DEV_MAX];
     int ngpu;
     bool ctl, uvm, dmabuf;
-    char extra[256]; /* GPU devices beyond the pod's */
-    size_t xu;
 };
 
 /* The annotation is a YAML list of "- path: /dev/X" items. */
