@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/jsonio.h"
+
 static const struct fb_cluster_check_def checks[] = {
     {"gpu-nic-networks", FB_KUBE_NETWORKS | FB_KUBE_NODES, fb_cluster_check_gpu_nic_networks,
      "GKE: at least eight gpu-nic Networks with Ready=True and ParamsReady=True"},
@@ -12,6 +14,16 @@ static const struct fb_cluster_check_def checks[] = {
      "GPU pods request the fabric their nodes offer (efa, rdma_vf, hca_shared_devices, TCPXO)"},
     {"tcpxo-versions", FB_KUBE_PODS, fb_cluster_check_tcpxo_versions,
      "GKE TCPXO: nccl-plugin installer and tcpxo-daemon are a released pair"},
+    {"pod-interfaces", FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_PODS,
+     fb_cluster_check_pod_interfaces,
+     "GKE GPU pods: each GPU NIC on its own existing, Ready Network (as --gpu-nics gives)"},
+    {"nri-devices", FB_KUBE_NODES | FB_KUBE_PODS, fb_cluster_check_nri_devices,
+     "GKE TCPX/TCPXO: the sidecar's NRI device list holds exactly the pod's GPUs"},
+    {"gke-daemonsets", FB_KUBE_NODES | FB_KUBE_PODS | FB_KUBE_DAEMONSETS,
+     fb_cluster_check_gke_daemonsets,
+     "GKE GPU nodes: NCCL plugin installer and nri-device-injector pods Ready on each"},
+    {"rxdm-logs", FB_KUBE_PODS | FB_KUBE_LOGS, fb_cluster_check_rxdm_logs,
+     "GKE TCPX/TCPXO: the RxDM sidecars' logs report no GPU count mismatch"},
     {"sriov-node-states", FB_KUBE_SRIOV_STATES, fb_cluster_check_sriov_node_states,
      "SR-IOV: every SriovNetworkNodeState synced, with the VFs its spec asks for"},
     {"nic-cluster-policy", FB_KUBE_NIC_POLICIES, fb_cluster_check_nic_cluster_policy,
@@ -70,10 +82,8 @@ enum fb_status fb_cluster_add_pair(struct fb_cluster_ctx *ctx, const char *text,
 
 bool fb_cluster_is_tcpxo_node(json_object *node)
 {
-    const char *type = fb_kube_label(node, "node.kubernetes.io/instance-type");
-    if (type == NULL)
-        type = fb_kube_label(node, "beta.kubernetes.io/instance-type");
-    return type != NULL && strcmp(type, FB_GKE_TCPXO_MACHINE) == 0;
+    const struct fb_gke_family *fam = fb_gke_family_of_node(node);
+    return fam != NULL && fam->transport == FB_GKE_TCPXO;
 }
 
 /* The gpu-nic substring in a Network's name is how GKE TCPXO tooling finds
@@ -92,6 +102,31 @@ json_object *fb_cluster_find_node(const struct fb_cluster_ctx *ctx, const char *
         json_object *node = json_object_array_get_idx(items, i);
         if (strcmp(fb_kube_name(node), name) == 0)
             return node;
+    }
+    return NULL;
+}
+
+const char *fb_cluster_condition(json_object *obj, const char *type, const char **reason,
+                                 const char **since)
+{
+    static const char *const keys[] = {"status", "conditions", NULL};
+    json_object *conds = fb_kube_path(obj, keys);
+    if (reason)
+        *reason = NULL;
+    if (since)
+        *since = NULL;
+    if (conds == NULL || !json_object_is_type(conds, json_type_array))
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        const char *t = fb_json_get_string(c, "type");
+        if (t == NULL || strcmp(t, type) != 0)
+            continue;
+        if (reason)
+            *reason = fb_json_get_string(c, "reason");
+        if (since)
+            *since = fb_json_get_string(c, "lastTransitionTime");
+        return fb_json_get_string(c, "status");
     }
     return NULL;
 }

@@ -65,7 +65,7 @@ static long long node_free_gpus(const struct fb_cluster_ctx *ctx, json_object *n
     static const char *const unsched[] = {"spec", "unschedulable", NULL};
     json_object *u = fb_kube_path(node, unsched);
     const char *since = NULL;
-    const char *ready = fb_cluster_condition(node, "Ready", &since);
+    const char *ready = fb_cluster_condition(node, "Ready", NULL, &since);
     char taint[160];
     long long alloc = fb_cluster_node_allocatable(node, GPU_RESOURCE);
     if (u && json_object_get_boolean(u)) {

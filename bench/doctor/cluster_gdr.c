@@ -291,7 +291,7 @@ static bool container_ready(json_object *pod, const char *name, const char **why
 static const char *ready_since(json_object *pod)
 {
     const char *since = NULL;
-    const char *status = fb_cluster_condition(pod, "Ready", &since);
+    const char *status = fb_cluster_condition(pod, "Ready", NULL, &since);
     if (status && strcmp(status, "True") == 0 && since)
         return since;
     static const char *const keys[] = {"status", "containerStatuses", NULL};
@@ -309,7 +309,7 @@ static const char *ready_since(json_object *pod)
 
 static bool pod_ready(json_object *pod)
 {
-    const char *since = NULL, *status = fb_cluster_condition(pod, "Ready", &since);
+    const char *since = NULL, *status = fb_cluster_condition(pod, "Ready", NULL, &since);
     return status && strcmp(status, "True") == 0;
 }
 

@@ -10,27 +10,6 @@
 #define NIC_INFO "networking.gke.io/nic-info"
 #define NORTH_IFS "networking.gke.io/north-interfaces"
 
-/* "True", "False", "Unknown", or NULL when the condition is absent. */
-static const char *condition(json_object *obj, const char *type, const char **reason)
-{
-    static const char *const keys[] = {"status", "conditions", NULL};
-    json_object *conds = fb_kube_path(obj, keys);
-    *reason = NULL;
-    if (conds == NULL || !json_object_is_type(conds, json_type_array))
-        return NULL;
-    for (size_t i = 0; i < json_object_array_length(conds); i++) {
-        json_object *c = json_object_array_get_idx(conds, i);
-        json_object *t = NULL, *s = NULL, *r = NULL;
-        if (json_object_object_get_ex(c, "type", &t) && json_object_object_get_ex(c, "status", &s) &&
-            strcmp(json_object_get_string(t), type) == 0) {
-            if (json_object_object_get_ex(c, "reason", &r))
-                *reason = json_object_get_string(r);
-            return json_object_get_string(s);
-        }
-    }
-    return NULL;
-}
-
 static size_t count_tcpxo_nodes(const struct fb_cluster_ctx *ctx)
 {
     json_object *items = fb_kube_items(ctx->data->nodes);
@@ -44,8 +23,8 @@ static size_t count_tcpxo_nodes(const struct fb_cluster_ctx *ctx)
 static void describe_not_ready(json_object *net, char *buf, size_t len, bool *ready)
 {
     const char *why_r = NULL, *why_p = NULL;
-    const char *r = condition(net, "Ready", &why_r);
-    const char *p = condition(net, "ParamsReady", &why_p);
+    const char *r = fb_cluster_condition(net, "Ready", &why_r, NULL);
+    const char *p = fb_cluster_condition(net, "ParamsReady", &why_p, NULL);
     bool ok_r = r && strcmp(r, "True") == 0, ok_p = p && strcmp(p, "True") == 0;
     *ready = ok_r && ok_p;
     const char *cond = ok_r ? "ParamsReady" : "Ready";
@@ -89,7 +68,9 @@ void fb_cluster_check_gpu_nic_networks(const struct fb_cluster_ctx *ctx, struct 
         else
             fb_strbuf_append(bad, sizeof bad, &bu, "%s%s", bu ? "; " : "", state);
     }
-    if (gpu_nic == 0 && misnamed == 0 && count_tcpxo_nodes(ctx) == 0) {
+    /* Device Networks alone (A3 High's vpc1..vpc4, A3 Ultra's rdma-0..7)
+     * do not make a TCPXO cluster; an a3-megagpu-8g node does. */
+    if (gpu_nic == 0 && count_tcpxo_nodes(ctx) == 0) {
         fb_check_set(c, FB_CHECK_SKIP, "no gpu-nic Network and no %s node: not a GKE TCPXO "
                                        "cluster%s%s", FB_GKE_TCPXO_MACHINE,
                      fb_kube_note(ctx->data, FB_KUBE_NETWORKS)[0] ? "; " : "",

@@ -249,11 +249,16 @@ void fb_cluster_check_pod_fabric(const struct fb_cluster_ctx *ctx, struct fb_che
         if (node == NULL || offered(node, offer, sizeof offer) == 0)
             snprintf(offer, sizeof offer, "%s", node ? "" : any_offer);
         struct pod_verdict pv = {FB_CHECK_OK, ""};
+        const struct fb_gke_family *fam = node ? fb_gke_family_of_node(node) : NULL;
         bool tcpxo = (node && fb_cluster_is_tcpxo_node(node)) ||
-                     fb_kube_annotation(pod, POD_INTERFACES) != NULL;
+                     (fam == NULL && fb_kube_annotation(pod, POD_INTERFACES) != NULL);
+        char gke_why[384];
         if (tcpxo)
             judge_tcpxo_pod(pod, &pv);
-        else if (offer[0])
+        else if (fam) {
+            if (fb_gke_judge_pod(fam, pod, gke_why, sizeof gke_why) != FB_CHECK_OK)
+                pod_set(&pv, FB_CHECK_FAIL, "%s", gke_why);
+        } else if (offer[0])
             judge_rdma_pod(pod, node, offer, &pv);
         else
             bare++;

@@ -20,23 +20,6 @@ const char *fb_cluster_pod_node(json_object *pod)
     return fb_cluster_string_at(pod, keys);
 }
 
-const char *fb_cluster_condition(json_object *obj, const char *type, const char **since)
-{
-    static const char *const keys[] = {"status", "conditions", NULL};
-    json_object *conds = fb_kube_path(obj, keys);
-    *since = NULL;
-    for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
-                       i < json_object_array_length(conds); i++) {
-        json_object *c = json_object_array_get_idx(conds, i);
-        const char *t = fb_json_get_string(c, "type");
-        if (t != NULL && strcmp(t, type) == 0) {
-            *since = fb_json_get_string(c, "lastTransitionTime");
-            return fb_json_get_string(c, "status");
-        }
-    }
-    return NULL;
-}
-
 void fb_cluster_who(json_object *obj, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/%s", fb_kube_namespace(obj), fb_kube_name(obj));

@@ -44,6 +44,7 @@ struct cluster_opts {
     long timeout;
     const char *pairs[FB_PAIRS_MAX];
     int npairs;
+    const char *gpu_nics; /* --gpu-nics FILE */
     long gpus_per_node; /* 0: not given */
 };
 
@@ -82,6 +83,7 @@ static const struct fb_opt cluster_options[] = {
     {0, "save", FB_OPT_STRING, CLUSTER(save), "DIR", "keep the fetched lists in DIR for later --from"},
     {0, "pair", FB_OPT_STRING, CLUSTER(pairs), "P=D", "also accept nccl-plugin P with tcpxo-daemon D as a released pair",
      .max_count = FB_PAIRS_MAX, .count_offset = CLUSTER(npairs)},
+    {0, "gpu-nics", FB_OPT_STRING, CLUSTER(gpu_nics), "FILE", "the GPU NIC mapping fabric-bench was given (gpu-nics ConfigMap or JSON interfaces): pod-interfaces compares the deployed one"},
     {0, "gpus-per-node", FB_OPT_INT, CLUSTER(gpus_per_node), "N", "gpu-capacity: GPUs a node must have free (default 1); its skip then exits 11", 1, 1024},
     COMMON_OPTIONS(struct cluster_opts),
     FB_OPT_END,
@@ -93,7 +95,8 @@ static const struct fb_opt cluster_options[] = {
 #define CLUSTER_SYNOPSIS                                                                       \
     "fabric-doctor cluster [--from DIR | --kubectl PATH [--context CTX]]\n"                    \
     "                          [--timeout S] [--save DIR] [--pair PLUGIN=DAEMON]...\n"         \
-    "                          [--gpus-per-node N] [--json | -J FILE] [CHECK...]\n"
+    "                          [--gpu-nics FILE] [--gpus-per-node N]\n"                     \
+    "                          [--json | -J FILE] [CHECK...]\n"
 #define ABOUT                                                                                  \
     "Each check prints OK, WARN, FAIL or SKIP (does not apply), one line of evidence\n"        \
     "and, when something is wrong, the fix. Without CHECK names every check runs.\n"
@@ -330,6 +333,13 @@ static enum fb_status run_cluster(const struct fb_opts_ctx *opts, int argc, char
         if (selected(&o.c, defs[i].name))
             need |= defs[i].needs;
 
+    /* A malformed --gpu-nics file is an error before kubectl is asked. */
+    struct fb_gke_nic_map given;
+    if (o.gpu_nics) {
+        st = fb_gke_read_nic_map(o.gpu_nics, &given, err);
+        if (st != FB_OK)
+            return st;
+    }
     struct fb_kube_data data;
     st = o.from ? fb_kube_from_dir(o.from, need, &data, err)
                 : fb_kube_from_kubectl(&o.kubectl, need, &data, err);
@@ -339,6 +349,7 @@ static enum fb_status run_cluster(const struct fb_opts_ctx *opts, int argc, char
         st = fb_kube_save(o.save, &data, err);
     struct fb_cluster_ctx ctx;
     fb_cluster_ctx_init(&ctx, &data);
+    ctx.given_nics = o.gpu_nics ? &given : NULL;
     for (int i = 0; st == FB_OK && i < o.npairs; i++)
         st = fb_cluster_add_pair(&ctx, o.pairs[i], err);
     ctx.gpus_per_node = o.gpus_per_node;

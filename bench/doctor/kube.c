@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/jsonio.h"
+#include "core/outfile.h"
 
 struct list_spec {
     enum fb_kube_list which;
@@ -113,6 +115,136 @@ static enum fb_status as_list(json_object *doc, const char *what, const struct l
     return st;
 }
 
+
+/* ---- the RxDM sidecars' logs ---- */
+
+#define LOG_TAIL "--tail=2000"
+
+static json_object *spec_array(json_object *pod, const char *which)
+{
+    const char *const keys[] = {"spec", which, NULL};
+    json_object *arr = fb_kube_path(pod, keys);
+    return arr && json_object_is_type(arr, json_type_array) ? arr : NULL;
+}
+
+/* Native sidecars are init containers; older manifests list the daemon
+ * among the containers. */
+const char *fb_kube_rxdm_container(json_object *pod)
+{
+    static const char *const which[] = {"initContainers", "containers"};
+    for (int w = 0; w < 2; w++) {
+        json_object *ctrs = spec_array(pod, which[w]);
+        for (size_t i = 0; ctrs && i < json_object_array_length(ctrs); i++) {
+            json_object *ctr = json_object_array_get_idx(ctrs, i);
+            const char *name = fb_json_get_string(ctr, "name");
+            const char *image = fb_json_get_string(ctr, "image");
+            if (name && (strcmp(name, "tcpxo-daemon") == 0 || strcmp(name, "tcpx-daemon") == 0))
+                return name;
+            if (name && image && strstr(image, "tcpgpudmarxd") != NULL)
+                return name;
+        }
+    }
+    return NULL;
+}
+
+static bool pod_running(json_object *pod)
+{
+    static const char *const keys[] = {"status", "phase", NULL};
+    json_object *phase = fb_kube_path(pod, keys);
+    return phase && strcmp(json_object_get_string(phase), "Running") == 0;
+}
+
+static void log_key(const char *ns, const char *pod, const char *ctr, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s/%s", ns, pod, ctr);
+}
+
+/* DIR/logs/NS.POD.CONTAINER.log, where --save writes and --from reads. */
+static void log_file(const char *dir, const char *ns, const char *pod, const char *ctr,
+                     char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/logs/%s.%s.%s.log", dir, ns, pod, ctr);
+}
+
+static void log_put(json_object *map, const char *key, const char *text)
+{
+    json_object_object_add(map, key, json_object_new_string(text));
+}
+
+static void logs_init(struct fb_kube_data *d)
+{
+    d->logs = json_object_new_object();
+    d->log_errors = json_object_new_object();
+}
+
+/* Calls visit for every running pod with an RxDM sidecar. */
+static void each_rxdm_pod(const struct fb_kube_data *d,
+                          void (*visit)(json_object *pod, const char *ctr, void *arg), void *arg)
+{
+    json_object *items = fb_kube_items(d->pods);
+    for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+        json_object *pod = json_object_array_get_idx(items, i);
+        const char *ctr = fb_kube_rxdm_container(pod);
+        if (ctr && pod_running(pod))
+            visit(pod, ctr, arg);
+    }
+}
+
+struct dir_visit {
+    const char *dir;
+    struct fb_kube_data *d;
+};
+
+static void read_one_log(json_object *pod, const char *ctr, void *arg)
+{
+    struct dir_visit *v = arg;
+    char path[4096], key[512];
+    log_file(v->dir, fb_kube_namespace(pod), fb_kube_name(pod), ctr, path, sizeof path);
+    log_key(fb_kube_namespace(pod), fb_kube_name(pod), ctr, key, sizeof key);
+    char *text = NULL;
+    size_t len = 0;
+    struct fb_err err = {FB_OK, ""};
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        log_put(v->d->log_errors, key, "not saved in --from DIR (logs/NS.POD.CONTAINER.log)");
+        return;
+    }
+    if (fb_read_text_file(path, &text, &len, &err) != FB_OK) {
+        log_put(v->d->log_errors, key, err.msg);
+        return;
+    }
+    log_put(v->d->logs, key, text);
+    free(text);
+}
+
+static void logs_from_dir(const char *dir, struct fb_kube_data *d)
+{
+    logs_init(d);
+    struct dir_visit v = {dir, d};
+    each_rxdm_pod(d, read_one_log, &v);
+}
+
+static const char *map_get(json_object *map, const char *ns, const char *pod, const char *ctr)
+{
+    char key[512];
+    json_object *v = NULL;
+    log_key(ns, pod, ctr, key, sizeof key);
+    return map && json_object_object_get_ex(map, key, &v) ? json_object_get_string(v) : NULL;
+}
+
+const char *fb_kube_log(const struct fb_kube_data *d, const char *ns, const char *pod,
+                        const char *container)
+{
+    return map_get(d->logs, ns, pod, container);
+}
+
+const char *fb_kube_log_error(const struct fb_kube_data *d, const char *ns, const char *pod,
+                              const char *container)
+{
+    const char *why = map_get(d->log_errors, ns, pod, container);
+    return why ? why : "";
+}
+
 enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_data *d,
                                 struct fb_err *err)
 {
@@ -147,6 +279,8 @@ enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_d
             return rc;
         }
     }
+    if (need & FB_KUBE_LOGS)
+        logs_from_dir(dir, d);
     return FB_OK;
 }
 
@@ -345,6 +479,84 @@ static enum fb_status fetch_one(const struct fb_kubectl *k, const struct list_sp
     return st;
 }
 
+
+struct kubectl_visit {
+    const struct fb_kubectl *k;
+    struct fb_kube_data *d;
+};
+
+/* One sidecar's log; a failure is kept as the reason, not returned. */
+static void fetch_one_log(json_object *pod, const char *ctr, void *arg)
+{
+    struct kubectl_visit *v = arg;
+    const char *ns = fb_kube_namespace(pod), *name = fb_kube_name(pod);
+    char timeout_arg[64], key[512];
+    snprintf(timeout_arg, sizeof timeout_arg, "--request-timeout=%ds", v->k->timeout_s);
+    log_key(ns, name, ctr, key, sizeof key);
+    char *argv[16];
+    int a = 0;
+    argv[a++] = (char *)v->k->path;
+    if (v->k->context != NULL) {
+        argv[a++] = (char *)"--context";
+        argv[a++] = (char *)v->k->context;
+    }
+    argv[a++] = (char *)"logs";
+    argv[a++] = (char *)"-n";
+    argv[a++] = (char *)ns;
+    argv[a++] = (char *)name;
+    argv[a++] = (char *)"-c";
+    argv[a++] = (char *)ctr;
+    argv[a++] = (char *)LOG_TAIL;
+    argv[a++] = timeout_arg;
+    argv[a] = NULL;
+    struct buf out = {0}, errb = {0};
+    int status = 0;
+    struct fb_err err = {FB_OK, ""};
+    enum fb_status st = run_capture(argv, v->k->timeout_s + 5, &out, &errb, &status, &err);
+    char line[512], why[700];
+    last_line(&errb, line, sizeof line);
+    if (st != FB_OK) {
+        log_put(v->d->log_errors, key, err.msg);
+    } else if (status != 0) {
+        snprintf(why, sizeof why, "kubectl logs -n %s %s -c %s failed (exit %d): %s", ns, name,
+                 ctr, status, line[0] ? line : "no message");
+        log_put(v->d->log_errors, key, why);
+    } else {
+        log_put(v->d->logs, key, out.data ? out.data : "");
+    }
+    free(out.data);
+    free(errb.data);
+}
+
+static void logs_from_kubectl(const struct fb_kubectl *k, struct fb_kube_data *d)
+{
+    logs_init(d);
+    struct kubectl_visit v = {k, d};
+    each_rxdm_pod(d, fetch_one_log, &v);
+}
+
+struct save_visit {
+    const char *dir;
+    const struct fb_kube_data *d;
+    enum fb_status st;
+    struct fb_err *err;
+};
+
+static void save_one_log(json_object *pod, const char *ctr, void *arg)
+{
+    struct save_visit *v = arg;
+    const char *text = fb_kube_log(v->d, fb_kube_namespace(pod), fb_kube_name(pod), ctr);
+    if (text == NULL || v->st != FB_OK)
+        return;
+    char path[4096];
+    log_file(v->dir, fb_kube_namespace(pod), fb_kube_name(pod), ctr, path, sizeof path);
+    v->st = fb_make_parent_dirs(path, v->err);
+    if (v->st == FB_OK)
+        v->st = fb_out_write(path, text, strlen(text), v->err);
+    if (v->st != FB_OK)
+        fb_out_name_option(v->err, "--save DIR");
+}
+
 enum fb_status fb_kube_from_kubectl(const struct fb_kubectl *k, unsigned need,
                                     struct fb_kube_data *d, struct fb_err *err)
 {
@@ -362,6 +574,8 @@ enum fb_status fb_kube_from_kubectl(const struct fb_kubectl *k, unsigned need,
             return st;
         }
     }
+    if (need & FB_KUBE_LOGS)
+        logs_from_kubectl(k, d);
     return FB_OK;
 }
 
@@ -377,7 +591,10 @@ enum fb_status fb_kube_save(const char *dir, const struct fb_kube_data *d, struc
         if (st != FB_OK)
             return st;
     }
-    return FB_OK;
+    struct save_visit v = {dir, d, FB_OK, err};
+    if (d->logs != NULL)
+        each_rxdm_pod(d, save_one_log, &v);
+    return v.st;
 }
 
 void fb_kube_free(struct fb_kube_data *d)
@@ -387,6 +604,9 @@ void fb_kube_free(struct fb_kube_data *d)
         json_object_put(*l);
         *l = NULL;
     }
+    json_object_put(d->logs);
+    json_object_put(d->log_errors);
+    d->logs = d->log_errors = NULL;
 }
 
 json_object *fb_kube_items(json_object *list)

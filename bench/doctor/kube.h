@@ -11,7 +11,14 @@
  *
  * Lists of custom resources a cluster may not serve (the CRD absent) read
  * as empty with a note; so do the lists a saved directory from an older
- * fabric-doctor lacks (all but the first three). */
+ * fabric-doctor lacks (all but the first three).
+ *
+ * Beside the lists, the logs of the GKE RxDM sidecars (FB_KUBE_LOGS: every
+ * running pod's tcpxo-daemon or tcpx-daemon container, or one running a
+ * tcpgpudmarxd image): `kubectl logs -n NS POD -c CONTAINER --tail=2000`,
+ * read from and saved to DIR/logs/NS.POD.CONTAINER.log. A log that could
+ * not be had is absent, with the reason (fb_kube_log_error), never an
+ * error of the whole run. */
 #ifndef FB_DOCTOR_KUBE_H
 #define FB_DOCTOR_KUBE_H
 
@@ -31,6 +38,8 @@ enum fb_kube_list {
     FB_KUBE_NADS = 1 << 6,
 };
 #define FB_KUBE_NLISTS 7
+/* Not a list: the sidecars' logs (needs FB_KUBE_PODS to find them). */
+#define FB_KUBE_LOGS (1u << 15)
 
 struct fb_kube_data {
     json_object *networks, *nodes, *pods; /* NULL when not asked for */
@@ -38,7 +47,19 @@ struct fb_kube_data {
     /* Per list (bit index): why it is empty, e.g. "... not served by this
      * cluster"; "" when it was read. */
     char notes[FB_KUBE_NLISTS][256];
+    /* "NS/POD/CONTAINER" -> log text, and -> why it is absent; NULL when
+     * FB_KUBE_LOGS was not asked for. */
+    json_object *logs, *log_errors;
 };
+
+/* The tail of one sidecar's log, or NULL when it was not had. */
+const char *fb_kube_log(const struct fb_kube_data *d, const char *ns, const char *pod,
+                        const char *container);
+/* Why that log is absent ("" when it is there or was never looked for). */
+const char *fb_kube_log_error(const struct fb_kube_data *d, const char *ns, const char *pod,
+                              const char *container);
+/* The RxDM sidecar container of a pod (by name or image), or NULL. */
+const char *fb_kube_rxdm_container(json_object *pod);
 
 /* The note for one list ("" when none). */
 const char *fb_kube_note(const struct fb_kube_data *d, enum fb_kube_list which);

@@ -37,10 +37,10 @@ PY
 
 # ---- saved clusters ----
 run doctor cluster --from "$LISTS/tcpxo-healthy" -J "$T_DIR/healthy.json"
-if [ "$T_RC" -eq 0 ] && [ "$(grep -c '^OK ' "$T_OUT")" -eq 4 ]; then
-  ok "healthy GKE TCPXO cluster: 4 OK, exit 0"
+if [ "$T_RC" -eq 0 ] && [ "$(grep -c '^OK ' "$T_OUT")" -eq 8 ]; then
+  ok "healthy GKE TCPXO cluster: 8 OK, exit 0"
 else
-  not_ok "healthy GKE TCPXO cluster: 4 OK, exit 0" "exit $T_RC: $(cat "$T_OUT")"
+  not_ok "healthy GKE TCPXO cluster: 8 OK, exit 0" "exit $T_RC: $(cat "$T_OUT")"
 fi
 check "healthy cluster document valid" json_valid "$SCHEMA" "$T_DIR/healthy.json"
 
@@ -89,6 +89,12 @@ verdict_line "--pair accepts v1.0.20; two daemon versions still fail" tcpxo-vers
 # ---- through kubectl ----
 cat >"$T_DIR/kubectl" <<SH
 #!/bin/sh
+if [ "\$1" = logs ]; then
+  # kubectl logs -n NS POD -c CONTAINER --tail=N ...: the saved log, else kubectl's error
+  f="\${FAKE_LISTS}/logs/\$3.\$4.\$6.log"
+  [ -f "\$f" ] && exec cat "\$f"
+  echo "error: container \$6 is not valid for pod \$4" >&2; exit 1
+fi
 res=; prev=; for a; do [ "\$prev" = get ] && res=\$a; prev=\$a; done
 case "\${FAKE_KUBECTL:-ok}:\$res" in
   nocrd:networks.networking.gke.io)
@@ -100,6 +106,7 @@ case "\$res" in
   networks.networking.gke.io) cat "\${FAKE_LISTS}/networks.json";;
   nodes) cat "\${FAKE_LISTS}/nodes.json";;
   pods) cat "\${FAKE_LISTS}/pods.json";;
+  daemonsets) cat "\${FAKE_LISTS}/daemonsets.json" 2>/dev/null || echo '{"items": []}';;
   *.*) echo 'error: the server doesn'"'"'t have a resource type "crd"' >&2; exit 1;;
   *) echo "unexpected: \$*" >&2; exit 2;;
 esac
