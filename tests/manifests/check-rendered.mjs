@@ -15,12 +15,9 @@
 // instead of being silently dropped by the API server.
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import Ajv from "ajv";
-import addFormats from "ajv-formats";
 import YAML from "yaml";
+import { ajv, ajvErrors, loadCrdSchemas, strictify } from "./schemas.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const [renderDir, manifestsDir] = process.argv.slice(2);
 if (!renderDir || !manifestsDir) {
   console.error("usage: node check-rendered.mjs RENDER_DIR MANIFESTS_DIR");
@@ -48,41 +45,12 @@ function check(name, fn) {
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 // ---- schemas ---------------------------------------------------------------
-const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
-for (const f of ["int32", "int64", "double", "float", "byte", "binary", "password"]) {
-  if (!ajv.formats[f]) ajv.addFormat(f, true);
-}
-const crdSchemas = {};
-for (const file of fs.readdirSync(path.join(here, "schemas"))) {
-  if (!file.endsWith(".json")) continue;
-  const schema = JSON.parse(fs.readFileSync(path.join(here, "schemas", file), "utf8"));
-  const key = `${schema.properties.apiVersion.const}/${schema.properties.kind.const}`;
-  crdSchemas[key] = { validate: ajv.compile(schema), schema };
-}
-
-// Forbids unknown fields wherever a schema lists its properties and does not
-// allow extra ones itself, as a strict API server would.
-function strictify(node) {
-  if (Array.isArray(node)) return node.map(strictify);
-  if (!node || typeof node !== "object") return node;
-  const out = {};
-  for (const [k, v] of Object.entries(node)) out[k] = strictify(v);
-  if (out.properties && out.additionalProperties === undefined &&
-      !out["x-kubernetes-preserve-unknown-fields"]) {
-    out.additionalProperties = false;
-  }
-  return out;
-}
+const crdSchemas = loadCrdSchemas();
 const mpijobSchema = crdSchemas["kubeflow.org/v2beta1/MPIJob"].schema;
 const podTemplateSchema = strictify(
   mpijobSchema.properties.spec.properties.mpiReplicaSpecs.additionalProperties
     .properties.template);
 const validatePodTemplateStrict = ajv.compile(podTemplateSchema);
-
-const ajvErrors = (errors) =>
-  (errors || []).map((e) => `${e.instancePath || "/"} ${e.message}` +
-    (e.params?.additionalProperty ? ` (${e.params.additionalProperty})` : ""));
 
 async function modelClass(apiVersion, kind) {
   const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];

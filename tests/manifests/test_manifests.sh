@@ -10,35 +10,8 @@ M=$FB_ROOT/manifests
 FABRICS=(gke-tcpxo sriov-rdma aws-efa azure-ib oci-roce tcp-baseline)
 CLUSTER=(gke-tcpxo sriov-rdma oci-roce)
 
-if ! command -v kubectl >/dev/null; then
-  not_ok "kubectl present" "kubectl (with kustomize) is needed to render the manifests; install kubectl"
-  exit 1
-fi
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  not_ok "node present" "node and npm are needed for schema validation; apt-get install nodejs npm"
-  exit 1
-fi
-
-# Validators from the npm registry, pinned by tests/package-lock.json.
-node_modules_ready() {
-  [ -f "$FB_ROOT/tests/node_modules/.package-lock.json" ] &&
-    [ "$FB_ROOT/tests/node_modules/.package-lock.json" -nt "$FB_ROOT/tests/package-lock.json" ]
-}
-if ! node_modules_ready; then
-  if ! (cd "$FB_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T_DIR/npm.log" 2>&1; then
-    not_ok "npm ci in tests/" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
-    exit 1
-  fi
-fi
-ok "validators installed (tests/node_modules)"
-
-render() { # render DIR OUT: kubectl kustomize, reporting failures
-  if kubectl kustomize "$1" >"$2" 2>"$T_ERR"; then
-    ok "renders ${1#"$FB_ROOT"/}"
-  else
-    not_ok "renders ${1#"$FB_ROOT"/}" "$(head -c 400 "$T_ERR")"
-  fi
-}
+# shellcheck source=tests/manifests/validators.sh
+. "$FB_ROOT/tests/manifests/validators.sh"
 
 R=$T_DIR/render
 mkdir -p "$R"
