@@ -21,7 +21,9 @@ export function loadCrdSchemas() {
     if (!file.endsWith(".json")) continue;
     const schema = JSON.parse(fs.readFileSync(path.join(here, "schemas", file), "utf8"));
     const key = `${schema.properties.apiVersion.const}/${schema.properties.kind.const}`;
-    out[key] = { validate: ajv.compile(schema), schema };
+    // Compiled on first use: a run that checks one render compiles only its schemas.
+    let compiled;
+    out[key] = { schema, get validate() { return (compiled ??= ajv.compile(schema)); } };
   }
   return out;
 }
