@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the manifests tests after tests/lib.sh: kubectl (with kustomize)
 # and node must be here, and the validators from the npm registry (pinned by
 # tests/package-lock.json) installed into tests/node_modules. Exits the test
