@@ -406,7 +406,15 @@ function checkTrainer(name, objs, sts) {
     if (job.metadata.namespace !== envNamespace(objs)) p.push("TrainJob is not in the environment's namespace");
     const args = job.spec.trainer.args || [];
     if (!args.includes("--hostfile=/etc/mpi/hostfile")) p.push("launcher not on the Trainer's hostfile");
-    if (!args.includes(`--ssh-key=${mpi?.sshAuthMountPath}/id_rsa`)) p.push("launcher key not under sshAuthMountPath");
+    // ssh refuses root's key in the Trainer's own 0640 mount: the launcher
+    // reads the same Secret through a 0400 volume.
+    const key = args.find((a) => a.startsWith("--ssh-key="))?.slice(10) || "";
+    const lspec = launcher?.template.spec.template.spec;
+    const m = (lc?.volumeMounts || []).find((x) => key.startsWith(`${x.mountPath}/`));
+    const v = m && (lspec.volumes || []).find((x) => x.name === m.name);
+    if (v?.secret?.secretName !== `${job.metadata.name}-mpi-ssh-auth` || v.secret.defaultMode !== 256) {
+      p.push(`--ssh-key ${key} is not in a 0400 volume of the Trainer's Secret`);
+    }
     if (!(job.spec.activeDeadlineSeconds > 0)) p.push("no activeDeadlineSeconds");
     return p;
   });

@@ -123,6 +123,7 @@ mutate "EFA count wrong" "fabric's devices" 's/vpc.amazonaws.com\/efa: "32"/vpc.
 mutate "IPC_LOCK on the TCP baseline" "capabilities as intended" 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: false\n          capabilities: {add: [IPC_LOCK]}/' workers.tcp-baseline.yaml
 mutate "Trainer node on the StatefulSet's ssh Secret" "as the Trainer names them" \
   's/secretName: fabric-bench-mpi-ssh-auth/secretName: fabric-bench-ssh/' trainer.gke-tcpxo.yaml
+mutate "Trainer launcher key readable by others" "0400 volume" 's/defaultMode: 256/defaultMode: 288/' trainer.oci-roce.yaml
 mutate "Trainer launcher not waiting for Ready nodes" "launcher after Ready nodes" 's/status: Ready/status: Complete/' trainer.aws-efa.yaml
 mutate "PyTorchJob launcher missing a worker" "Master launches over all" \
   's/--hosts=fabric-bench-master-0,fabric-bench-worker-0/--hosts=fabric-bench-master-0/' pytorchjob.sriov-rdma.yaml
