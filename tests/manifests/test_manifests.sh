@@ -30,6 +30,28 @@ render "$M/volcano/workers-gke-tcpxo" "$R/volcano.gke-tcpxo.yaml"
 render "$M/volcano/mpijob-aws-efa" "$R/volcano-mpijob.aws-efa.yaml"
 render "$M/policies/kyverno" "$R/policies.kyverno.yaml"
 
+# Every Kustomization under manifests/ is rendered above, itself or as a
+# resource of a rendered one (skeletons; components are rendered through
+# them): a new one the list misses would go unchecked.
+covered=()
+for d in "${RENDERED[@]}"; do
+  covered+=("$(realpath -m "$d")")
+  while read -r entry; do
+    covered+=("$(realpath -m "$d/$entry")")
+  done < <(sed -n 's/^  - \([^ ]*\)$/\1/p' "$d/kustomization.yaml")
+done
+unrendered=()
+while IFS= read -r k; do
+  d=$(realpath -m "$(dirname "$k")")
+  grep -q '^kind: Kustomization$' "$k" || continue
+  [[ " ${covered[*]} " == *" $d "* ]] || unrendered+=("${d#"$(realpath "$FB_ROOT")"/}")
+done < <(find "$M" -name kustomization.yaml | sort)
+if [ ${#unrendered[@]} -eq 0 ]; then
+  ok "every Kustomization under manifests/ is rendered and checked"
+else
+  not_ok "every Kustomization under manifests/ is rendered and checked" "not rendered: ${unrendered[*]}"
+fi
+
 if yamllint -s -c "$M/.yamllint" "$M" >"$T_OUT" 2>&1; then
   ok "yamllint manifests/"
 else

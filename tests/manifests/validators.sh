@@ -24,7 +24,9 @@ if ! node_modules_ready; then
 fi
 ok "validators installed (tests/node_modules)"
 
+RENDERED=() # the directories render was given
 render() { # render DIR OUT: kubectl kustomize, reporting failures
+  RENDERED+=("$1")
   if kubectl kustomize "$1" >"$2" 2>"$T_ERR"; then
     ok "renders ${1#"$FB_ROOT"/}"
   else
