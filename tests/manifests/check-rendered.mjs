@@ -4,7 +4,10 @@
 //
 // RENDER_DIR holds `kubectl kustomize` output named <variant>.<fabric>.yaml,
 // variant one of workers (manifests/overlays), mpijob (manifests/mpijob/
-// overlays) or cluster (manifests/cluster). Prints one test-protocol line per
+// overlays), trainer (manifests/trainer/overlays), pytorchjob
+// (manifests/pytorchjob/overlays), volcano and volcano-mpijob (manifests/
+// volcano/*), trigger (manifests/overlays/policy-<fabric>), policies
+// (manifests/policies/<engine>, schemas only) or cluster (manifests/cluster). Prints one test-protocol line per
 // check ("ok - NAME" / "not ok - NAME: why"); exits 1 when any check failed.
 //
 // Schemas: Kubernetes' own objects through kubernetes-models (generated from
@@ -15,15 +18,15 @@
 // instead of being silently dropped by the API server.
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import Ajv from "ajv";
-import addFormats from "ajv-formats";
 import YAML from "yaml";
+import { ajv, ajvErrors, loadCrdSchemas, strictify } from "./schemas.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const [renderDir, manifestsDir] = process.argv.slice(2);
+// NAMEs (<variant>.<fabric>) limit the checks to those renders; the others
+// are still read, for the comparisons between packagings.
+const [renderDir, manifestsDir, ...only] = process.argv.slice(2);
+const wanted = (name) => only.length === 0 || only.includes(name);
 if (!renderDir || !manifestsDir) {
-  console.error("usage: node check-rendered.mjs RENDER_DIR MANIFESTS_DIR");
+  console.error("usage: node check-rendered.mjs RENDER_DIR MANIFESTS_DIR [NAME...]");
   process.exit(2);
 }
 
@@ -48,41 +51,12 @@ function check(name, fn) {
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 // ---- schemas ---------------------------------------------------------------
-const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
-for (const f of ["int32", "int64", "double", "float", "byte", "binary", "password"]) {
-  if (!ajv.formats[f]) ajv.addFormat(f, true);
-}
-const crdSchemas = {};
-for (const file of fs.readdirSync(path.join(here, "schemas"))) {
-  if (!file.endsWith(".json")) continue;
-  const schema = JSON.parse(fs.readFileSync(path.join(here, "schemas", file), "utf8"));
-  const key = `${schema.properties.apiVersion.const}/${schema.properties.kind.const}`;
-  crdSchemas[key] = { validate: ajv.compile(schema), schema };
-}
-
-// Forbids unknown fields wherever a schema lists its properties and does not
-// allow extra ones itself, as a strict API server would.
-function strictify(node) {
-  if (Array.isArray(node)) return node.map(strictify);
-  if (!node || typeof node !== "object") return node;
-  const out = {};
-  for (const [k, v] of Object.entries(node)) out[k] = strictify(v);
-  if (out.properties && out.additionalProperties === undefined &&
-      !out["x-kubernetes-preserve-unknown-fields"]) {
-    out.additionalProperties = false;
-  }
-  return out;
-}
+const crdSchemas = loadCrdSchemas();
 const mpijobSchema = crdSchemas["kubeflow.org/v2beta1/MPIJob"].schema;
 const podTemplateSchema = strictify(
   mpijobSchema.properties.spec.properties.mpiReplicaSpecs.additionalProperties
     .properties.template);
 const validatePodTemplateStrict = ajv.compile(podTemplateSchema);
-
-const ajvErrors = (errors) =>
-  (errors || []).map((e) => `${e.instancePath || "/"} ${e.message}` +
-    (e.params?.additionalProperty ? ` (${e.params.additionalProperty})` : ""));
 
 async function modelClass(apiVersion, kind) {
   const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
@@ -128,19 +102,27 @@ const find = (objs, kind, name) =>
   objs.find((o) => o.kind === kind && (!name || o.metadata?.name === name));
 const allContainers = (spec) => [...(spec.initContainers || []), ...(spec.containers || [])];
 
-// Pod templates of a render: [label, template].
-function podTemplates(objs) {
-  const out = [];
-  for (const o of objs) {
-    if (o.kind === "StatefulSet") out.push([`StatefulSet/${o.metadata.name}`, o.spec.template]);
-    if (o.kind === "MPIJob") {
-      for (const [role, rs] of Object.entries(o.spec.mpiReplicaSpecs)) {
-        out.push([`MPIJob/${o.metadata.name}/${role}`, rs.template]);
-      }
-    }
+// Pod templates of an object: [label, template] (label ends in the role).
+function objectPodTemplates(o) {
+  const label = `${o.kind}/${o.metadata.name}`;
+  if (o.kind === "StatefulSet") return [[label, o.spec.template]];
+  if (o.kind === "MPIJob") {
+    return Object.entries(o.spec.mpiReplicaSpecs).map(([role, rs]) => [`${label}/${role}`, rs.template]);
   }
-  return out;
+  if (o.kind === "PyTorchJob") {
+    return Object.entries(o.spec.pytorchReplicaSpecs).map(([role, rs]) => [`${label}/${role}`, rs.template]);
+  }
+  if (o.kind === "ClusterTrainingRuntime") {
+    return o.spec.template.spec.replicatedJobs.map((rj) => [`${label}/${rj.name}`, rj.template.spec.template]);
+  }
+  return [];
 }
+const podTemplates = (objs) => objs.flatMap(objectPodTemplates);
+const isLauncherLabel = (label) => /\/launcher$/i.test(label);
+// The benchmark's container: its StatefulSet name, or the name the Trainer
+// (node) or the Training Operator (pytorch) requires.
+const mainNames = ["fabric-bench", "node", "pytorch"];
+const mainContainer = (spec) => spec.containers.find((c) => mainNames.includes(c.name));
 
 // Capabilities each container may add, per fabric: anything else (or
 // privileged) fails. The RDMA fabrics pin memory (IPC_LOCK); the TCPXO
@@ -152,6 +134,7 @@ function allowedCaps(fabric, container) {
 }
 // Device resources each fabric must request (name -> count).
 const fabricResources = {
+  none: {},
   "gke-tcpxo": {},
   "tcp-baseline": {},
   "sriov-rdma": { "nvidia.com/rdma_vf": "8" },
@@ -163,7 +146,7 @@ const deviceResourceNames = new Set(Object.values(fabricResources).flatMap(Objec
 
 function checkPodTemplate(label, fabric, tpl, objs) {
   const spec = tpl.spec;
-  const isLauncher = label.endsWith("/Launcher");
+  const isLauncher = isLauncherLabel(label);
   check(`${label} (${fabric}): pod template has only known fields`, () =>
     validatePodTemplateStrict(tpl) ? [] : ajvErrors(validatePodTemplateStrict.errors));
   check(`${label} (${fabric}): no service account token, no host network`, () => {
@@ -221,12 +204,15 @@ function checkPodTemplate(label, fabric, tpl, objs) {
     return p;
   });
   if (isLauncher) return;
-  const main = spec.containers.find((c) => c.name === "fabric-bench");
+  const main = mainContainer(spec);
   check(`${label} (${fabric}): worker has the ssh Secret, /dev/shm and the fabric's devices`, () => {
     const p = [];
-    if (!main) return ["no container fabric-bench"];
-    const ssh = spec.volumes.find((v) => v.secret?.secretName === "fabric-bench-ssh");
-    if (!ssh) p.push("no volume from Secret fabric-bench-ssh");
+    if (!main) return [`no container named ${mainNames.join(" or ")}`];
+    // The Trainer writes the job's key to its own Secret, <TrainJob>-mpi-ssh-auth.
+    const secret = label.includes("ClusterTrainingRuntime/")
+      ? `${find(objs, "TrainJob")?.metadata.name}-mpi-ssh-auth` : "fabric-bench-ssh";
+    const ssh = spec.volumes.find((v) => v.secret?.secretName === secret);
+    if (!ssh) p.push(`no volume from Secret ${secret}`);
     const shm = mountOf(spec, main, "/dev/shm");
     if (shm?.emptyDir?.medium !== "Memory") p.push("/dev/shm is not a memory emptyDir");
     const want = fabricResources[fabric];
@@ -258,7 +244,7 @@ function checkTcpxo(label, tpl) {
   const nics = load(path.join(manifestsDir, "overlays", "gke-tcpxo", "gpu-nics.yaml"))[0].data;
   const versions = readEnvFile(path.join(comp, "tcpxo-versions.env"));
   const daemon = (spec.initContainers || []).find((c) => c.name === "tcpxo-daemon");
-  const main = spec.containers.find((c) => c.name === "fabric-bench");
+  const main = mainContainer(spec);
 
   check(`${label}: tcpxo-daemon is a native sidecar`, () => {
     if (!daemon) return ["no initContainer tcpxo-daemon"];
@@ -332,7 +318,7 @@ function checkMultus(label, fabric, tpl, objs, cluster) {
   check(`${label}: Multus attachments, NetworkAttachmentDefinition, pool and MTU agree`, () => {
     const p = [];
     const list = JSON.parse(tpl.metadata.annotations["k8s.v1.cni.cncf.io/networks"]);
-    const main = tpl.spec.containers.find((c) => c.name === "fabric-bench");
+    const main = mainContainer(tpl.spec);
     const env = find(objs, "ConfigMap", "fabric-bench-env").data;
     const byRes = {};
     for (const a of list) {
@@ -358,6 +344,163 @@ function checkMultus(label, fabric, tpl, objs, cluster) {
   });
 }
 
+// ---- other packagings -------------------------------------------------------
+// Key order carries no meaning in a manifest: compare sorted.
+function sortDeep(x) {
+  if (Array.isArray(x)) return x.map(sortDeep);
+  if (!x || typeof x !== "object") return x;
+  return Object.fromEntries(Object.keys(x).sort().map((k) => [k, sortDeep(x[k])]));
+}
+const canon = (x) => JSON.stringify(sortDeep(x));
+// The StatefulSet's pod template with the main container renamed (and edit
+// applied to the copy): what a packaging must carry, field for field.
+function workerTemplateAs(sts, containerName, edit = () => {}) {
+  const t = structuredClone(sts.spec.template);
+  t.spec.containers.find((c) => c.name === "fabric-bench").name = containerName;
+  edit(t);
+  return t;
+}
+function leftovers(objs) {
+  return find(objs, "StatefulSet") || find(objs, "Service") ? ["StatefulSet or Service left over"] : [];
+}
+function envNamespace(objs) {
+  return find(objs, "ConfigMap", "fabric-bench-env")?.metadata?.namespace;
+}
+
+function checkTrainer(name, objs, sts) {
+  const rt = find(objs, "ClusterTrainingRuntime");
+  const job = find(objs, "TrainJob");
+  check(`${name}: runtime node pods are the fabric's StatefulSet pods, as the Trainer names them`, () => {
+    if (!sts) return ["no workers render to compare with"];
+    if (!rt || !job) return ["no ClusterTrainingRuntime or TrainJob"];
+    const node = rt.spec.template.spec.replicatedJobs.find((r) => r.name === "node");
+    const want = workerTemplateAs(sts, "node", (t) => {
+      t.spec.volumes.find((v) => v.name === "ssh-key").secret.secretName = `${job.metadata.name}-mpi-ssh-auth`;
+      t.spec.restartPolicy = "Never";
+    });
+    const p = [...leftovers(objs)];
+    if (canon(node?.template.spec.template) !== canon(want)) p.push("node template differs from the StatefulSet's");
+    return p;
+  });
+  check(`${name}: MPI policy, launcher after Ready nodes, TrainJob on this runtime`, () => {
+    if (!rt || !job || !sts) return ["missing objects"];
+    const p = [];
+    const mpi = rt.spec.mlPolicy?.mpi;
+    const gpus = Number(mainContainer(sts.spec.template.spec).resources.limits["nvidia.com/gpu"]);
+    if (!mpi?.sshAuthMountPath) p.push("no mlPolicy.mpi.sshAuthMountPath");
+    if (mpi?.numProcPerNode !== gpus) p.push(`numProcPerNode ${mpi?.numProcPerNode} != ${gpus} GPUs`);
+    if (mpi?.runLauncherAsNode) p.push("runLauncherAsNode: the launcher would take a node's GPUs");
+    const rjs = rt.spec.template.spec.replicatedJobs;
+    if (canon(rjs.map((r) => r.name).sort()) !== canon(["launcher", "node"])) p.push("replicatedJobs are not launcher + node");
+    const launcher = rjs.find((r) => r.name === "launcher");
+    if (canon(launcher?.dependsOn) !== canon([{ name: "node", status: "Ready" }])) p.push("launcher does not wait for Ready nodes");
+    if (launcher?.template.metadata?.labels?.["trainer.kubeflow.org/trainjob-ancestor-step"] !== "trainer") {
+      p.push("TrainJob.spec.trainer would not reach the launcher");
+    }
+    const lc = launcher?.template.spec.template.spec.containers[0];
+    if (lc?.name !== "node") p.push("launcher container is not named node (no hostfile, no key)");
+    if (lc?.image !== sts.spec.template.spec.containers[0].image) p.push("launcher image differs");
+    const ref = job.spec.runtimeRef;
+    if (ref.kind !== "ClusterTrainingRuntime" || ref.name !== rt.metadata.name) p.push(`runtimeRef ${canon(ref)}`);
+    if (job.spec.trainer.numNodes !== sts.spec.replicas) p.push("numNodes differs from the replicas");
+    if (job.metadata.namespace !== envNamespace(objs)) p.push("TrainJob is not in the environment's namespace");
+    const args = job.spec.trainer.args || [];
+    if (!args.includes("--hostfile=/etc/mpi/hostfile")) p.push("launcher not on the Trainer's hostfile");
+    // ssh refuses root's key in the Trainer's own 0640 mount: the launcher
+    // reads the same Secret through a 0400 volume.
+    const key = args.find((a) => a.startsWith("--ssh-key="))?.slice(10) || "";
+    const lspec = launcher?.template.spec.template.spec;
+    const m = (lc?.volumeMounts || []).find((x) => key.startsWith(`${x.mountPath}/`));
+    const v = m && (lspec.volumes || []).find((x) => x.name === m.name);
+    if (v?.secret?.secretName !== `${job.metadata.name}-mpi-ssh-auth` || v.secret.defaultMode !== 256) {
+      p.push(`--ssh-key ${key} is not in a 0400 volume of the Trainer's Secret`);
+    }
+    if (!(job.spec.activeDeadlineSeconds > 0)) p.push("no activeDeadlineSeconds");
+    return p;
+  });
+}
+
+function checkPytorchjob(name, objs, sts) {
+  const job = find(objs, "PyTorchJob");
+  check(`${name}: Master and Workers are the fabric's StatefulSet pods, Master launches over all of them`, () => {
+    if (!sts) return ["no workers render to compare with"];
+    if (!job) return ["no PyTorchJob"];
+    const { Master, Worker } = job.spec.pytorchReplicaSpecs;
+    const p = [...leftovers(objs)];
+    const want = workerTemplateAs(sts, "pytorch");
+    if (canon(Worker.template) !== canon(want)) p.push("Worker template differs from the StatefulSet's");
+    const master = structuredClone(Master.template);
+    const mc = master.spec.containers.find((c) => c.name === "pytorch");
+    const args = mc?.args || [];
+    // The launch replaces the command and adds the sweep's arguments.
+    if (mc) mc.command = want.spec.containers.find((c) => c.name === "pytorch").command;
+    delete mc?.args;
+    if (mc) mc.env = mc.env.filter((e) => e.name !== "FABRIC_CLUSTER");
+    if (canon(master) !== canon(want)) p.push("Master template differs from the StatefulSet's beyond the launch");
+    if (Master.replicas + Worker.replicas !== sts.spec.replicas) p.push("Master + Worker replicas differ from the StatefulSet's");
+    const hosts = args.find((a) => a.startsWith("--hosts="))?.slice(8).split(",");
+    const names = [`${job.metadata.name}-master-0`,
+      ...Array.from({ length: Worker.replicas }, (_, i) => `${job.metadata.name}-worker-${i}`)];
+    if (canon(hosts) !== canon(names)) p.push(`--hosts ${hosts} != ${names}`);
+    if (Master.restartPolicy !== "Never" || Worker.restartPolicy !== "Never") p.push("restartPolicy is not Never");
+    if (!(job.spec.runPolicy?.activeDeadlineSeconds > 0)) p.push("no activeDeadlineSeconds");
+    if (job.metadata.namespace !== envNamespace(objs)) p.push("PyTorchJob is not in the environment's namespace");
+    return p;
+  });
+}
+
+function checkVolcano(name, objs, sts) {
+  check(`${name}: workers gang-scheduled by Volcano as one PodGroup of every worker`, () => {
+    const pg = find(objs, "PodGroup");
+    if (!pg) return ["no PodGroup"];
+    if (!sts) return ["no workers render to compare with"];
+    const own = find(objs, "StatefulSet");
+    const mpijob = find(objs, "MPIJob");
+    const [tpl, count] = own ? [own.spec.template, own.spec.replicas]
+      : [mpijob?.spec.mpiReplicaSpecs.Worker.template, mpijob?.spec.mpiReplicaSpecs.Worker.replicas];
+    if (!tpl) return ["no worker template"];
+    const p = [];
+    if (tpl.spec.schedulerName !== "volcano") p.push(`schedulerName ${tpl.spec.schedulerName}`);
+    if (tpl.metadata.annotations?.["scheduling.k8s.io/group-name"] !== pg.metadata.name) p.push("group-name annotation does not name the PodGroup");
+    if (pg.spec.minMember !== count) p.push(`minMember ${pg.spec.minMember} != ${count} workers`);
+    if (pg.metadata.namespace !== envNamespace(objs)) p.push("PodGroup is not in the workers' namespace");
+    const plain = structuredClone(tpl);
+    delete plain.spec.schedulerName;
+    delete plain.metadata.annotations["scheduling.k8s.io/group-name"];
+    if (canon(plain) !== canon(sts.spec.template)) p.push("worker pods differ from the fabric's beyond the scheduler");
+    if (mpijob?.spec.mpiReplicaSpecs.Launcher.template.metadata?.annotations?.["scheduling.k8s.io/group-name"]) {
+      p.push("the launcher joined the workers' PodGroup");
+    }
+    return p;
+  });
+}
+
+// manifests/overlays/policy-<fabric>: the base workers plus only the trigger.
+function checkTrigger(name, fabric, objs) {
+  const tpl = find(objs, "StatefulSet")?.spec.template;
+  const base = find(renders["base.none"]?.objs || [], "StatefulSet")?.spec.template;
+  if (tpl) checkPodTemplate(`${name} StatefulSet/fabric-bench`, "none", tpl, objs);
+  check(`${name}: plain workers with only the trigger annotation and fabric label`, () => {
+    if (!tpl || !base) return ["no StatefulSet in this or the base render"];
+    const p = [];
+    if (tpl.metadata.annotations["fabric-bench/inject"] !== fabric) p.push("no trigger annotation");
+    if (tpl.metadata.labels["fabric-bench/fabric"] !== fabric) p.push("no fabric label");
+    const plain = structuredClone(tpl);
+    delete plain.metadata.annotations["fabric-bench/inject"];
+    delete plain.metadata.labels["fabric-bench/fabric"];
+    if (canon(plain) !== canon(base)) p.push("pod template differs from the base's: wiring does not belong here");
+    const policyFile = path.join(manifestsDir, "policies", "kyverno", `${fabric}.yaml`);
+    if (!fs.existsSync(policyFile)) p.push(`no policy ${policyFile}`);
+    else {
+      const rule = load(policyFile)[0].spec.rules[0];
+      if (rule.match?.any?.[0]?.resources?.annotations?.["fabric-bench/inject"] !== fabric) {
+        p.push("the policy does not match this trigger");
+      }
+    }
+    return p;
+  });
+}
+
 // ---- main -------------------------------------------------------------------
 const files = fs.readdirSync(renderDir).filter((f) => f.endsWith(".yaml")).sort();
 const renders = {};
@@ -368,26 +511,31 @@ for (const f of files) {
 if (files.length === 0) report("rendered files found", [`none in ${renderDir}`]);
 
 for (const [name, { variant, fabric, objs }] of Object.entries(renders)) {
+  if (!wanted(name)) continue;
   const problems = [];
   for (const o of objs) {
     for (const e of await validateObject(o)) problems.push(`${o.kind}/${o.metadata?.name}: ${e}`);
-    if (o.kind === "MPIJob") {
-      const PT = await modelClass("v1", "PodTemplate");
-      for (const [role, rs] of Object.entries(o.spec.mpiReplicaSpecs)) {
-        try {
-          new PT({ apiVersion: "v1", kind: "PodTemplate", metadata: { name: role }, template: rs.template }).validate();
-        } catch (e) {
-          problems.push(`MPIJob ${role} template: ${e.message.split("\n")[0]}`);
-        }
+    // Templates inside custom resources, against Kubernetes' own schema too.
+    if (o.kind === "StatefulSet") continue;
+    const PT = await modelClass("v1", "PodTemplate");
+    for (const [label, template] of objectPodTemplates(o)) {
+      try {
+        new PT({ apiVersion: "v1", kind: "PodTemplate", metadata: { name: "t" }, template }).validate();
+      } catch (e) {
+        problems.push(`${label} template: ${e.message.split("\n")[0]}`);
       }
     }
   }
   report(`${name}: every object validates against its schema`, problems);
-  if (variant === "cluster") continue;
+  if (variant === "cluster" || variant === "policies") continue;
+  if (variant === "trigger") {
+    checkTrigger(name, fabric, objs);
+    continue;
+  }
   const cluster = renders[`cluster.${fabric}`]?.objs || [];
   for (const [label, tpl] of podTemplates(objs)) {
     checkPodTemplate(`${variant} ${label}`, fabric, tpl, objs);
-    if (label.endsWith("/Launcher")) continue;
+    if (isLauncherLabel(label)) continue;
     if (fabric === "gke-tcpxo") checkTcpxo(`${variant} ${label}`, tpl);
     if (fabric === "sriov-rdma" || fabric === "oci-roce") checkMultus(`${variant} ${label}`, fabric, tpl, objs, cluster);
   }
@@ -407,9 +555,13 @@ for (const [name, { variant, fabric, objs }] of Object.entries(renders)) {
       return p;
     });
   }
+  const sts = find(renders[`workers.${fabric}`]?.objs || [], "StatefulSet");
+  if (variant === "trainer") checkTrainer(name, objs, sts);
+  if (variant === "pytorchjob") checkPytorchjob(name, objs, sts);
+  if (variant.startsWith("volcano")) checkVolcano(name, objs, sts);
 }
 
-check("cluster.gke-tcpxo: eight Device Networks bound to param sets, named as the gpu-nics input", () => {
+if (wanted("cluster.gke-tcpxo")) check("cluster.gke-tcpxo: eight Device Networks bound to param sets, named as the gpu-nics input", () => {
   const objs = renders["cluster.gke-tcpxo"]?.objs;
   if (!objs) return ["not rendered"];
   const nics = load(path.join(manifestsDir, "overlays", "gke-tcpxo", "gpu-nics.yaml"))[0].data;
