@@ -200,8 +200,10 @@ artifact_from_cluster() {
   [[ $spec == */* ]] ||
     fb_die "$FB_EXIT_USAGE" "--from wants KIND/NAME (e.g. clustertrainingruntime/torch-distributed), got $(fb_shown "$spec")"
   name=${spec#*/}
-  read -r kind res scope <<<"$(from_resource "${spec%%/*}")" ||
+  local found
+  found=$(from_resource "${spec%%/*}") ||
     fb_die "$FB_EXIT_USAGE" "--from $(fb_shown "$spec"): unknown kind $(fb_shown "${spec%%/*}"); use clustertrainingruntime, trainingruntime, jobset, pytorchjob, mpijob, deployment, statefulset, replicaset, daemonset, job, cronjob or pod"
+  read -r kind res scope <<<"$found"
   [[ $name =~ ^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$ ]] ||
     fb_die "$FB_EXIT_USAGE" "--from $(fb_shown "$spec"): $(fb_shown "$name") is not a Kubernetes object name (lower-case letters, digits, '-' and '.')"
   local where=(-n "$ns") place="in namespace $ns"

@@ -132,7 +132,7 @@ case $1 in
       if [ -n "${FBL_ALL_PODS:-}" ]; then cat "$FBL_ALL_PODS"; else echo '{"kind":"List","items":[]}'; fi
       exit 0
     fi
-    if [ "${2:-}" != pods ] && [ "${4:-}" = -o ]; then artifact "$2" "$3"; exit; fi
+    if [ "${3:-}" != -l ] && [ "${3:-}" != -A ] && [ "${4:-}" = -o ]; then artifact "$2" "$3"; exit; fi
     [ "${2:-}" = pods ] || die "unsupported: get $*"
     polls=$(cat "$state/polls" 2>/dev/null || echo 0)
     echo $((polls + 1)) >"$state/polls"
