@@ -254,8 +254,9 @@ fi
 # ---- a run across namespace hosts: runtime_source in the result ----------------------------------
 hosts_up fbr 2 "runs under the derived workers"
 export FBL_SET=fbr FBL_COUNT=2
+host_profile fbr-host
 common=("${K[@]}" --pod-root "$FB_ROOT" --pod-bin "$FB_BIN" --ssh-port 2222 --ssh-key "$dir/id_ed25519"
-  --bind none --results "$T_DIR/results" --workdir "$T_DIR/pod-work" --cluster fromtest)
+  --bind none --results "$T_DIR/results" --workdir "$T_DIR/pod-work" --cluster fromtest "${profile_args[@]+"${profile_args[@]}"}")
 sweep=(--backend mpi -b 1K -e 4K -f 2 -n 2 -w 1)
 first() { local f; for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; }
 
@@ -268,6 +269,7 @@ if [ -n "$result" ]; then
     '{"origin":"delivered","kind":"ClusterTrainingRuntime","name":"torch-distributed-tcpxo","generation":3}'
   if json_valid "$FB_ROOT/docs/schema/collective.schema.json" "$result" 2>"$T_DIR/schema.err"; then ok "result matches the collective schema"
   else not_ok "result matches the collective schema" "$(tail -n 2 "$T_DIR/schema.err" | tr '\n' ' ')"; fi
+  expect_grep "fabric-report's verdict names the wiring" '^wiring: delivered ClusterTrainingRuntime/torch-distributed-tcpxo \(generation 3\)$' "$T_OUT"
   expect_grep "mpirun ran in the derived worker container" 'exec fabric-bench-from-torch-distributed-tcpxo-0 -c node -- bash .*/run.sh' "$FBL_STATE/calls"
   check "the derived objects are deleted after the run" grep -qx 'statefulset/fabric-bench-from-torch-distributed-tcpxo' "$FBL_STATE/deleted"
   rm -f "$result"
