@@ -427,6 +427,8 @@ capacity_gate() {
   done <<<"$lines"
   [ "$free" -ge 2 ] && return 0
   [ ${#why[@]} -gt 0 ] || why=("no nodes")
+  # One line, even on a large cluster: the first twelve, then a count.
+  [ ${#why[@]} -le 12 ] || why=("${why[@]:0:12}" "and $((${#why[@]} - 12)) more")
   local IFS=';'
   fb_die "$FB_EXIT_SKIPPED" "skipped: needs two free GPU nodes ($(printf '%s' "${why[*]}" | sed 's/;/; /g')) with $1 GPUs each: free or uncordon them, or pass --no-capacity-check"
 }
