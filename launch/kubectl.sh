@@ -5,6 +5,10 @@
 #
 #   launch/kubectl.sh keygen [-n NS]       per-job ssh key into Secret fabric-bench-ssh
 #   launch/kubectl.sh [options] [--] COLLECTIVE [fabric-coll options]
+#   launch/kubectl.sh --from KIND/NAME|--from-file FILE [options] [--] COLLECTIVE ...
+#                                          workers derived from a training job's wiring
+#   launch/kubectl.sh derive --from KIND/NAME|--from-file FILE [-o yaml|json]
+#                                          print the derived workers, apply nothing
 #
 #   -n, --namespace NS    namespace of the pods (default fabric-bench)
 #   -l, --selector SEL    worker pods (default app.kubernetes.io/name=fabric-bench,
@@ -35,7 +39,30 @@
 #   --profiles DIR        more reference profiles (fabric-report check --profiles)
 #   --kubectl CMD         kubectl to use (default $KUBECTL, else kubectl)
 #   --dry-run             print every command and generated script, run nothing
-#                         (pods are assumed to be fabric-bench-0..N-1)
+#                         (pods are assumed to be fabric-bench-0..N-1; with --from
+#                         the artifact is read and the derived manifest printed)
+#   --no-capacity-check   do not check for two free GPU nodes before waiting
+#
+# Under the delivered wiring (docs/clusters.md, "Benchmark under the
+# delivered wiring"): a StatefulSet fabric-bench-from-<name> of --pods pods
+# (default 2) copies the artifact's pod template and replaces only the
+# worker container's image, command, args, probes and resources.
+#   --from KIND/NAME      ClusterTrainingRuntime, TrainingRuntime, JobSet,
+#                         PyTorchJob, MPIJob, Deployment, StatefulSet, Job,
+#                         CronJob, ReplicaSet, DaemonSet or Pod (any case, short
+#                         and plural names), read with kubectl get -n NS
+#   --from-file FILE      the artifact from a JSON or YAML file
+#   --from-job NAME       the replicated job of a runtime or JobSet (default node,
+#                         else the only one)
+#   --image IMAGE         the worker's image (default manifests/base's)
+#   --cpu Q, --memory Q   the worker's requests and limits (default 16, 64Gi)
+#   --keep                leave the StatefulSet and Service after the run
+#   --gpu-nics FILE       the GPU NIC Networks by interface (the gpu-nics.yaml
+#                         ConfigMap of overlays/gke-tcpxo): exit 12 unless the
+#                         artifact's networking.gke.io/interfaces agrees
+#   --networks LIST       the Multus networks (comma-separated): exit 12 unless the
+#                         artifact's k8s.v1.cni.cncf.io/networks agrees
+#   -o, --output FMT      derive's format: yaml (default) or json
 #
 # Option values and the collective's arguments may not hold control
 # characters; --cluster is a label (letters, digits, '.', '_', '-'; not '.'
@@ -51,7 +78,9 @@
 # service not answering in time, 9 kubectl get pods, exec or cp failed, or
 # the run wrote no result (exit 0), 10 a pod list with bad pod or host
 # names, a malformed fabric.env, or a local results directory that cannot be
-# made. A run that wrote no result exits with the run's code when that is not
+# made, or an artifact (--from, --from-file) that is missing or has no pod
+# template, 11 skipped: fewer than two free GPU nodes, 12 the artifact's
+# wiring differs from --gpu-nics or --networks. A run that wrote no result exits with the run's code when that is not
 # 0 (a rank's: fabric-coll's 1-9, 130 or 143, rank.sh's 10; or mpirun's or
 # kubectl exec's own); with no fabric-report here or in the pod, the run's
 # code.
@@ -70,6 +99,8 @@ container="fabric-bench" want_pods="" wait_s=600 ssh_wait=60 slots="" ssh_port=2
 ssh_key=/run/fabric-bench/ssh/id rsh="" pod_root=/opt/fabric-bench pod_bin="" workdir=""
 read -r -a kubectl <<<"${KUBECTL:-kubectl}"
 FB_OPT_FABRIC="" # empty: the pods' annotation
+from="" from_file="" from_job="" image="" cpu=16 memory=64Gi keep=0 gpu_nics="" networks=""
+networks_given=0 capacity_check=1 output=yaml
 
 # shellcheck disable=SC2317 # called by fb_parse_options
 kubectl_option() {
@@ -89,11 +120,29 @@ kubectl_option() {
     --pod-bin) fb_need_arg "$@"; pod_bin=$2 ;;
     --workdir) fb_need_arg "$@"; workdir=$2 ;;
     --kubectl) fb_need_arg "$@"; read -r -a kubectl <<<"$2" ;;
+    --from) fb_need_arg "$@"; from=$2 ;;
+    --from-file) fb_need_arg "$@"; from_file=$2 ;;
+    --from-job) fb_need_arg "$@"; from_job=$2 ;;
+    --image) fb_need_arg "$@"; image=$2 ;;
+    --cpu) fb_need_arg "$@"; cpu=$2 ;;
+    --memory) fb_need_arg "$@"; memory=$2 ;;
+    --gpu-nics) fb_need_arg "$@"; gpu_nics=$2 ;;
+    --networks) fb_need_arg "$@"; networks=$2 networks_given=1 ;;
+    -o | --output) fb_need_arg "$@"; output=$2 ;;
+    --keep) keep=1 FB_TAKEN=1 ;;
+    --no-capacity-check) capacity_check=0 FB_TAKEN=1 ;;
     *) FB_TAKEN=0 ;;
   esac
 }
 fb_parse_options kubectl_option "$@"
 set -- "${FB_REST[@]+"${FB_REST[@]}"}"
+subcommand=""
+if [ "${1:-}" = derive ]; then
+  subcommand=derive
+  fb_parse_options kubectl_option "${@:2}"
+  set -- "${FB_REST[@]+"${FB_REST[@]}"}"
+  [ $# -eq 0 ] || fb_die "$FB_EXIT_USAGE" "derive takes options only, got $(fb_shown "$1"): e.g. launch/kubectl.sh derive --from clustertrainingruntime/NAME"
+fi
 
 k() { "${kubectl[@]}" "$@"; }
 kx() { fb_do "${kubectl[@]}" "$@"; }
@@ -118,6 +167,214 @@ if [ "${1:-}" = keygen ]; then
   exit 0
 fi
 
+# ---- under the delivered wiring: workers derived from an artifact ------------------
+# --from KIND/NAME: the kind and the resource kubectl reads it as, and
+# whether it is cluster-scoped. Any case, plural and short names, and a
+# trailing .group are taken.
+from_resource() {
+  local k=${1,,}
+  k=${k%%.*}
+  case $k in
+    clustertrainingruntime | clustertrainingruntimes | ctr) echo "ClusterTrainingRuntime clustertrainingruntimes.trainer.kubeflow.org cluster" ;;
+    trainingruntime | trainingruntimes | tr) echo "TrainingRuntime trainingruntimes.trainer.kubeflow.org ns" ;;
+    jobset | jobsets | js) echo "JobSet jobsets.jobset.x-k8s.io ns" ;;
+    pytorchjob | pytorchjobs) echo "PyTorchJob pytorchjobs.kubeflow.org ns" ;;
+    mpijob | mpijobs) echo "MPIJob mpijobs.kubeflow.org ns" ;;
+    deployment | deployments | deploy) echo "Deployment deployments.apps ns" ;;
+    statefulset | statefulsets | sts) echo "StatefulSet statefulsets.apps ns" ;;
+    replicaset | replicasets | rs) echo "ReplicaSet replicasets.apps ns" ;;
+    daemonset | daemonsets | ds) echo "DaemonSet daemonsets.apps ns" ;;
+    job | jobs) echo "Job jobs.batch ns" ;;
+    cronjob | cronjobs | cj) echo "CronJob cronjobs.batch ns" ;;
+    pod | pods | po) echo "Pod pods ns" ;;
+    *) return 1 ;;
+  esac
+}
+
+# jq_failure FILE: jq's error(...) message without jq's prefix, on one line.
+jq_failure() { sed -n '1{s/^jq: error ([^)]*): //;s/^jq: error: //;p}' "$1" | tr -d '\r' | cut -c1-400; }
+
+# artifact_from_cluster KIND/NAME FILE: the object as kubectl get prints it.
+artifact_from_cluster() {
+  local spec=$1 out=$2 kind name res scope
+  [[ $spec == */* ]] ||
+    fb_die "$FB_EXIT_USAGE" "--from wants KIND/NAME (e.g. clustertrainingruntime/torch-distributed), got $(fb_shown "$spec")"
+  name=${spec#*/}
+  local found
+  found=$(from_resource "${spec%%/*}") ||
+    fb_die "$FB_EXIT_USAGE" "--from $(fb_shown "$spec"): unknown kind $(fb_shown "${spec%%/*}"); use clustertrainingruntime, trainingruntime, jobset, pytorchjob, mpijob, deployment, statefulset, replicaset, daemonset, job, cronjob or pod"
+  read -r kind res scope <<<"$found"
+  [[ $name =~ ^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$ ]] ||
+    fb_die "$FB_EXIT_USAGE" "--from $(fb_shown "$spec"): $(fb_shown "$name") is not a Kubernetes object name (lower-case letters, digits, '-' and '.')"
+  local where=(-n "$ns") place="in namespace $ns"
+  [ "$scope" = cluster ] && where=() place="(cluster-scoped)"
+  timeout -k 2 30 "${kubectl[@]}" "${where[@]}" get "$res" "$name" -o json >"$out" 2>"$FB_LAUNCH_ERR"
+  case $? in
+    0) ;;
+    124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get $res $name did not answer within 30s: check the API server (kubectl cluster-info)" ;;
+    *)
+      if grep -q 'NotFound\|not found' "$FB_LAUNCH_ERR"; then
+        fb_die "$FB_EXIT_INPUT" "$kind $name not found $place: check the name (kubectl get $res${where[*]:+ ${where[*]}}) and -n"
+      elif grep -q "doesn't have a resource type" "$FB_LAUNCH_ERR"; then
+        fb_die "$FB_EXIT_INPUT" "the cluster has no $res: install its CRD (Kubeflow Trainer, JobSet, the training operator) or give --from-file"
+      fi
+      fb_die "$FB_EXIT_RUNTIME" "kubectl get $res $name failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context and access $place" ;;
+  esac
+  jq -e --arg k "$kind" '.kind == $k' "$out" >/dev/null 2>&1 ||
+    fb_die "$FB_EXIT_RUNTIME" "kubectl get $res $name returned something that is not a $kind"
+}
+
+# to_json FILE OUT WHAT: a JSON or YAML object as JSON, converted by kubectl
+# itself (offline); a List of one object is that object.
+to_json() {
+  if [ ! -f "$1" ] || [ ! -r "$1" ]; then
+    fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") is not a readable file: check the path"
+  fi
+  "${kubectl[@]}" patch --local -f "$1" --type merge -p '{}' -o json >"$2.raw" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") is not a Kubernetes object in JSON or YAML ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): give one object with apiVersion, kind and metadata.name"
+  jq -s 'if length == 1 and .[0].kind == "List" then .[0].items else . end
+         | if length == 1 then .[0] else error("holds \(length) objects") end' "$2.raw" >"$2" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") $(jq_failure "$FB_LAUNCH_ERR"): give exactly one object"
+  rm -f "$2.raw"
+}
+
+# The image manifests/base runs (its kustomization's images: entry).
+base_image() {
+  awk '$1 == "newName:" { n = $2 } $1 == "newTag:" { gsub(/"/, "", $2); t = $2 }
+       END { if (n != "") print n (t != "" ? ":" t : "") }' "$FB_LAUNCH_ROOT/manifests/base/kustomization.yaml"
+}
+
+# derive_jq MODE FILE: launch/derive.jq over the artifact.
+derive_jq() {
+  jq --arg mode "$1" --arg job "$from_job" --arg container "$container" --arg name "${sts_name:-}" \
+    --arg instance "${instance:-}" --arg ns "$ns" --arg source "${runtime_annotation:-}" --arg image "$image" \
+    --arg command "$pod_root/launch/pod-sshd.sh" --arg cpu "$cpu" --arg memory "$memory" --arg gpus "${worker_gpus:-}" \
+    --argjson port "$ssh_port" --argjson replicas "${want_pods:-2}" -f "$FB_LAUNCH_ROOT/launch/derive.jq" "$2"
+}
+
+# worker_name NAME: fabric-bench-from-NAME as a StatefulSet name whose pods'
+# names and revision labels fit (52 characters): '.' becomes '-', a longer
+# name is cut and given a hash of the whole.
+worker_name() {
+  local n=fabric-bench-from-${1//./-} h
+  if [ ${#n} -gt 52 ]; then
+    h=$(printf '%s' "$1" | md5sum | cut -c1-6)
+    n=${n:0:45}
+    n=${n%-}-$h
+  fi
+  printf '%s\n' "$n"
+}
+
+# check_wiring INFO: the artifact's wiring against --gpu-nics and --networks;
+# a difference exits 12 and is never repaired.
+check_wiring() {
+  local info=$1 nics msg
+  if [ -n "$gpu_nics" ]; then
+    fb_mktemp nics
+    to_json "$gpu_nics" "$nics" --gpu-nics
+    # shellcheck disable=SC2016 # a jq program
+    msg=$(jq -r --slurpfile cm "$nics" --arg file "$gpu_nics" '
+      ($cm[0].data // {}) as $want
+      | "\(.kind)/\(.name)" as $what
+      | if .interfaces == null then
+          "the delivered wiring (\($what)) has no networking.gke.io/interfaces annotation, --gpu-nics \($file) maps \($want | keys | join(", "))"
+        else
+          ((.interfaces | fromjson? // null) | if type == "array" then map({key: .interfaceName, value: .network}) | from_entries else null end) as $have
+          | if $have == null then "the delivered wiring (\($what)) has a networking.gke.io/interfaces annotation that is not a JSON list of {interfaceName, network}"
+            else ([($want | keys[]) as $i | select($have[$i] != $want[$i])
+                    | "interface \($i) is on network \($have[$i] // "(none: not in the annotation)") in the delivered wiring (\($what)), on \($want[$i]) in --gpu-nics \($file)"]
+                  + [($have | keys[]) as $i | select($i != "eth0" and $want[$i] == null)
+                    | "interface \($i) is on network \($have[$i]) in the delivered wiring (\($what)), absent from --gpu-nics \($file)"])[0] // empty
+            end
+        end' "$info") || fb_die "$FB_EXIT_INPUT" "--gpu-nics $(fb_shown "$gpu_nics") is not a ConfigMap with data ethN: NETWORK"
+    [ -z "$msg" ] || fb_die "$FB_EXIT_MISMATCH" "mismatch: $msg: the delivered wiring is not repaired; fix the artifact or the file"
+  fi
+  if [ "$networks_given" = 1 ]; then
+    # shellcheck disable=SC2016 # a jq program
+    msg=$(jq -r --arg want "$networks" '
+      def names: if type == "array" then map((if .namespace then .namespace + "/" else "" end) + .name)
+                 else split(",") | map(gsub("^\\s+|\\s+$"; "") | sub("@.*$"; "")) end | map(select(. != "")) | unique;
+      ((.networks // "") | if test("^\\s*\\[") then (fromjson? // ["(not JSON)"]) else . end | names) as $have
+      | ($want | names) as $w
+      | if $have == $w then empty
+        else "the delivered wiring (\(.kind)/\(.name)) attaches the networks \(if $have == [] then "(none)" else $have | join(",") end) (k8s.v1.cni.cncf.io/networks), --networks says \(if $w == [] then "(none)" else $w | join(",") end)" end' "$info")
+    [ -z "$msg" ] || fb_die "$FB_EXIT_MISMATCH" "mismatch: $msg: the delivered wiring is not repaired; fix the artifact or --networks"
+  fi
+}
+
+# derive_workers: reads the artifact and sets the derived manifest (file
+# $manifest), the StatefulSet's name, the selector of its pods, the worker
+# container and the runtime source.
+derive_workers() {
+  [ -z "$from" ] || [ -z "$from_file" ] || fb_die "$FB_EXIT_USAGE" "--from and --from-file both name the artifact: give one of them"
+  [ -z "$from_job" ] || [[ $from_job =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] ||
+    fb_die "$FB_EXIT_USAGE" "--from-job wants a replicated job's name (lower-case letters, digits and '-'), got $(fb_shown "$from_job")"
+  local q='^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$'
+  [[ $cpu =~ $q ]] || fb_die "$FB_EXIT_USAGE" "--cpu wants a Kubernetes quantity (16, 15500m), got $(fb_shown "$cpu")"
+  [[ $memory =~ $q ]] || fb_die "$FB_EXIT_USAGE" "--memory wants a Kubernetes quantity (64Gi), got $(fb_shown "$memory")"
+  image=${image:-$(base_image)}
+  fb_check_word --image "$image"
+  [ -n "$image" ] || fb_die "$FB_EXIT_INPUT" "no image in manifests/base/kustomization.yaml: pass --image"
+  fb_check_port --ssh-port "$ssh_port"
+  [ -z "$want_pods" ] || fb_check_uint --pods "$want_pods"
+  [ -z "$slots" ] || fb_check_uint --ranks-per-node "$slots"
+  local art info
+  fb_mktemp art
+  fb_mktemp info
+  if [ -n "$from" ]; then artifact_from_cluster "$from" "$art"; else to_json "$from_file" "$art" --from-file; fi
+  derive_jq info "$art" >"$info" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_INPUT" "${from:-$from_file}: $(jq_failure "$FB_LAUNCH_ERR")"
+  local kind name src_ns gen gpus
+  IFS=$'\x1f' read -r kind name src_ns gen container gpus < <(jq -r '[.kind, .name, .namespace, .generation, .container, (.gpus | tostring)] | map(gsub("[\u0000-\u001f\u007f]"; " ")) | join("\u001f")' "$info")
+  [[ $name =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || fb_die "$FB_EXIT_INPUT" "${from:-$from_file} has no valid metadata.name: give the object its name"
+  [[ $gen =~ ^([0-9]+|-)$ ]] || gen=-
+  [ "$kind" = ClusterTrainingRuntime ] && src_ns=""
+  [ "$kind" = ClusterTrainingRuntime ] || src_ns=${src_ns:-$ns}
+  check_wiring "$info"
+  worker_gpus=${slots:-}
+  [ -n "$worker_gpus" ] || { [ "${gpus%%.*}" -gt 0 ] 2>/dev/null && worker_gpus=${gpus%%.*}; }
+  sts_name=$(worker_name "$name")
+  instance=from-${sts_name#fabric-bench-from-}
+  runtime_source=delivered:$kind/$src_ns/$name@$gen
+  runtime_annotation=$runtime_source
+  manifest=""
+  fb_mktemp manifest
+  derive_jq manifest "$art" >"$manifest" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_INPUT" "${from:-$from_file}: $(jq_failure "$FB_LAUNCH_ERR")"
+  selector=app.kubernetes.io/name=fabric-bench,app.kubernetes.io/instance=$instance
+  wiring_what="$kind/$name${gen:+ (generation $gen)}"
+}
+
+# print_manifest FILE: the derived objects as YAML documents or JSON.
+print_manifest() {
+  if [ "$output" = json ]; then
+    jq . "$1"
+  else
+    python3 -c 'import json, sys, yaml; yaml.safe_dump_all(json.load(open(sys.argv[1]))["items"], sys.stdout, sort_keys=False, default_flow_style=False)' "$1" ||
+      fb_die "$FB_EXIT_UNAVAILABLE" "YAML output needs python3 with PyYAML (apt-get install python3-yaml): or pass -o json"
+  fi
+}
+
+# remove_workers: the derived StatefulSet and Service go when the launcher
+# exits, however it exits (unless --keep).
+# shellcheck disable=SC2317 # the EXIT trap calls it
+remove_workers() {
+  "${kubectl[@]}" -n "$ns" delete statefulset/"$sts_name" service/"$sts_name" --ignore-not-found --wait=false \
+    </dev/null >/dev/null 2>&1 || fb_info "could not delete statefulset/$sts_name and service/$sts_name in $ns: delete them yourself"
+  fb_cleanup
+}
+
+case $output in yaml | json) ;; *) fb_die "$FB_EXIT_USAGE" "--output wants yaml or json, got $(fb_shown "$output")" ;; esac
+sts_name="" runtime_source="" wiring_what=""
+if [ "$subcommand" = derive ]; then
+  [ -n "$from$from_file" ] || fb_die "$FB_EXIT_USAGE" "derive needs --from KIND/NAME or --from-file FILE"
+  fb_need jq "install jq (apt-get install jq)"
+  fb_mktemp FB_LAUNCH_ERR
+  derive_workers
+  print_manifest "$manifest"
+  exit 0
+fi
+
 fb_check_common kubectl.sh "$@"
 coll=$FB_COLLECTIVE
 fb_check_uint --wait "$wait_s"
@@ -132,6 +389,66 @@ fb_check_word --ssh-key "$ssh_key"
 [ "$FB_DRY_RUN" = 1 ] || fb_need "${kubectl[0]}" "install kubectl or pass --kubectl"
 fb_need jq "install jq (apt-get install jq)"
 fb_mktemp FB_LAUNCH_ERR
+if [ -n "$from$from_file" ]; then
+  derive_workers
+elif [ -n "$from_job$gpu_nics" ] || [ "$networks_given" = 1 ]; then
+  fb_die "$FB_EXIT_USAGE" "--from-job, --gpu-nics and --networks go with --from or --from-file"
+fi
+
+# ---- two free GPU nodes, or nothing to wait for ----------------------------------------
+# capacity_gate N: exit 11 at once unless two nodes have N GPUs free
+# (launch/capacity.jq); a user who may not list nodes gets a note instead.
+capacity_gate() {
+  local nodes pods lines free=0 why=() node state
+  fb_mktemp nodes
+  fb_mktemp pods
+  for what in nodes pods; do
+    local out=$nodes args=(get nodes -o json)
+    [ "$what" = pods ] && out=$pods args=(get pods -A -o json)
+    timeout -k 2 30 "${kubectl[@]}" "${args[@]}" >"$out" 2>"$FB_LAUNCH_ERR"
+    case $? in
+      0) ;;
+      124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get $what did not answer within 30s: check the API server (kubectl cluster-info)" ;;
+      *)
+        if grep -qi 'forbidden' "$FB_LAUNCH_ERR"; then
+          fb_info "free GPU nodes not checked: kubectl get $what is forbidden to this user (--no-capacity-check silences this)"
+          return 0
+        fi
+        fb_die "$FB_EXIT_RUNTIME" "kubectl get $what failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context, or pass --no-capacity-check" ;;
+    esac
+  done
+  lines=$(fb_free_gpu_nodes "$nodes" "$pods" "$1") ||
+    fb_die "$FB_EXIT_RUNTIME" "kubectl get nodes or pods -A returned something that is not a list: check the API server"
+  while IFS=$'\t' read -r node state; do
+    [ -n "$node" ] || continue
+    if [ "$state" = free ]; then free=$((free + 1)) why+=("$node: free")
+    elif [ "$node" = - ]; then why+=("$state")
+    else why+=("$node: $state"); fi
+  done <<<"$lines"
+  [ "$free" -ge 2 ] && return 0
+  [ ${#why[@]} -gt 0 ] || why=("no nodes")
+  # One line, even on a large cluster: the first twelve, then a count.
+  [ ${#why[@]} -le 12 ] || why=("${why[@]:0:12}" "and $((${#why[@]} - 12)) more")
+  local IFS=';'
+  fb_die "$FB_EXIT_SKIPPED" "skipped: needs two free GPU nodes ($(printf '%s' "${why[*]}" | sed 's/;/; /g')) with $1 GPUs each: free or uncordon them, or pass --no-capacity-check"
+}
+if [ "$FB_DRY_RUN" != 1 ] && [ "$capacity_check" = 1 ]; then
+  capacity_gate "${worker_gpus:-${slots:-1}}"
+fi
+
+# The derived workers: applied now, deleted at exit (unless --keep).
+if [ -n "$sts_name" ]; then
+  if [ "$FB_DRY_RUN" = 1 ]; then
+    echo "+ $(fb_quote "${kubectl[@]}" apply -f -) <<'EOF'"
+    print_manifest "$manifest"
+    echo "EOF"
+  else
+    "${kubectl[@]}" apply -f - <"$manifest" >/dev/null 2>"$FB_LAUNCH_ERR" ||
+      fb_die "$FB_EXIT_RUNTIME" "kubectl apply of statefulset/$sts_name failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): see it with launch/kubectl.sh derive ${from:+--from $from}${from_file:+--from-file $from_file}"
+    [ "$keep" = 1 ] || trap remove_workers EXIT
+    fb_info "applied statefulset/$sts_name and service/$sts_name in $ns from $wiring_what"
+  fi
+fi
 
 # ---- wait until every pod and container is Ready, with a bound --------------------
 # One line per pod: name, ready?, host name, GPUs, fabric annotation, and why
@@ -180,7 +497,8 @@ declare -a pods=() hosts=() gpus=() fabrics=()
 if [ "$FB_DRY_RUN" = 1 ]; then
   echo "+ $(fb_quote "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json)   # until every container is Ready, at most ${wait_s}s"
   for ((i = 0; i < ${want_pods:-2}; i++)); do
-    pods+=("fabric-bench-$i") hosts+=("fabric-bench-$i.fabric-bench") gpus+=(0) fabrics+=("")
+    p=${sts_name:-fabric-bench}
+    pods+=("$p-$i") hosts+=("$p-$i.$p") gpus+=("${worker_gpus:-0}") fabrics+=("")
   done
 else
   deadline=$((SECONDS + wait_s))
@@ -231,6 +549,8 @@ pod0=${pods[0]}
 fabric=${FB_OPT_FABRIC:-${fabrics[0]:-}}
 fabric=${fabric:-none}
 fb_set_env "$fabric"
+# Where the pods' wiring came from, recorded in the result.
+runtime_source=${runtime_source:-fabric-bench:$fabric}
 
 if [ -z "$slots" ]; then
   slots=${gpus[0]:-0}
@@ -274,7 +594,7 @@ FB_HOSTS=("${hosts[@]}") FB_SLOTS=$slots FB_BIND=$FB_OPT_BIND FB_IFACE=$FB_OPT_I
 FB_WORKDIR=$job FB_RESULT=$job/$stamp-$coll.json FB_LOG=$job/$stamp-$coll.log
 pod_bin=${pod_bin:-$pod_root/bin}
 FB_RANK_SH=$pod_root/launch/rank.sh FB_COLL=$pod_bin/fabric-coll
-FB_COLL_ARGS=("$@" --cluster "$cluster")
+FB_COLL_ARGS=("$@" --cluster "$cluster" --runtime-source "$runtime_source")
 FB_MPIRUN_EXTRA=("${FB_OPT_MPIRUN[@]+"${FB_OPT_MPIRUN[@]}"}")
 local_dir=$FB_OPT_RESULTS/$cluster
 

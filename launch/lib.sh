@@ -527,3 +527,12 @@ fb_coll_bin() {
   done
   command -v fabric-coll
 }
+
+# ---- free GPU nodes -------------------------------------------------------------
+# fb_free_gpu_nodes NODES PODS N: one line per GPU node, "NAME<TAB>free" or
+# "NAME<TAB>why not", from `kubectl get nodes -o json` and `kubectl get pods
+# -A -o json` saved in NODES and PODS, N the GPUs a worker asks for. The
+# rule is launch/capacity.jq's (fabric-doctor applies the same).
+fb_free_gpu_nodes() {
+  jq -rn --slurpfile nodes "$1" --slurpfile pods "$2" --argjson need "$3" -f "$FB_LAUNCH_ROOT/launch/capacity.jq"
+}

@@ -52,6 +52,7 @@ const struct fb_opt coll_options[] = {
     {0, "fallback-band", FB_OPT_DOUBLE, OFF(fallback_band), "GBPS", "busBW at or under this on >= 64M across nodes stops the sweep (default: twice the tcp-fallback reference)", 0, 1e6, 0},
     {0, "cv-threshold", FB_OPT_DOUBLE, OFF(cv_threshold), "PERCENT", "with -N: sizes whose time varies more than this are flagged unstable (default 5)", 0, 1000, 0},
     {0, "split", FB_OPT_STRING, OFF(split), "SPLIT", "rank groups measured side by side: an NCCL_TESTS_SPLIT expression ('MOD 8'), intra-node, inter-node, or intra-inter (both, one results file each)", 0, 0, 0},
+    {0, "runtime-source", FB_OPT_STRING, OFF(runtime_source_opt), "SPEC", "where the pods' wiring came from, recorded as runtime_source: delivered:KIND/NAMESPACE/NAME@GENERATION (namespace empty when cluster-scoped, generation - when none) or fabric-bench:FABRIC", 0, 0, 0},
     {0, "no-watchdog", FB_OPT_FLAG, OFF(no_watchdog), NULL, "no bound on waits and plain MPI threading (the watchdog needs MPI_THREAD_MULTIPLE, which costs ~0.1 us per small message)", 0, 0, 0},
     {0, "cap-memory", FB_OPT_FLAG, OFF(cap_memory), NULL, "lower -e to what fits in memory (with a warning) instead of refusing", 0, 0, 0},
     {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},
@@ -245,6 +246,63 @@ static void settle_per_iter(struct coll_config *cfg)
     }
 }
 
+/* Copies [from, from + len) into `out` when it is 1 to size-1 bytes of
+ * the characters `allowed` (a strspn set); returns 0 otherwise. */
+static int take_part(char *out, size_t size, const char *from, size_t len, const char *allowed, int may_be_empty)
+{
+    if ((len == 0 && !may_be_empty) || len >= size)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (strchr(allowed, from[i]) == NULL || from[i] == '\0')
+            return 0;
+    memcpy(out, from, len);
+    out[len] = '\0';
+    return 1;
+}
+
+#define RS_LOWER "abcdefghijklmnopqrstuvwxyz0123456789"
+#define RS_NAME RS_LOWER "-."
+#define RS_KIND "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+#define RS_LABEL RS_KIND "._-"
+
+/* delivered:KIND/NAMESPACE/NAME@GENERATION */
+static int parse_delivered(struct fb_runtime_source *rs, const char *spec)
+{
+    const char *s1 = strchr(spec, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    const char *at = s2 ? strrchr(s2 + 1, '@') : NULL;
+    if (at == NULL || !take_part(rs->kind, sizeof rs->kind, spec, (size_t)(s1 - spec), RS_KIND, 0) ||
+        !take_part(rs->ns, sizeof rs->ns, s1 + 1, (size_t)(s2 - s1 - 1), RS_LOWER "-", 1) ||
+        !take_part(rs->name, sizeof rs->name, s2 + 1, (size_t)(at - s2 - 1), RS_NAME, 0))
+        return 0;
+    if (strcmp(at + 1, "-") == 0)
+        return 1;
+    return take_part(rs->generation, 20, at + 1, strlen(at + 1), "0123456789", 0);
+}
+
+static enum fb_status pick_runtime_source(struct coll_config *cfg, struct fb_err *err)
+{
+    struct fb_runtime_source *rs = &cfg->runtime_source;
+    const char *spec = cfg->runtime_source_opt;
+    memset(rs, 0, sizeof *rs);
+    if (spec == NULL)
+        return FB_OK;
+    rs->given = 1;
+    int ok = 0;
+    if (strncmp(spec, "delivered:", 10) == 0) {
+        rs->delivered = 1;
+        ok = parse_delivered(rs, spec + 10);
+    } else if (strncmp(spec, "fabric-bench:", 13) == 0) {
+        snprintf(rs->kind, sizeof rs->kind, "overlay");
+        ok = take_part(rs->name, sizeof rs->name, spec + 13, strlen(spec + 13), RS_LABEL, 0);
+    }
+    if (!ok)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "--runtime-source '%.200s' is not delivered:KIND/NAMESPACE/NAME@GENERATION or fabric-bench:FABRIC; "
+                       "e.g. delivered:ClusterTrainingRuntime//torch-distributed@3",
+                       spec);
+    return FB_OK;
+}
+
 static enum fb_status check_cycles(const struct coll_config *cfg, struct fb_err *err)
 {
     if (cfg->run_cycles == COLL_CYCLES_ENDLESS && cfg->time_budget > 0)
@@ -275,6 +333,8 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
             st = pick_root(cfg, err);
         if (st == FB_OK)
             st = check_cycles(cfg, err);
+        if (st == FB_OK)
+            st = pick_runtime_source(cfg, err);
         if (st == FB_OK)
             settle_per_iter(cfg);
         if (st == FB_OK)

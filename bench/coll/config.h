@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "coll/backend.h"
+#include "coll/record.h"
 #include "nccl/collective.h"
 #include "nccl/dtype.h"
 #include "core/options.h"
@@ -26,6 +27,7 @@ struct coll_config {
     const char *record_opt, *ntjson_opt;
     const char *backend_name, *cluster, *results_dir;
     const char *split; /* --split: rank groups (coll/split.h) */
+    const char *runtime_source_opt; /* --runtime-source SPEC */
     int nccl_log, cap_memory, help, version, list, full, no_watchdog;
     double time_budget, fallback_band, cv_threshold;
 
@@ -36,6 +38,7 @@ struct coll_config {
     const struct fb_backend_ops *backend;
     const char *invoked_as;
     int stepfactor_given, iters_given, device_impl_given, device_ctas_given;
+    struct fb_runtime_source runtime_source; /* --runtime-source, parsed */
     int argc;
     char **argv;
     int perf_name;          /* invoked as all_reduce_perf ...: -J is nccl-tests' JSON */

@@ -104,6 +104,28 @@ void fb_record_add_group_row(struct fb_record *rec, int group, const struct fb_c
         json_object_array_add(rows, row_json(call, run, iterations, oop, ip));
 }
 
+static void add_nonempty(json_object *o, const char *key, const char *value)
+{
+    if (value[0] != '\0')
+        json_object_object_add(o, key, json_object_new_string(value));
+}
+
+void fb_record_runtime_source(struct fb_record *rec, const struct fb_runtime_source *src)
+{
+    if (!src->given) {
+        json_object_object_add(rec->doc, "runtime_source", NULL);
+        return;
+    }
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "origin", json_object_new_string(src->delivered ? "delivered" : "fabric-bench"));
+    add_nonempty(o, "kind", src->kind);
+    add_nonempty(o, "namespace", src->ns);
+    add_nonempty(o, "name", src->name);
+    if (src->generation[0] != '\0')
+        json_object_object_add(o, "generation", json_object_new_int64(strtoll(src->generation, NULL, 10)));
+    json_object_object_add(rec->doc, "runtime_source", o);
+}
+
 void fb_record_warn(struct fb_record *rec, const char *text)
 {
     fb_envelope_warn(rec->doc, text);

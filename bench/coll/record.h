@@ -11,6 +11,15 @@
 #include "coll/measure.h"
 #include "core/status.h"
 
+/* Where the pods' wiring came from (--runtime-source SPEC): a deployed
+ * artifact ("delivered:KIND/NAMESPACE/NAME@GENERATION") or one of
+ * fabric-bench's own overlays ("fabric-bench:FABRIC"). Empty strings are
+ * keys that do not apply. */
+struct fb_runtime_source {
+    int given, delivered;
+    char kind[64], ns[64], name[254], generation[24];
+};
+
 struct fb_record {
     json_object *doc;
     json_object *rows;
@@ -34,6 +43,9 @@ void fb_record_add_group_row(struct fb_record *rec, int group, const struct fb_c
                              long iterations, const struct fb_measurement *oop, const struct fb_measurement *ip);
 
 void fb_record_warn(struct fb_record *rec, const char *text);
+
+/* runtime_source: the object of `src`, or null when it was not given. */
+void fb_record_runtime_source(struct fb_record *rec, const struct fb_runtime_source *src);
 
 /* Records why the run ended early; the document stays incomplete. */
 void fb_record_fault(struct fb_record *rec, enum fb_status code, const char *message, int rank,

@@ -162,6 +162,7 @@ void sweep_describe(struct sweep *r)
     json_object_object_add(d, "time_reduction",
                            json_object_new_string(fb_time_reduction_name((enum fb_time_reduction)c->average)));
     json_object_object_add(d, "config", fb_opts_to_json(coll_options, c));
+    fb_record_runtime_source(&r->rec, &c->runtime_source);
     json_object *args = json_object_new_array();
     for (int i = 0; i < c->argc; i++)
         json_object_array_add(args, json_object_new_string(c->argv[i]));

@@ -250,6 +250,8 @@ static enum fb_status read_envelope(json_object *doc, const char *name, struct f
     r->early_stop = stop;
     json_object *env = fb_json_member(doc, "env");
     r->env = env != NULL && json_object_is_type(env, json_type_object) ? env : NULL;
+    json_object *source = fb_json_member(doc, "runtime_source");
+    r->runtime_source = source != NULL && json_object_is_type(source, json_type_object) ? source : NULL;
     r->cluster = opt_string(doc, "cluster");
     r->backend = opt_string(doc, "backend");
     r->dtype = opt_string(doc, "dtype");

@@ -68,6 +68,7 @@ struct fb_result {
     const char *net;        /* transport.net */
     int gdr;                /* transport.gdr: 1, 0, or -1 unknown */
     json_object *env;       /* NULL when absent */
+    json_object *runtime_source; /* where the pods' wiring came from; NULL when not said */
     struct fb_row *rows;
     size_t nrows;
 };

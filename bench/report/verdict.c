@@ -732,6 +732,26 @@ void fb_verdict_free(struct fb_verdict *v)
     fb_str_free(&v->reasons);
 }
 
+/* "wiring: delivered ClusterTrainingRuntime/NAME (generation 3)" or
+ * "wiring: fabric-bench overlay gke-tcpxo", when the result says. */
+static void wiring_line(const struct fb_result *r, struct fb_str *out)
+{
+    if (r->runtime_source == NULL)
+        return;
+    const char *origin = fb_json_get_string(r->runtime_source, "origin");
+    const char *kind = fb_json_get_string(r->runtime_source, "kind");
+    const char *name = fb_json_get_string(r->runtime_source, "name");
+    int64_t gen = 0;
+    if (origin == NULL || name == NULL)
+        return;
+    if (strcmp(origin, "delivered") == 0)
+        fb_str_addf(out, "\nwiring: delivered %s/%s", kind ? kind : "?", name);
+    else
+        fb_str_addf(out, "\nwiring: %s %s %s", origin, kind ? kind : "", name);
+    if (fb_json_get_int64(r->runtime_source, "generation", &gen))
+        fb_str_addf(out, " (generation %lld)", (long long)gen);
+}
+
 void fb_verdict_text(const struct fb_verdict *v, const struct fb_result *r, struct fb_str *out)
 {
     fb_str_addf(out, "%s: %s on %s, %ld rank%s", v->name,
@@ -747,6 +767,7 @@ void fb_verdict_text(const struct fb_verdict *v, const struct fb_result *r, stru
         fb_str_addf(out, "; profile %s r%ld (%s)", v->profile->name, v->profile->revision, v->profile_how);
     else
         fb_str_addf(out, "; no profile applies");
+    wiring_line(r, out);
     fb_str_addf(out, "\n%s\n", fb_str_get(&v->reasons) + (v->reasons.len > 0 ? 1 : 0));
 }
 

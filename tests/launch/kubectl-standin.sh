@@ -9,6 +9,16 @@
 #   create secret generic ... --dry-run=client -o yaml   (real kubectl, offline)
 #   apply -f -                         saves the object in $FBL_STATE/applied.yaml
 #   config current-context             $FBL_CONTEXT (default "fbl-test")
+#   get RESOURCE NAME -o json          the object of that kind and name among the
+#                                      JSON and YAML files of $FBL_ARTIFACTS
+#                                      (NotFound otherwise, as kubectl says it)
+#   get nodes -o json                  $FBL_NODES, else two free GPU nodes
+#   get pods -A -o json                $FBL_ALL_PODS, else no pods
+#   delete KIND/NAME ...               records the names in $FBL_STATE/deleted
+#   patch --local ...                  (real kubectl, offline)
+#
+# Once a StatefulSet is applied (launch/kubectl.sh --from), the pods are
+# named after it and have its pod template's containers and sidecars.
 #
 # Environment: FBL_SET (host set, "fbl"), FBL_COUNT (pods, 2), FBL_STATE (a
 # directory for the call log and counters), FBL_SCENARIO: ready (default),
@@ -39,10 +49,37 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || die "no command"
 
-pod_host() { # fabric-bench-K -> K+1
-  local k=${1#fabric-bench-}
+pod_host() { # <statefulset>-K -> K+1
+  local k=${1##*-}
   if ! [[ $k =~ ^[0-9]+$ ]] || [ "$k" -ge "$count" ]; then die "pods \"$1\" not found"; fi
   echo $((k + 1))
+}
+
+# The applied StatefulSet's name and pod template (null before one is applied).
+applied_template() {
+  [ -s "$state/applied.yaml" ] || { echo null; return; }
+  jq -c '[(.items // [.])[] | select(.kind == "StatefulSet")][0].spec.template // null' "$state/applied.yaml" 2>/dev/null || echo null
+}
+pod_prefix() {
+  local n=""
+  [ -s "$state/applied.yaml" ] &&
+    n=$(jq -r '[(.items // [.])[] | select(.kind == "StatefulSet")][0].metadata.name // empty' "$state/applied.yaml" 2>/dev/null)
+  echo "${n:-fabric-bench}"
+}
+
+# artifact RESOURCE NAME: the fixture of that kind and name, as JSON.
+artifact() {
+  local res=${1%%.*} f
+  res=${res,,}
+  for f in "${FBL_ARTIFACTS:-/nonexistent}"/*.json "${FBL_ARTIFACTS:-/nonexistent}"/*.yaml; do
+    [ -f "$f" ] || continue
+    /usr/bin/kubectl patch --local -f "$f" --type merge -p '{}' -o json 2>/dev/null |
+      jq -e --arg r "$res" --arg n "$2" --arg ns "${ns_args[1]:-default}" '
+        select((.kind | ascii_downcase) + "s" == $r and .metadata.name == $n
+               and (.metadata.namespace == null or .metadata.namespace == $ns))' && return 0
+  done
+  echo "Error from server (NotFound): $1 \"$2\" not found" >&2
+  return 1
 }
 
 pod_json() { # pod_json K: one pod object
@@ -65,22 +102,37 @@ pod_json() { # pod_json K: one pod object
         bash -c 'exec 3<>"/dev/tcp/$(hostname)/$0"' "${FBL_SSH_PORT:-2222}" </dev/null >/dev/null 2>&1 ||
         main_ready=false ;;
   esac
-  jq -n --arg name "fabric-bench-$k" --arg host "$host" --arg phase "$phase" \
+  jq -n --arg name "$(pod_prefix)-$k" --arg host "$host" --arg phase "$phase" \
     --argjson sr "$sidecar_ready" --argjson mr "$main_ready" --argjson cond "$cond" \
-    --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" '{
+    --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" \
+    --argjson applied "$(applied_template)" '{
     metadata: ({name: $name} + if $scenario == "noannot" then {} else {annotations: {"fabric-bench/fabric": $fabric}} end),
-    spec: {hostname: $host,
+    spec: ({hostname: $host,
       initContainers: [{name: "tcpxo-daemon", restartPolicy: "Always"}],
-      containers: [{name: "fabric-bench", resources: {limits: {"nvidia.com/gpu": $gpus}}}]},
-    status: {phase: $phase, conditions: $cond,
-      initContainerStatuses: [{name: "tcpxo-daemon", ready: $sr,
+      containers: [{name: "fabric-bench", resources: {limits: {"nvidia.com/gpu": $gpus}}}]}
+      + if $applied then {initContainers: ($applied.spec.initContainers // []),
+          containers: $applied.spec.containers} else {} end)
+  } | .status = {phase: $phase, conditions: $cond,
+      initContainerStatuses: [.spec.initContainers[] | {name, ready: $sr,
         state: (if $sr then {running: {}} else {running: {}} end)}],
-      containerStatuses: [{name: "fabric-bench", ready: $mr,
-        state: (if $phase == "Pending" then {waiting: {reason: "ContainerCreating"}} else {running: {}} end)}]}}'
+      containerStatuses: [.spec.containers[] | {name, ready: $mr,
+        state: (if $phase == "Pending" then {waiting: {reason: "ContainerCreating"}} else {running: {}} end)}]}'
 }
 
 case $1 in
   get)
+    if [ "${2:-}" = nodes ]; then
+      if [ -n "${FBL_NODES:-}" ]; then cat "$FBL_NODES"; else
+        jq -n '{kind: "List", items: [range(2) | {metadata: {name: "gpu-node-\(.)"}, spec: {},
+          status: {allocatable: {"nvidia.com/gpu": "8"}, conditions: [{type: "Ready", status: "True"}]}}]}'
+      fi
+      exit 0
+    fi
+    if [ "${2:-}" = pods ] && [ "${3:-}" = -A ]; then
+      if [ -n "${FBL_ALL_PODS:-}" ]; then cat "$FBL_ALL_PODS"; else echo '{"kind":"List","items":[]}'; fi
+      exit 0
+    fi
+    if [ "${3:-}" != -l ] && [ "${3:-}" != -A ] && [ "${4:-}" = -o ]; then artifact "$2" "$3"; exit; fi
     [ "${2:-}" = pods ] || die "unsupported: get $*"
     polls=$(cat "$state/polls" 2>/dev/null || echo 0)
     echo $((polls + 1)) >"$state/polls"
@@ -122,6 +174,14 @@ case $1 in
   apply)
     if [ "${2:-}" != -f ] || [ "${3:-}" != - ]; then die "unsupported: $*"; fi
     cat >"$state/applied.yaml"
+    ;;
+  delete)
+    shift
+    for a in "$@"; do case $a in -*) ;; *) echo "$a" >>"$state/deleted" ;; esac; done
+    ;;
+  patch)
+    [ "${2:-}" = --local ] || die "unsupported: $*"
+    /usr/bin/kubectl "$@"
     ;;
   config)
     [ "${2:-}" = current-context ] || die "unsupported: $*"
