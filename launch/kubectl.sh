@@ -80,10 +80,10 @@
 # names, a malformed fabric.env, or a local results directory that cannot be
 # made, or an artifact (--from, --from-file) that is missing or has no pod
 # template, 11 skipped: fewer than two free GPU nodes, 12 the artifact's
-# wiring differs from --gpu-nics or --networks. A run that wrote no result exits with the run's code when that is not
-# 0 (a rank's: fabric-coll's 1-9, 130 or 143, rank.sh's 10; or mpirun's or
-# kubectl exec's own); with no fabric-report here or in the pod, the run's
-# code.
+# wiring differs from --gpu-nics or --networks. A run that wrote no result
+# exits with the run's code when that is not 0 (a rank's: fabric-coll's
+# 1-9, 130 or 143, rank.sh's 10; or mpirun's or kubectl exec's own); with no
+# fabric-report here or in the pod, the run's code.
 set -uo pipefail
 # The FB_* variables configure lib.sh's script generators.
 # shellcheck disable=SC2034
