@@ -9,56 +9,16 @@
 #include "check.h"
 #include "test_doctor_tree.h"
 
-static struct fb_kube_data data;
-static struct fb_cluster_ctx ctx;
-static struct fb_check c;
-
-static const char *fixture_dir(const char *name)
-{
-    static char buf[1024];
-    const char *root = getenv("FB_ROOT");
-    snprintf(buf, sizeof buf, "%s/tests/fixtures/doctor/cluster/%s", root ? root : ".", name);
-    return buf;
-}
+#include "cluster_fixture.h"
 
 static void load(const char *name)
 {
-    struct fb_err err = {FB_OK, ""};
-    fb_kube_free(&data);
-    if (fb_kube_from_dir(fixture_dir(name), FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_PODS,
-                         &data, &err) != FB_OK) {
-        printf("not ok - fixture %s: %s\n", name, err.msg);
-        exit(1);
-    }
-    fb_cluster_ctx_init(&ctx, &data);
+    load_lists(name, FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_PODS);
 }
-
-static void run_check(void (*fn)(const struct fb_cluster_ctx *, struct fb_check *),
-                      const char *name)
-{
-    fb_check_init(&c, name);
-    fn(&ctx, &c);
-}
-
-#define EXPECT(want, text)                                       \
-    do {                                                         \
-        CHECK_STR(fb_verdict_name(c.verdict), want);             \
-        CHECK_CONTAINS(c.evidence, text);                        \
-    } while (0)
 
 static json_object *item(json_object *list, size_t i)
 {
     return json_object_array_get_idx(fb_kube_items(list), i);
-}
-
-static json_object *named(json_object *list, const char *name)
-{
-    json_object *items = fb_kube_items(list);
-    for (size_t i = 0; i < json_object_array_length(items); i++)
-        if (strcmp(fb_kube_name(json_object_array_get_idx(items, i)), name) == 0)
-            return json_object_array_get_idx(items, i);
-    printf("# no object %s\n", name);
-    exit(1);
 }
 
 static void remove_named(json_object *list, const char *name)

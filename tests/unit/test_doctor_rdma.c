@@ -12,51 +12,11 @@
 #define ALL_LISTS (FB_KUBE_NODES | FB_KUBE_PODS | FB_KUBE_SRIOV_STATES | FB_KUBE_NIC_POLICIES | \
                    FB_KUBE_NADS)
 
-static struct fb_kube_data data;
-static struct fb_cluster_ctx ctx;
-static struct fb_check c;
+#include "cluster_fixture.h"
 
 static void load(const char *name)
 {
-    char dir[1024];
-    const char *root = getenv("FB_ROOT");
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/doctor/cluster/%s", root ? root : ".", name);
-    struct fb_err err = {FB_OK, ""};
-    fb_kube_free(&data);
-    if (fb_kube_from_dir(dir, ALL_LISTS, &data, &err) != FB_OK) {
-        printf("not ok - fixture %s: %s\n", name, err.msg);
-        exit(1);
-    }
-    fb_cluster_ctx_init(&ctx, &data);
-}
-
-static void run_check(void (*fn)(const struct fb_cluster_ctx *, struct fb_check *),
-                      const char *name)
-{
-    fb_check_init(&c, name);
-    fn(&ctx, &c);
-}
-
-#define EXPECT(want, text)                                       \
-    do {                                                         \
-        CHECK_STR(fb_verdict_name(c.verdict), want);             \
-        CHECK_CONTAINS(c.evidence, text);                        \
-    } while (0)
-
-static json_object *named(json_object *list, const char *name)
-{
-    json_object *items = fb_kube_items(list);
-    for (size_t i = 0; i < json_object_array_length(items); i++)
-        if (strcmp(fb_kube_name(json_object_array_get_idx(items, i)), name) == 0)
-            return json_object_array_get_idx(items, i);
-    printf("# no object %s\n", name);
-    exit(1);
-}
-
-static json_object *at(json_object *obj, const char *a, const char *b, const char *d)
-{
-    const char *const keys[] = {a, b, d, NULL};
-    return fb_kube_path(obj, keys);
+    load_lists(name, ALL_LISTS);
 }
 
 static void put_str(json_object *obj, const char *key, const char *value)
