@@ -4,36 +4,18 @@
 # culprits in the document, and one-line errors for bad input.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/doctor/common.sh
+. "$(dirname "$0")/common.sh"
 
 LISTS=$FB_ROOT/tests/fixtures/doctor/cluster
 SCHEMA=$FB_ROOT/docs/schema/doctor.schema.json
 
-doctor() { env -i PATH="$PATH" "$FB_BIN/fabric-doctor" "$@"; }
-
-verdict_line() {
-  local name=$1 check=$2 verdict=$3 regex=$4
-  if grep -Eq "^$verdict +$check +.*$regex" "$T_OUT"; then
-    ok "$name"
-  else
-    not_ok "$name" "no '$verdict $check ...$regex' line (exit $T_RC): $(grep -E "^[A-Z]+ +$check " "$T_OUT")"
-  fi
-}
 
 one_error() {
   local name=$1 code=$2 regex=$3; shift 3
   expect_stderr_line "$name" "$code" "$regex" doctor "$@"
 }
 
-# culprit NAME CHECK WHO FILE: the document lists WHO among CHECK's culprits.
-culprit() {
-  if /usr/bin/python3 - "$2" "$3" "$4" <<'PY'
-import json, sys
-check, who, path = sys.argv[1:]
-doc = json.load(open(path))
-sys.exit(0 if any(c["name"] == check and who in c["culprits"] for c in doc["checks"]) else 1)
-PY
-  then ok "$1"; else not_ok "$1" "$3 not among $2's culprits in $4"; fi
-}
 
 # ---- saved clusters ----
 run doctor cluster --from "$LISTS/tcpxo-healthy" -J "$T_DIR/healthy.json"

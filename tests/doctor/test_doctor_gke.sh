@@ -6,23 +6,14 @@
 # and a real nic-info annotation taken from an A3 Mega node.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/doctor/common.sh
+. "$(dirname "$0")/common.sh"
 
 LISTS=$FB_ROOT/tests/fixtures/doctor/cluster
 REAL=$FB_ROOT/../shared/realworld/k8s
 SCHEMA=$FB_ROOT/docs/schema/doctor.schema.json
 GKE_CHECKS=(pod-interfaces nri-devices gke-daemonsets rxdm-logs)
 
-doctor() { env -i PATH="$PATH" "$FB_BIN/fabric-doctor" "$@"; }
-
-# verdict NAME CHECK VERDICT REGEX: the last run printed "VERDICT CHECK ...REGEX".
-verdict() {
-  local name=$1 check=$2 want=$3 regex=$4
-  if grep -Eq "^$want +$check +.*$regex" "$T_OUT"; then
-    ok "$name"
-  else
-    not_ok "$name" "no '$want $check ...$regex' line (exit $T_RC): $(grep -E "^[A-Z]+ +$check " "$T_OUT")"
-  fi
-}
 
 # on DIR CHECK...: runs the GKE checks (or those named) on a saved cluster.
 on() { local dir=$1; shift; run doctor cluster --from "$dir" "$@"; }
@@ -35,25 +26,25 @@ else
   not_ok "A3 Mega healthy: the four GKE checks OK" "exit $T_RC: $(cat "$T_OUT" "$T_ERR")"
 fi
 check "A3 Mega healthy: document valid" json_valid "$SCHEMA" "$T_DIR/healthy.json"
-verdict "A3 Mega: both DaemonSets named" gke-daemonsets OK "nccl-tcpxo-installer, nri-device-injector Ready on all 2"
+verdict_line "A3 Mega: both DaemonSets named" gke-daemonsets OK "nccl-tcpxo-installer, nri-device-injector Ready on all 2"
 
 on "$LISTS/a3high-healthy" --pair v3.1.9=v2.0.12
-verdict "A3 High: four TCPX NICs judged" pod-interfaces OK "2 pods map"
-verdict "A3 High: tcpx-daemon device list without dmabuf_import_helper" nri-devices OK "2 pods"
-verdict "A3 High: its installer" gke-daemonsets OK "nccl-tcpx-installer"
-verdict "A3 High: pod-fabric knows the family" pod-fabric OK "2 GPU pods"
+verdict_line "A3 High: four TCPX NICs judged" pod-interfaces OK "2 pods map"
+verdict_line "A3 High: tcpx-daemon device list without dmabuf_import_helper" nri-devices OK "2 pods"
+verdict_line "A3 High: its installer" gke-daemonsets OK "nccl-tcpx-installer"
+verdict_line "A3 High: pod-fabric knows the family" pod-fabric OK "2 GPU pods"
 if [ "$T_RC" -eq 0 ]; then ok "A3 High healthy: exit 0"; else not_ok "A3 High healthy: exit 0" "exit $T_RC: $(cat "$T_OUT")"; fi
 
 on "$LISTS/a3ultra-healthy"
 if [ "$T_RC" -eq 0 ]; then ok "A3 Ultra healthy: exit 0"; else not_ok "A3 Ultra healthy: exit 0" "exit $T_RC: $(cat "$T_OUT")"; fi
-verdict "A3 Ultra: eth2..eth9 on rdma-0..7" pod-interfaces OK "2 pods map"
-verdict "A3 Ultra: no sidecar, nri-devices skips" nri-devices SKIP "no GPU pod with an RxDM sidecar"
-verdict "A3 Ultra: no sidecar, rxdm-logs skips" rxdm-logs SKIP "no running pod with an RxDM sidecar"
-verdict "A3 Ultra: gpu-nic-networks does not claim rdma-N" gpu-nic-networks SKIP "not a GKE TCPXO cluster"
+verdict_line "A3 Ultra: eth2..eth9 on rdma-0..7" pod-interfaces OK "2 pods map"
+verdict_line "A3 Ultra: no sidecar, nri-devices skips" nri-devices SKIP "no GPU pod with an RxDM sidecar"
+verdict_line "A3 Ultra: no sidecar, rxdm-logs skips" rxdm-logs SKIP "no running pod with an RxDM sidecar"
+verdict_line "A3 Ultra: gpu-nic-networks does not claim rdma-N" gpu-nic-networks SKIP "not a GKE TCPXO cluster"
 
 # ---- the three things a healthy-looking cluster must not pass ----
 on "$LISTS/tcpxo-one-network" pod-interfaces -J "$T_DIR/one.json"
-verdict "eight GPU NICs on one Network: FAIL" pod-interfaces FAIL "default/nccl-test-1: all 8 GPU NICs eth1..eth8 on ONE Network 'gpu-nic-0'"
+verdict_line "eight GPU NICs on one Network: FAIL" pod-interfaces FAIL "default/nccl-test-1: all 8 GPU NICs eth1..eth8 on ONE Network 'gpu-nic-0'"
 if [ "$T_RC" -eq 31 ]; then ok "one Network: exit 31"; else not_ok "one Network: exit 31" "exit $T_RC"; fi
 if jq -e '.checks[0].culprits == ["default/nccl-test-1"]' "$T_DIR/one.json" >/dev/null; then
   ok "one Network: the pod is the culprit"
@@ -61,51 +52,51 @@ else
   not_ok "one Network: the pod is the culprit" "$(jq -c '.checks[0].culprits' "$T_DIR/one.json")"
 fi
 on "$LISTS/tcpxo-missing-network" pod-interfaces
-verdict "eth8 on a Network that does not exist: FAIL" pod-interfaces FAIL "eth8 -> Network 'gpu-nic-8', which does not exist"
+verdict_line "eth8 on a Network that does not exist: FAIL" pod-interfaces FAIL "eth8 -> Network 'gpu-nic-8', which does not exist"
 expect_grep "missing Network: fix says create it" "create the missing Network" "$T_OUT"
 on "$LISTS/tcpxo-nri-short" nri-devices
-verdict "6 of 8 GPUs in the NRI list: FAIL naming the missing" nri-devices FAIL "lists 6 of the 8 GPUs the pod requests, missing /dev/nvidia6, /dev/nvidia7"
+verdict_line "6 of 8 GPUs in the NRI list: FAIL naming the missing" nri-devices FAIL "lists 6 of the 8 GPUs the pod requests, missing /dev/nvidia6, /dev/nvidia7"
 
 on "$LISTS/a3ultra-broken" pod-interfaces gke-daemonsets
-verdict "A3 Ultra: rdma-6 twice" pod-interfaces FAIL "nccl-gib-1: eth2..eth9 map onto 7 distinct Networks"
-verdict "A3 Ultra: rdma-7 ParamsReady=False" pod-interfaces FAIL "eth9 -> Network 'rdma-7' Ready=True ParamsReady=False"
-verdict "A3 Ultra: installer pod not Ready on node b" gke-daemonsets FAIL "gke-a3u-pool-b: nccl-rdma-installer pod not Ready"
+verdict_line "A3 Ultra: rdma-6 twice" pod-interfaces FAIL "nccl-gib-1: eth2..eth9 map onto 7 distinct Networks"
+verdict_line "A3 Ultra: rdma-7 ParamsReady=False" pod-interfaces FAIL "eth9 -> Network 'rdma-7' Ready=True ParamsReady=False"
+verdict_line "A3 Ultra: installer pod not Ready on node b" gke-daemonsets FAIL "gke-a3u-pool-b: nccl-rdma-installer pod not Ready"
 
 # ---- DaemonSets ----
 on "$LISTS/tcpxo-daemonset-missing" gke-daemonsets
-verdict "node b without nri-device-injector: FAIL naming it" gke-daemonsets FAIL "gke-a3-pool-b: nri-device-injector no pod"
-verdict "node b's installer not Ready" gke-daemonsets FAIL "gke-a3-pool-b: nccl-tcpxo-installer pod not Ready"
+verdict_line "node b without nri-device-injector: FAIL naming it" gke-daemonsets FAIL "gke-a3-pool-b: nri-device-injector no pod"
+verdict_line "node b's installer not Ready" gke-daemonsets FAIL "gke-a3-pool-b: nccl-tcpxo-installer pod not Ready"
 expect_grep "DaemonSet fix names the manifest" "nri_device_injector/nri-device-injector\.yaml" "$T_OUT"
 on "$LISTS/rdma-healthy" gke-daemonsets
-verdict "no GKE GPU node: DaemonSets skip" gke-daemonsets SKIP "no GKE GPU node"
+verdict_line "no GKE GPU node: DaemonSets skip" gke-daemonsets SKIP "no GKE GPU node"
 
 # ---- RxDM logs ----
 on "$LISTS/tcpxo-logs-7gpus" rxdm-logs
-verdict "7 GPUs in the PCI tree: FAIL" rxdm-logs FAIL "default/nccl-test-1 tcpxo-daemon found 7 GPUs"
+verdict_line "7 GPUs in the PCI tree: FAIL" rxdm-logs FAIL "default/nccl-test-1 tcpxo-daemon found 7 GPUs"
 expect_grep "7 GPUs: fix is the node pool's networks" "exactly the eight GPU NIC networks" "$T_OUT"
 on "$LISTS/tcpxo-logs-nosys" rxdm-logs
-verdict "0 GPUs: FAIL" rxdm-logs FAIL "default/nccl-test-0 tcpxo-daemon found 0 GPUs"
+verdict_line "0 GPUs: FAIL" rxdm-logs FAIL "default/nccl-test-0 tcpxo-daemon found 0 GPUs"
 expect_grep "0 GPUs: fix is the /sys mount" "/sys -> /hostsysfs" "$T_OUT"
 mkdir -p "$T_DIR/nologs" "$T_DIR/halflogs/logs"
 cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/nologs/"
 cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/halflogs/"
 cp "$LISTS/tcpxo-healthy/logs/default.nccl-test-0.tcpxo-daemon.log" "$T_DIR/halflogs/logs/"
 on "$T_DIR/nologs" rxdm-logs
-verdict "no logs saved: unverified, SKIP" rxdm-logs SKIP "no log read, unverified"
+verdict_line "no logs saved: unverified, SKIP" rxdm-logs SKIP "no log read, unverified"
 on "$T_DIR/halflogs" rxdm-logs
-verdict "one of two logs: WARN naming the unread" rxdm-logs WARN "1 of 2 RxDM logs read, clean; unverified: default/nccl-test-1"
+verdict_line "one of two logs: WARN naming the unread" rxdm-logs WARN "1 of 2 RxDM logs read, clean; unverified: default/nccl-test-1"
 if [ "$T_RC" -eq 30 ]; then ok "one of two logs: exit 30"; else not_ok "one of two logs: exit 30" "exit $T_RC"; fi
 
 # ---- --gpu-nics FILE ----
 GIVEN=$FB_ROOT/manifests/overlays/gke-tcpxo/gpu-nics.yaml
 on "$LISTS/tcpxo-healthy" pod-interfaces --gpu-nics "$GIVEN"
-verdict "--gpu-nics: the overlay's mapping equals the deployed one" pod-interfaces OK "as --gpu-nics gives them"
+verdict_line "--gpu-nics: the overlay's mapping equals the deployed one" pod-interfaces OK "as --gpu-nics gives them"
 sed 's/eth8: gpu-nic-7/eth8: gpu-nic-9/' "$GIVEN" >"$T_DIR/nics-other.yaml"
 on "$LISTS/tcpxo-healthy" pod-interfaces --gpu-nics "$T_DIR/nics-other.yaml"
-verdict "--gpu-nics differing: FAIL naming the interface and both" pod-interfaces FAIL "eth8 deployed on 'gpu-nic-7', fabric-bench was given 'gpu-nic-9'"
+verdict_line "--gpu-nics differing: FAIL naming the interface and both" pod-interfaces FAIL "eth8 deployed on 'gpu-nic-7', fabric-bench was given 'gpu-nic-9'"
 printf '[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"gpu-nic-0"}]\n' >"$T_DIR/nics.json"
 on "$LISTS/tcpxo-healthy" pod-interfaces --gpu-nics "$T_DIR/nics.json"
-verdict "--gpu-nics as a JSON interfaces array" pod-interfaces OK "as --gpu-nics gives them"
+verdict_line "--gpu-nics as a JSON interfaces array" pod-interfaces OK "as --gpu-nics gives them"
 printf 'data:\n  eth1 gpu-nic-0\n' >"$T_DIR/bad.yaml"
 expect_stderr_line "--gpu-nics malformed: exit 10, one line naming the line" 10 \
   "bad.yaml line 2: 'eth1 gpu-nic-0' is not ethN: NETWORK" doctor cluster --from "$LISTS/tcpxo-healthy" --gpu-nics "$T_DIR/bad.yaml"
@@ -135,13 +126,13 @@ SH
 chmod +x "$T_DIR/kubectl"
 run env -i PATH="$PATH" FAKE_LISTS="$LISTS/tcpxo-logs-7gpus" "$FB_BIN/fabric-doctor" cluster \
   --kubectl "$T_DIR/kubectl" --save "$T_DIR/saved" rxdm-logs
-verdict "kubectl logs: the 7-GPU line found" rxdm-logs FAIL "found 7 GPUs"
+verdict_line "kubectl logs: the 7-GPU line found" rxdm-logs FAIL "found 7 GPUs"
 check "--save wrote the sidecar's log" grep -q "PCI tree 7" "$T_DIR/saved/logs/default.nccl-test-1.tcpxo-daemon.log"
 on "$T_DIR/saved" rxdm-logs
-verdict "--save then --from: the same verdict" rxdm-logs FAIL "found 7 GPUs"
+verdict_line "--save then --from: the same verdict" rxdm-logs FAIL "found 7 GPUs"
 run env -i PATH="$PATH" FAKE_LISTS="$T_DIR/halflogs" "$FB_BIN/fabric-doctor" cluster \
   --kubectl "$T_DIR/kubectl" rxdm-logs
-verdict "kubectl logs failing for one pod: unverified with kubectl's reason" rxdm-logs WARN "nccl-test-1: kubectl logs .* is waiting to start"
+verdict_line "kubectl logs failing for one pod: unverified with kubectl's reason" rxdm-logs WARN "nccl-test-1: kubectl logs .* is waiting to start"
 
 # ---- a real nic-info annotation (A3 Mega node, transcribed) ----
 REAL_NIC_INFO=$REAL/gke_a3mega_node_nic_info_TRANSCRIBED.txt
@@ -167,10 +158,10 @@ PY
 }
 if put_real "$T_DIR/real" none; then
   on "$T_DIR/real" nic-info
-  verdict "real A3 Mega nic-info (9 interfaces) passes" nic-info OK "2 of 2 a3-megagpu-8g nodes map eth1..eth8"
+  verdict_line "real A3 Mega nic-info (9 interfaces) passes" nic-info OK "2 of 2 a3-megagpu-8g nodes map eth1..eth8"
   put_real "$T_DIR/real-7" eth8
   on "$T_DIR/real-7" nic-info
-  verdict "the same without eth8 fails" nic-info FAIL "missing eth8"
+  verdict_line "the same without eth8 fails" nic-info FAIL "missing eth8"
 else
   not_ok "real A3 Mega nic-info readable" "cannot read $REAL_NIC_INFO"
 fi
