@@ -350,7 +350,14 @@ print_manifest() {
   if [ "$output" = json ]; then
     jq . "$1"
   else
-    python3 -c 'import json, sys, yaml; yaml.safe_dump_all(json.load(open(sys.argv[1]))["items"], sys.stdout, sort_keys=False, default_flow_style=False)' "$1" ||
+    # Multi-line values (the NRI device list, a JSON annotation) print as
+    # block scalars, as kubectl prints them, not as escaped one-liners.
+    python3 -c '
+import json, sys, yaml
+def text(dumper, value):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+yaml.SafeDumper.add_representer(str, text)
+yaml.safe_dump_all(json.load(open(sys.argv[1]))["items"], sys.stdout, sort_keys=False, default_flow_style=False, width=120)' "$1" ||
       fb_die "$FB_EXIT_UNAVAILABLE" "YAML output needs python3 with PyYAML (apt-get install python3-yaml): or pass -o json"
   fi
 }

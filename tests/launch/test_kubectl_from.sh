@@ -39,6 +39,16 @@ D=$T_DIR/ctr.json
 derive_json "derive a ClusterTrainingRuntime from a YAML file" "$D" --from-file "$CTR"
 yaml_json "$CTR" | jq '.spec.template.spec.replicatedJobs[] | select(.name == "node") | .template.spec.template' >"$T_DIR/ctr-template.json"
 jq '.items[] | select(.kind == "StatefulSet") | .spec.template' "$D" >"$T_DIR/ctr-derived.json"
+# The YAML derive prints is the same objects as its JSON, with multi-line
+# annotations as block scalars (readable, as kubectl prints them).
+run "$L" "${K[@]}" derive --from-file "$CTR"
+if [ "$T_RC" -eq 0 ] && grep -q 'networking.gke.io/interfaces: |' "$T_OUT" &&
+  /usr/bin/python3 -c 'import json, sys, yaml
+sys.exit(0 if list(yaml.safe_load_all(open(sys.argv[1]))) == json.load(open(sys.argv[2]))["items"] else 1)' "$T_OUT" "$D"; then
+  ok "derive YAML: the JSON's objects, multi-line values as block scalars"
+else
+  not_ok "derive YAML: the JSON's objects, multi-line values as block scalars" "exit $T_RC: $(grep -m1 'interfaces:' "$T_OUT") $(head -c 300 "$T_ERR")"
+fi
 
 # The template minus what is replaced equals the derived template minus the
 # same and minus what fabric-bench adds beside the artifact's own.
