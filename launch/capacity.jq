@@ -13,7 +13,7 @@
 # or Failed, and fabric-bench's own workers, hold none.
 #
 # Prints one line per node with GPUs, "NAME<TAB>free" or "NAME<TAB>why",
-# then "-<TAB>K nodes without GPUs" when there are such.
+# then "-<TAB>K node(s) without GPUs" when there are such.
 
 def qty: if . == null then 0 else tostring | tonumber? // 0 end;
 def pod_gpus: [.spec.containers[]? | [.resources.requests["nvidia.com/gpu"], .resources.limits["nvidia.com/gpu"]]
@@ -36,4 +36,4 @@ def holds_gpus: (.status.phase | IN("Succeeded", "Failed") | not)
      elif ($taints | length) > 0 then "tainted \($taints | map("\(.key)\(if .value then "=" + .value else "" end):\(.effect)") | join(", "))"
      elif $free < $n then "\($free) of \(.gpus) GPUs free, needs \($n)"
      else "free" end),
-  ([$all[] | select(.gpus == 0)] | length | select(. > 0) | "-\t\(.) nodes without GPUs")
+  ([$all[] | select(.gpus == 0)] | length | select(. > 0) | "-\t\(.) node\(if . == 1 then "" else "s" end) without GPUs")

@@ -424,6 +424,19 @@ capacity_gate() {
         fb_die "$FB_EXIT_RUNTIME" "kubectl get $what failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context, or pass --no-capacity-check" ;;
     esac
   done
+  # The workers this run selects (-l) hold their GPUs for this run: pods a
+  # user labelled otherwise than fabric-bench's own must not count as busy.
+  if [ -z "$sts_name" ]; then
+    local mine
+    fb_mktemp mine
+    if timeout -k 2 30 "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json >"$mine" 2>/dev/null &&
+      jq -e '.items' "$mine" >/dev/null 2>&1; then
+      jq --slurpfile mine "$mine" --arg ns "$ns" \
+        '([$mine[0].items[] | "\(.metadata.namespace // $ns)/\(.metadata.name)"]) as $own
+         | .items |= map(select(("\(.metadata.namespace)/\(.metadata.name)" | IN($own[])) | not))' \
+        "$pods" >"$mine.all" && mv "$mine.all" "$pods"
+    fi
+  fi
   lines=$(fb_free_gpu_nodes "$nodes" "$pods" "$1") ||
     fb_die "$FB_EXIT_RUNTIME" "kubectl get nodes or pods -A returned something that is not a list: check the API server"
   while IFS=$'\t' read -r node state; do

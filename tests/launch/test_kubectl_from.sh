@@ -208,7 +208,7 @@ expect_error "--networks that differs: exit 12" 12 "attaches the networks sriov-
 
 # ---- two free GPU nodes ----------------------------------------------------------------------------
 if out=$(bash -c '. "$1/launch/lib.sh"; fb_free_gpu_nodes "$2/nodes-busy.json" "$2/pods-busy.json" 8' sh "$FB_ROOT" "$FX"); then
-  want=$'gpu-a\t4 of 8 GPUs free, needs 8\ngpu-b\tcordoned\ngpu-c\tnot Ready (False)\ngpu-d\ttainted node.kubernetes.io/unreachable:NoExecute\ngpu-e\tfree\n-\t1 nodes without GPUs'
+  want=$'gpu-a\t4 of 8 GPUs free, needs 8\ngpu-b\tcordoned\ngpu-c\tnot Ready (False)\ngpu-d\ttainted node.kubernetes.io/unreachable:NoExecute\ngpu-e\tfree\n-\t1 node without GPUs'
   if [ "$out" = "$want" ]; then ok "free GPU nodes: cordoned, not Ready, tainted, GPUs in use (finished pods and fabric-bench's own not counted)"
   else not_ok "free GPU nodes: the rule on the fixtures" "got $(printf '%s' "$out" | tr '\t\n' ' |')"; fi
 else
@@ -221,13 +221,24 @@ reset_state
 start=$SECONDS
 FBL_NODES=$FX/nodes-busy.json FBL_ALL_PODS=$FX/pods-busy.json \
   expect_error "fewer than two free GPU nodes: exit 11 at once, every node's reason" 11 \
-  "skipped: needs two free GPU nodes (gpu-a: 4 of 8 GPUs free, needs 8; gpu-b: cordoned; gpu-c: not Ready (False); gpu-d: tainted node.kubernetes.io/unreachable:NoExecute; gpu-e: free; 1 nodes without GPUs) with 8 GPUs each" \
+  "skipped: needs two free GPU nodes (gpu-a: 4 of 8 GPUs free, needs 8; gpu-b: cordoned; gpu-c: not Ready (False); gpu-d: tainted node.kubernetes.io/unreachable:NoExecute; gpu-e: free; 1 node without GPUs) with 8 GPUs each" \
   kubectl.sh "$L" "${K[@]}" --from-file "$CTR" --wait 600 all_reduce
 if [ $((SECONDS - start)) -lt 15 ]; then ok "exit 11 within seconds, not --wait"; else not_ok "exit 11 within seconds" "$((SECONDS - start))s"; fi
 if [ -e "$FBL_STATE/applied.yaml" ]; then not_ok "skipped: nothing applied" "$(head -c 200 "$FBL_STATE/applied.yaml")"; else ok "skipped: nothing applied"; fi
 reset_state
 FBL_NODES=$FX/nodes-busy.json FBL_ALL_PODS=$FX/pods-busy.json \
   expect_error "the same cluster, plain workers: exit 11 too" 11 "skipped: needs two free GPU nodes" kubectl.sh "$L" "${K[@]}" --ranks-per-node 8 --wait 600 all_reduce
+
+# Pods the run selects (-l) hold their GPUs for this run, labelled as they
+# may be: two nodes whose GPUs only the selected workers hold are free.
+jq -n '{kind: "List", items: [range(2) | {metadata: {name: "fabric-bench-\(.)", namespace: "fabric-bench",
+  labels: {app: "nccl-test"}}, spec: {nodeName: "gpu-node-\(.)", containers: [{name: "nccl",
+  resources: {limits: {"nvidia.com/gpu": "8"}}}]}, status: {phase: "Running"}}]}' >"$T_DIR/own-pods.json"
+reset_state
+FBL_ALL_PODS=$T_DIR/own-pods.json FBL_SCENARIO=pending \
+  run "$L" "${K[@]}" -l app=nccl-test --ranks-per-node 8 --wait 3 all_reduce
+if [ "$T_RC" -eq 8 ]; then ok "the selected workers' own GPUs do not make their nodes busy (waited, exit 8 on a Pending pod)"
+else not_ok "the selected workers' own GPUs do not make their nodes busy" "exit $T_RC: $(head -c 300 "$T_ERR")"; fi
 
 # --no-capacity-check: applied, waited for under the instance's selector, deleted at exit.
 reset_state
