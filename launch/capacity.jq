@@ -10,7 +10,9 @@
 # NoSchedule or NoExecute taint but nvidia.com/gpu's, and its allocatable
 # nvidia.com/gpu less the GPUs of the pods bound to it (per container the
 # larger of request and limit, summed) is at least N; pods that are Succeeded
-# or Failed, and fabric-bench's own workers, hold none.
+# or Failed hold none. Every other pod given holds its GPUs: the caller
+# leaves out the pods that are its own run's (the launcher: the pods it
+# selects; fabric-doctor: fabric-bench's workers).
 #
 # Prints one line per node with GPUs, "NAME<TAB>free" or "NAME<TAB>why",
 # then "-<TAB>K node(s) without GPUs" when there are such.
@@ -18,8 +20,7 @@
 def qty: if . == null then 0 else tostring | tonumber? // 0 end;
 def pod_gpus: [.spec.containers[]? | [.resources.requests["nvidia.com/gpu"], .resources.limits["nvidia.com/gpu"]]
                | map(qty) | max] | add // 0;
-def holds_gpus: (.status.phase | IN("Succeeded", "Failed") | not)
-                and (.metadata.labels["app.kubernetes.io/name"] // "") != "fabric-bench";
+def holds_gpus: .status.phase | IN("Succeeded", "Failed") | not;
 
 ([$pods[0].items[]? | select(.spec.nodeName != null and holds_gpus)]
  | group_by(.spec.nodeName) | map({key: .[0].spec.nodeName, value: (map(pod_gpus) | add)}) | from_entries) as $used

@@ -11,9 +11,11 @@
 # source (the runtime-source annotation), image, command (the entry point),
 # cpu, memory, gpus ("" for none), port (sshd), replicas.
 #
-# The template is copied whole; only the worker's image, command, args,
-# resources (its fabric devices kept) and probes are replaced, the pod's
-# restartPolicy becomes Always (a StatefulSet allows no other), and
+# The template is copied whole but for the marks controllers put on pods;
+# only the worker's image, command, args, resources (all but cpu, memory,
+# ephemeral storage and GPUs kept) and probes are replaced, the pod's
+# restartPolicy becomes Always (a StatefulSet allows no other) and a Job's
+# activeDeadlineSeconds goes, and
 # fabric-bench's volumes, mounts, environment, port, labels, annotation and
 # one-pod-per-node anti-affinity are added beside what is there. A failure is
 # error("one line"), which the launcher prints.
@@ -38,12 +40,18 @@ def replica_template($specs; $what):
   (($specs.Worker // $specs.Master // fail("\($what) has neither a Worker nor a Master replica spec")).template)
   // fail("\($what): its Worker/Master replica spec has no template");
 
-# Labels and annotations controllers and the API server put on a running
-# pod: they describe that pod, not the wiring.
+# Labels and annotations controllers and the API server put on pods: they
+# describe one pod or tie it to its job (a Job's controller-uid, a JobSet's
+# headless Service, a Volcano or Kubeflow PodGroup), not the wiring. Dropped
+# from every template, so the derived pods join nothing of the original job.
 def controller_label:
-  test("^(pod-template-hash|controller-revision-hash|controller-uid|job-name|statefulset\\.kubernetes\\.io/pod-name|apps\\.kubernetes\\.io/pod-index|batch\\.kubernetes\\.io/.*)$");
+  test("^(pod-template-hash|controller-revision-hash|controller-uid|job-name|statefulset\\.kubernetes\\.io/pod-name|apps\\.kubernetes\\.io/pod-index|batch\\.kubernetes\\.io/.*|jobset\\.sigs\\.k8s\\.io/.*|training\\.kubeflow\\.org/.*|volcano\\.sh/.*)$");
 def status_annotation:
-  test("^(kubectl\\.kubernetes\\.io/last-applied-configuration|k8s\\.v1\\.cni\\.cncf\\.io/networks?-status|batch\\.kubernetes\\.io/.*)$");
+  test("^(kubectl\\.kubernetes\\.io/last-applied-configuration|k8s\\.v1\\.cni\\.cncf\\.io/networks?-status|batch\\.kubernetes\\.io/.*|jobset\\.sigs\\.k8s\\.io/.*|scheduling\\.k8s\\.io/group-name|volcano\\.sh/.*)$");
+def without_controller_marks:
+  .metadata = ((.metadata // {})
+    | .labels = ((.labels // {}) | with_entries(select(.key | controller_label | not)))
+    | .annotations = ((.annotations // {}) | with_entries(select(.key | status_annotation | not))));
 def token_volume: .name | test("^kube-api-access-");
 
 def running_pod_template:
@@ -71,7 +79,8 @@ def pod_template:
      elif (.kind | IN("Deployment", "StatefulSet", "Job", "ReplicaSet", "DaemonSet")) then .spec.template
      else fail("kind \(.kind // "(none)") has no pod template fabric-bench knows: give a ClusterTrainingRuntime, TrainingRuntime, JobSet, PyTorchJob, MPIJob, Deployment, StatefulSet, Job, CronJob or Pod")
      end) as $t
-  | if ($t.spec.containers // []) | length == 0 then fail("\($what) has no pod template with containers") else $t end;
+  | if ($t.spec.containers // []) | length == 0 then fail("\($what) has no pod template with containers")
+    else $t | without_controller_marks end;
 
 # ---- the worker container -----------------------------------------------------------
 def gpus_of: [.resources.limits["nvidia.com/gpu"], .resources.requests["nvidia.com/gpu"]
@@ -100,16 +109,18 @@ def info:
      networks: $a["k8s.v1.cni.cncf.io/networks"]};
 
 # ---- the manifest --------------------------------------------------------------------
-# Fabric devices are wiring: they stay in the worker's resources.
-def fabric_device:
-  test("^(vpc\\.amazonaws\\.com/efa|nvidia\\.com/(rdma_vf|rdma-vf|mlnxnics)|rdma/.+|openshift\\.io/.+|hugepages-.+)$");
+# fabric-bench sets the worker's cpu, memory, ephemeral storage and GPUs;
+# every other resource it asks for (EFA, RDMA VFs and host devices under
+# whatever name the device plugin gives them, GKE network resources,
+# hugepages, claims) is wiring and stays as the artifact asks for it.
+def ours_to_set: IN("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu");
 
 def worker_resources:
   (if $gpus == "" then {} else {"nvidia.com/gpu": $gpus} end) as $g
   | ({cpu: $cpu, memory: $memory} + $g) as $ours
   | (.resources // {}) as $r
-  | {requests: ($ours + (($r.requests // {}) | with_entries(select(.key | fabric_device)))),
-     limits: ($ours + (($r.limits // {}) | with_entries(select(.key | fabric_device))))}
+  | {requests: ($ours + (($r.requests // {}) | with_entries(select(.key | ours_to_set | not)))),
+     limits: ($ours + (($r.limits // {}) | with_entries(select(.key | ours_to_set | not))))}
     + (if $r.claims then {claims: $r.claims} else {} end);
 
 # A name not among $names: fb-NAME, fb-fb-NAME, ...
@@ -161,6 +172,8 @@ def derived_template:
   | .metadata = ((.metadata // {}) | {labels: ((.labels // {}) + our_labels),
                                       annotations: ((.annotations // {}) + {"fabric-bench/runtime-source": $source})})
   | .spec.restartPolicy = "Always"
+  # A StatefulSet's pods run until deleted: a Job's deadline is refused.
+  | del(.spec.activeDeadlineSeconds)
   | .spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution += [
       {topologyKey: "kubernetes.io/hostname", labelSelector: {matchLabels: our_labels}}];
 

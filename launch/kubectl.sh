@@ -291,9 +291,13 @@ check_wiring() {
   fi
   if [ "$networks_given" = 1 ]; then
     # shellcheck disable=SC2016 # a jq program
-    msg=$(jq -r --arg want "$networks" '
+    msg=$(jq -r --arg want "$networks" --arg ns "$ns" '
+      # Each name in the pod'"'"'s namespace unless it names one; repeats are
+      # kept (each one is an interface), the order is not.
+      def qualified: if test("/") then . else $ns + "/" + . end;
       def names: if type == "array" then map((if .namespace then .namespace + "/" else "" end) + .name)
-                 else split(",") | map(gsub("^\\s+|\\s+$"; "") | sub("@.*$"; "")) end | map(select(. != "")) | unique;
+                 else split(",") | map(gsub("^\\s+|\\s+$"; "") | sub("@.*$"; "")) end
+                 | map(select(. != "") | qualified) | sort;
       ((.networks // "") | if test("^\\s*\\[") then (fromjson? // ["(not JSON)"]) else . end | names) as $have
       | ($want | names) as $w
       | if $have == $w then empty
@@ -333,6 +337,10 @@ derive_workers() {
   check_wiring "$info"
   worker_gpus=${slots:-}
   [ -n "$worker_gpus" ] || { [ "${gpus%%.*}" -gt 0 ] 2>/dev/null && worker_gpus=${gpus%%.*}; }
+  # Trainer v2 runtimes leave the GPUs to each TrainJob (resourcesPerNode):
+  # a worker without GPUs would measure nothing of the fabric.
+  [ -n "$worker_gpus" ] ||
+    fb_die "$FB_EXIT_USAGE" "${from:-$from_file}: its worker container $container asks no nvidia.com/gpu (a Trainer v2 runtime leaves that to each TrainJob): pass --ranks-per-node N, the GPUs per node"
   sts_name=$(worker_name "$name")
   instance=from-${sts_name#fabric-bench-from-}
   runtime_source=delivered:$kind/$src_ns/$name@$gen
@@ -403,7 +411,7 @@ elif [ -n "$from_job$gpu_nics" ] || [ "$networks_given" = 1 ]; then
 fi
 
 # ---- two free GPU nodes, or nothing to wait for ----------------------------------------
-# capacity_gate N: exit 11 at once unless two nodes have N GPUs free
+# capacity_gate N NODES: exit 11 at once unless NODES nodes have N GPUs free
 # (launch/capacity.jq); a user who may not list nodes gets a note instead.
 capacity_gate() {
   local nodes pods lines free=0 why=() node state
@@ -424,18 +432,18 @@ capacity_gate() {
         fb_die "$FB_EXIT_RUNTIME" "kubectl get $what failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context, or pass --no-capacity-check" ;;
     esac
   done
-  # The workers this run selects (-l) hold their GPUs for this run: pods a
-  # user labelled otherwise than fabric-bench's own must not count as busy.
-  if [ -z "$sts_name" ]; then
-    local mine
-    fb_mktemp mine
-    if timeout -k 2 30 "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json >"$mine" 2>/dev/null &&
-      jq -e '.items' "$mine" >/dev/null 2>&1; then
-      jq --slurpfile mine "$mine" --arg ns "$ns" \
-        '([$mine[0].items[] | "\(.metadata.namespace // $ns)/\(.metadata.name)"]) as $own
-         | .items |= map(select(("\(.metadata.namespace)/\(.metadata.name)" | IN($own[])) | not))' \
-        "$pods" >"$mine.all" && mv "$mine.all" "$pods"
-    fi
+  # The workers this run selects (-l, or the derived StatefulSet's instance)
+  # hold their GPUs for this run; every other pod, another run's fabric-bench
+  # workers too, holds its own.
+  local mine others
+  fb_mktemp mine
+  fb_mktemp others
+  if timeout -k 2 30 "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json >"$mine" 2>/dev/null &&
+    jq -e '.items' "$mine" >/dev/null 2>&1; then
+    jq --slurpfile mine "$mine" --arg ns "$ns" \
+      '([$mine[0].items[] | "\(.metadata.namespace // $ns)/\(.metadata.name)"]) as $own
+       | .items |= map(select(("\(.metadata.namespace)/\(.metadata.name)" | IN($own[])) | not))' \
+      "$pods" >"$others" && pods=$others
   fi
   lines=$(fb_free_gpu_nodes "$nodes" "$pods" "$1") ||
     fb_die "$FB_EXIT_RUNTIME" "kubectl get nodes or pods -A returned something that is not a list: check the API server"
@@ -445,15 +453,18 @@ capacity_gate() {
     elif [ "$node" = - ]; then why+=("$state")
     else why+=("$node: $state"); fi
   done <<<"$lines"
-  [ "$free" -ge 2 ] && return 0
+  [ "$free" -ge "$2" ] && return 0
   [ ${#why[@]} -gt 0 ] || why=("no nodes")
   # One line, even on a large cluster: the first twelve, then a count.
   [ ${#why[@]} -le 12 ] || why=("${why[@]:0:12}" "and $((${#why[@]} - 12)) more")
   local IFS=';'
-  fb_die "$FB_EXIT_SKIPPED" "skipped: needs two free GPU nodes ($(printf '%s' "${why[*]}" | sed 's/;/; /g')) with $1 GPUs each: free or uncordon them, or pass --no-capacity-check"
+  local wanted="two free GPU nodes"
+  [ "$2" -le 2 ] || wanted="$2 free GPU nodes (--pods $2)"
+  fb_die "$FB_EXIT_SKIPPED" "skipped: needs $wanted ($(printf '%s' "${why[*]}" | sed 's/;/; /g')) with $1 GPUs each: free or uncordon them, or pass --no-capacity-check"
 }
 if [ "$FB_DRY_RUN" != 1 ] && [ "$capacity_check" = 1 ]; then
-  capacity_gate "${worker_gpus:-${slots:-1}}"
+  # One worker per node: as many free nodes as workers, two at least.
+  capacity_gate "${worker_gpus:-${slots:-1}}" "$(( ${want_pods:-2} > 2 ? ${want_pods:-2} : 2 ))"
 fi
 
 # The derived workers: applied now, deleted at exit (unless --keep).
@@ -463,9 +474,11 @@ if [ -n "$sts_name" ]; then
     print_manifest "$manifest"
     echo "EOF"
   else
+    # Set before the apply: a List applies object by object, so a refused
+    # StatefulSet leaves its Service behind unless the exit removes it.
+    [ "$keep" = 1 ] || trap remove_workers EXIT
     "${kubectl[@]}" apply -f - <"$manifest" >/dev/null 2>"$FB_LAUNCH_ERR" ||
       fb_die "$FB_EXIT_RUNTIME" "kubectl apply of statefulset/$sts_name failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): see it with launch/kubectl.sh derive ${from:+--from $from}${from_file:+--from-file $from_file}"
-    [ "$keep" = 1 ] || trap remove_workers EXIT
     fb_info "applied statefulset/$sts_name and service/$sts_name in $ns from $wiring_what"
   fi
 fi

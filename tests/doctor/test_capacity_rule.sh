@@ -10,9 +10,12 @@
 LISTS=$FB_ROOT/tests/fixtures/doctor/cluster
 LAUNCH=$FB_ROOT/tests/fixtures/launch/from
 
-# out_by_jq NODES PODS N: the GPU nodes capacity.jq leaves out, sorted.
+# out_by_jq NODES PODS N: the GPU nodes capacity.jq leaves out, sorted,
+# given the pods the doctor counts (all but fabric-bench's workers, as the
+# launcher leaves its own run's out).
 out_by_jq() {
-  jq -rn --slurpfile nodes "$1" --slurpfile pods "$2" --argjson need "$3" \
+  jq '.items |= map(select(.metadata.labels["app.kubernetes.io/name"] != "fabric-bench"))' "$2" >"$T_DIR/counted.json"
+  jq -rn --slurpfile nodes "$1" --slurpfile pods "$T_DIR/counted.json" --argjson need "$3" \
     -f "$FB_ROOT/launch/capacity.jq" | awk -F '\t' '$1 != "-" && $2 != "free" { print $1 }' | sort
 }
 

@@ -194,6 +194,35 @@ expect_error "a file that does not exist: exit 10" 10 "is not a readable file" k
 printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}\n' >"$T_DIR/cm.json"
 expect_error "an artifact with no pod template: exit 10" 10 "kind ConfigMap has no pod template" kubectl.sh "$L" "${K[@]}" derive --from-file "$T_DIR/cm.json"
 
+# ---- what a template carries that is wiring, and what ties it to its job ---------------------------
+# A Job made from the Deployment: device resources under names no list
+# knows, the marks its controller, a JobSet and Volcano put on its pods, and
+# a deadline a StatefulSet refuses.
+jq '.kind = "Job" | .apiVersion = "batch/v1" | .metadata.name = "sriov-job"
+    | .spec = {template: .spec.template}
+    | .spec.template.metadata.labels += {"controller-uid": "0c1d", "job-name": "sriov-job",
+        "batch.kubernetes.io/job-name": "sriov-job", "jobset.sigs.k8s.io/jobset-name": "train"}
+    | .spec.template.metadata.annotations += {"scheduling.k8s.io/group-name": "train-pg"}
+    | .spec.template.spec.activeDeadlineSeconds = 3600
+    | .spec.template.spec.containers[1].resources.limits += {"nvidia.com/sriov_rdma_vf": "4",
+        "nvidia.com/hostdev": "2", "networking.gke.io.networks/rdma-0": "1", "ephemeral-storage": "1Ti"}' \
+  "$FX/deployment-sriov.json" >"$T_DIR/job.json"
+derive_json "derive a Job" "$T_DIR/job-derived.json" --from-file "$T_DIR/job.json"
+jq '.items[] | select(.kind == "StatefulSet") | .spec.template' "$T_DIR/job-derived.json" >"$T_DIR/job-tpl.json"
+check "every device resource kept, whatever its name" jq -e '.spec.containers[1].resources.limits
+  | .["nvidia.com/sriov_rdma_vf"] == "4" and .["nvidia.com/hostdev"] == "2"
+    and .["networking.gke.io.networks/rdma-0"] == "1" and .["nvidia.com/rdma_vf"] == "2"
+    and (has("ephemeral-storage") | not)' "$T_DIR/job-tpl.json"
+check "the Job's, JobSet's and PodGroup's marks are not copied" jq -e '(.metadata.labels | has("controller-uid") or has("job-name")
+    or has("batch.kubernetes.io/job-name") or has("jobset.sigs.k8s.io/jobset-name") | not)
+  and (.metadata.annotations | has("scheduling.k8s.io/group-name") | not)' "$T_DIR/job-tpl.json"
+check "a Job's activeDeadlineSeconds does not reach the StatefulSet" jq -e '.spec | has("activeDeadlineSeconds") | not' "$T_DIR/job-tpl.json"
+# A Trainer v2 runtime leaves the GPUs to each TrainJob.
+yaml_json "$CTR" | jq 'del(.spec.template.spec.replicatedJobs[].template.spec.template.spec.containers[].resources)' >"$T_DIR/ctr-nogpu.json"
+expect_error "a worker without GPUs and no --ranks-per-node: exit 2" 2 "asks no nvidia.com/gpu .*pass --ranks-per-node N" \
+  kubectl.sh "$L" "${K[@]}" derive --from-file "$T_DIR/ctr-nogpu.json"
+expect_exit "the same with --ranks-per-node 8" 0 "$L" "${K[@]}" derive --from-file "$T_DIR/ctr-nogpu.json" --ranks-per-node 8
+
 # ---- the delivered wiring is compared, never repaired --------------------------------------------
 expect_exit "--gpu-nics that agrees with the runtime's interfaces" 0 "$L" "${K[@]}" derive --from-file "$CTR" --gpu-nics "$FX/gpu-nics-match.yaml"
 expect_error "--gpu-nics mapping eth3 elsewhere: exit 12, the interface and both networks named" 12 \
@@ -203,19 +232,27 @@ expect_error "--gpu-nics against an artifact without the interfaces annotation: 
   "has no networking.gke.io/interfaces annotation" kubectl.sh "$L" "${K[@]}" derive --from-file "$FX/deployment-sriov.json" --gpu-nics "$FX/gpu-nics-match.yaml"
 expect_exit "--networks that agrees with the Multus annotation (any order, @iface ignored)" 0 \
   "$L" "${K[@]}" derive --from-file "$FX/deployment-sriov.json" --networks sriov-rdma-b,sriov-rdma-a
-expect_error "--networks that differs: exit 12" 12 "attaches the networks sriov-rdma-a,sriov-rdma-b (k8s.v1.cni.cncf.io/networks), --networks says sriov-rdma-a" \
+expect_error "--networks that differs: exit 12" 12 "attaches the networks fabric-bench/sriov-rdma-a,fabric-bench/sriov-rdma-b (k8s.v1.cni.cncf.io/networks), --networks says fabric-bench/sriov-rdma-a" \
   kubectl.sh "$L" "${K[@]}" derive --from-file "$FX/deployment-sriov.json" --networks sriov-rdma-a
+# A name qualified with the pods' namespace is the same network; a repeat is
+# one more interface, not the same wiring.
+expect_exit "--networks qualified with the namespace: the same wiring" 0 \
+  "$L" "${K[@]}" derive --from-file "$FX/deployment-sriov.json" --networks fabric-bench/sriov-rdma-a,sriov-rdma-b
+expect_error "--networks naming one network twice: exit 12" 12 "--networks says fabric-bench/sriov-rdma-a,fabric-bench/sriov-rdma-a,fabric-bench/sriov-rdma-b" \
+  kubectl.sh "$L" "${K[@]}" derive --from-file "$FX/deployment-sriov.json" --networks sriov-rdma-a,sriov-rdma-a,sriov-rdma-b
 
 # ---- two free GPU nodes ----------------------------------------------------------------------------
+# capacity.jq counts every pod it is given (the launcher leaves its own out
+# first): fabric-bench-0 on gpu-e holds its 8 GPUs here.
 if out=$(bash -c '. "$1/launch/lib.sh"; fb_free_gpu_nodes "$2/nodes-busy.json" "$2/pods-busy.json" 8' sh "$FB_ROOT" "$FX"); then
-  want=$'gpu-a\t4 of 8 GPUs free, needs 8\ngpu-b\tcordoned\ngpu-c\tnot Ready (False)\ngpu-d\ttainted node.kubernetes.io/unreachable:NoExecute\ngpu-e\tfree\n-\t1 node without GPUs'
-  if [ "$out" = "$want" ]; then ok "free GPU nodes: cordoned, not Ready, tainted, GPUs in use (finished pods and fabric-bench's own not counted)"
+  want=$'gpu-a\t4 of 8 GPUs free, needs 8\ngpu-b\tcordoned\ngpu-c\tnot Ready (False)\ngpu-d\ttainted node.kubernetes.io/unreachable:NoExecute\ngpu-e\t0 of 8 GPUs free, needs 8\n-\t1 node without GPUs'
+  if [ "$out" = "$want" ]; then ok "free GPU nodes: cordoned, not Ready, tainted, GPUs in use (finished pods not counted)"
   else not_ok "free GPU nodes: the rule on the fixtures" "got $(printf '%s' "$out" | tr '\t\n' ' |')"; fi
 else
   not_ok "free GPU nodes: the rule on the fixtures" "fb_free_gpu_nodes failed"
 fi
 out=$(bash -c '. "$1/launch/lib.sh"; fb_free_gpu_nodes "$2/nodes-busy.json" "$2/pods-busy.json" 4' sh "$FB_ROOT" "$FX" | grep -c $'\tfree$')
-if [ "$out" = 2 ]; then ok "free GPU nodes: 4 GPUs free on gpu-a is enough for a worker of 4"; else not_ok "free GPU nodes: a worker of 4" "$out free"; fi
+if [ "$out" = 1 ]; then ok "free GPU nodes: 4 GPUs free on gpu-a is enough for a worker of 4"; else not_ok "free GPU nodes: a worker of 4" "$out free"; fi
 
 reset_state
 start=$SECONDS
@@ -239,6 +276,20 @@ FBL_ALL_PODS=$T_DIR/own-pods.json FBL_SCENARIO=pending \
   run "$L" "${K[@]}" -l app=nccl-test --ranks-per-node 8 --wait 3 all_reduce
 if [ "$T_RC" -eq 8 ]; then ok "the selected workers' own GPUs do not make their nodes busy (waited, exit 8 on a Pending pod)"
 else not_ok "the selected workers' own GPUs do not make their nodes busy" "exit $T_RC: $(head -c 300 "$T_ERR")"; fi
+
+# Another run's fabric-bench workers hold their GPUs: only this run's own
+# pods are left out.
+jq -n '{kind: "List", items: [range(2) | {metadata: {name: "other-\(.)", namespace: "bench",
+  labels: {"app.kubernetes.io/name": "fabric-bench", "app.kubernetes.io/component": "worker"}},
+  spec: {nodeName: "gpu-node-\(.)", containers: [{name: "fabric-bench",
+  resources: {limits: {"nvidia.com/gpu": "8"}}}]}, status: {phase: "Running"}}]}' >"$T_DIR/other-run.json"
+reset_state
+FBL_ALL_PODS=$T_DIR/other-run.json \
+  expect_error "another run's fabric-bench workers hold their nodes: exit 11" 11 "gpu-node-0: 0 of 8 GPUs free" \
+  kubectl.sh "$L" "${K[@]}" --from-file "$CTR" --wait 600 all_reduce
+reset_state
+expect_error "--pods 3 on two free nodes: exit 11, three needed" 11 "skipped: needs 3 free GPU nodes (--pods 3)" \
+  kubectl.sh "$L" "${K[@]}" --from-file "$CTR" --pods 3 --wait 600 all_reduce
 
 # --no-capacity-check: applied, waited for under the instance's selector, deleted at exit.
 reset_state
