@@ -218,6 +218,15 @@ static void judge_given(const struct fb_cluster_ctx *ctx, const struct fb_gke_fa
             found(f, FB_CHECK_FAIL, KIND_MISMATCH, "%s deployed on '%s', fabric-bench was given "
                   "'%s'", map->ifname[i], deployed ? deployed : "nothing", map->network[i]);
     }
+    /* A GPU NIC the pod has and the file does not name differs as much
+     * (the launcher's rule for --gpu-nics, too). */
+    for (int k = 0; map && k < fam->nics; k++) {
+        char ifname[16];
+        snprintf(ifname, sizeof ifname, "eth%d", fam->first_if + k);
+        if (pn->net[k] != NULL && fb_gke_given_network(map, ifname) == NULL)
+            found(f, FB_CHECK_FAIL, KIND_MISMATCH, "%s deployed on '%s', absent from what "
+                  "fabric-bench was given", ifname, pn->net[k]);
+    }
 }
 
 /* A check's tally over pods: the failing and warning ones, in words. */

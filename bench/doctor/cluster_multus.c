@@ -47,9 +47,12 @@ static void parse_short_request(const char *text, const char *pod_ns, struct net
 }
 
 /* The annotation is either the short comma list or a JSON array of
- * {name, namespace, interface}. Returns the count, or -1 when malformed. */
-static int parse_requests(const char *text, const char *pod_ns, struct net_request *out)
+ * {name, namespace, interface}. Returns the count kept (at most
+ * MAX_REQUESTS; *beyond counts the rest), or -1 when malformed. */
+static int parse_requests(const char *text, const char *pod_ns, struct net_request *out,
+                          int *beyond)
 {
+    *beyond = 0;
     const char *p = text;
     while (*p == ' ' || *p == '\n')
         p++;
@@ -60,11 +63,15 @@ static int parse_requests(const char *text, const char *pod_ns, struct net_reque
             json_object_put(arr);
             return -1;
         }
-        for (size_t i = 0; i < json_object_array_length(arr) && n < MAX_REQUESTS; i++) {
+        for (size_t i = 0; i < json_object_array_length(arr); i++) {
             json_object *e = json_object_array_get_idx(arr, i);
             const char *name = fb_json_get_string(e, "name");
             if (name == NULL)
                 continue;
+            if (n == MAX_REQUESTS) {
+                (*beyond)++;
+                continue;
+            }
             const char *ns = fb_json_get_string(e, "namespace");
             const char *iface = fb_json_get_string(e, "interface");
             snprintf(out[n].ns, sizeof out[n].ns, "%s", ns ? ns : pod_ns);
@@ -77,10 +84,15 @@ static int parse_requests(const char *text, const char *pod_ns, struct net_reque
     }
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", p);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < MAX_REQUESTS;
-         tok = strtok_r(NULL, ",", &save))
-        if (strspn(tok, " ") < strlen(tok))
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (strspn(tok, " ") == strlen(tok))
+            continue;
+        if (n == MAX_REQUESTS)
+            (*beyond)++;
+        else
             parse_short_request(tok, pod_ns, &out[n++]);
+    }
     return n;
 }
 
@@ -109,17 +121,29 @@ static long nad_mtu(json_object *nad)
     return v;
 }
 
-/* Multus names entries "ns/name" (older releases: "name"). */
-static json_object *find_status(json_object *status, const struct net_request *r)
+#define STATUS_MAX 64
+
+/* Multus names entries "ns/name" (older releases: "name"). A network asked
+ * twice is two interfaces, so each entry answers one request: the unused
+ * one on the interface asked for, else the first unused one. */
+static json_object *find_status(json_object *status, const struct net_request *r, bool *used)
 {
     char full[200];
     snprintf(full, sizeof full, "%.63s/%.127s", r->ns, r->name);
-    for (size_t i = 0; status && i < json_object_array_length(status); i++) {
-        json_object *e = json_object_array_get_idx(status, i);
-        const char *name = fb_json_get_string(e, "name");
-        if (name && (strcmp(name, full) == 0 || strcmp(name, r->name) == 0))
+    size_t n = status ? json_object_array_length(status) : 0;
+    n = n < STATUS_MAX ? n : STATUS_MAX;
+    for (int pass = r->iface[0] ? 0 : 1; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            json_object *e = json_object_array_get_idx(status, i);
+            const char *name = fb_json_get_string(e, "name");
+            const char *iface = fb_json_get_string(e, "interface");
+            if (used[i] || name == NULL || (strcmp(name, full) != 0 && strcmp(name, r->name) != 0))
+                continue;
+            if (pass == 0 && (iface == NULL || strcmp(iface, r->iface) != 0))
+                continue;
+            used[i] = true;
             return e;
-    }
+        }
     return NULL;
 }
 
@@ -248,7 +272,8 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
                       struct multus_state *st, struct pod_finding *f)
 {
     struct net_request req[MAX_REQUESTS];
-    int n = parse_requests(text, fb_kube_namespace(pod), req);
+    int beyond = 0;
+    int n = parse_requests(text, fb_kube_namespace(pod), req, &beyond);
     if (n < 0) {
         finding(f, FB_CHECK_FAIL, "%s is not a network list or JSON array", NETWORKS);
         return;
@@ -264,8 +289,11 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
     }
     char who[160];
     fb_cluster_who(pod, who, sizeof who);
-    bool device = false;
+    bool device = false, used[STATUS_MAX] = {false};
     size_t attached_before = st->attached;
+    if (beyond > 0)
+        finding(f, FB_CHECK_WARN, "%d more requested networks not judged (the first %d are)",
+                beyond, MAX_REQUESTS);
     for (int i = 0; i < n; i++) {
         json_object *nad = find_nad(ctx, &req[i]);
         if (nad == NULL) {
@@ -276,7 +304,7 @@ static void judge_pod(const struct fb_cluster_ctx *ctx, json_object *pod, const 
         }
         if (!running)
             continue;
-        json_object *entry = find_status(status, &req[i]);
+        json_object *entry = find_status(status, &req[i], used);
         if (entry == NULL) {
             f->kinds |= KIND_NOT_ATTACHED;
             finding(f, FB_CHECK_FAIL, "%s requested but not attached (%s)", req[i].name,

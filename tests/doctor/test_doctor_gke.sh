@@ -94,9 +94,14 @@ verdict_line "--gpu-nics: the overlay's mapping equals the deployed one" pod-int
 sed 's/eth8: gpu-nic-7/eth8: gpu-nic-9/' "$GIVEN" >"$T_DIR/nics-other.yaml"
 on "$LISTS/tcpxo-healthy" pod-interfaces --gpu-nics "$T_DIR/nics-other.yaml"
 verdict_line "--gpu-nics differing: FAIL naming the interface and both" pod-interfaces FAIL "eth8 deployed on 'gpu-nic-7', fabric-bench was given 'gpu-nic-9'"
-printf '[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"gpu-nic-0"}]\n' >"$T_DIR/nics.json"
+jq -n '[{interfaceName: "eth0", network: "default"}] + [range(1; 9) | {interfaceName: "eth\(.)", network: "gpu-nic-\(. - 1)"}]' >"$T_DIR/nics.json"
 on "$LISTS/tcpxo-healthy" pod-interfaces --gpu-nics "$T_DIR/nics.json"
 verdict_line "--gpu-nics as a JSON interfaces array" pod-interfaces OK "as --gpu-nics gives them"
+# A mapping that names only some GPU NICs differs from the pods' (the
+# launcher's --gpu-nics rule too).
+jq '.[0:2]' "$T_DIR/nics.json" >"$T_DIR/nics-part.json"
+on "$LISTS/tcpxo-healthy" pod-interfaces --gpu-nics "$T_DIR/nics-part.json"
+verdict_line "--gpu-nics naming eth1 only: FAIL on eth2" pod-interfaces FAIL "eth2 deployed on 'gpu-nic-1', absent from what fabric-bench was given"
 printf 'data:\n  eth1 gpu-nic-0\n' >"$T_DIR/bad.yaml"
 expect_stderr_line "--gpu-nics malformed: exit 10, one line naming the line" 10 \
   "bad.yaml line 2: 'eth1 gpu-nic-0' is not ethN: NETWORK" doctor cluster --from "$LISTS/tcpxo-healthy" --gpu-nics "$T_DIR/bad.yaml"

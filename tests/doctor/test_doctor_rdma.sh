@@ -154,3 +154,23 @@ verdict_line "real network-status: attached but no RDMA device" multus-attachmen
 rm "$real/netattachdefs.json"
 run doctor cluster --from "$real" multus-attachments
 verdict_line "real pod without its NAD listed: fail" multus-attachments FAIL "asks default/macvlan-conf, no such NetworkAttachmentDefinition"
+
+# ---- one network asked twice is two interfaces ----
+# fabric-bench-0 asks sriov-rdma on net1 and net2: attached on both passes,
+# on net1 only fails (the net1 entry answers one request, not two).
+twice() { # twice DIR STATUS_FILTER: pod 0 asks sriov-rdma@net1,sriov-rdma@net2
+  mkdir -p "$1"
+  cp "$LISTS/sriov-healthy/"*.json "$1/"
+  jq --arg filter "$2" '.items |= map(if .metadata.name == "fabric-bench-0" then
+      .metadata.annotations["k8s.v1.cni.cncf.io/networks"] = "sriov-rdma@net1,sriov-rdma@net2"
+      | .metadata.annotations["k8s.v1.cni.cncf.io/network-status"] |= (fromjson
+          | . + (if $filter == "both" then [(.[] | select(.interface == "net1") | .interface = "net2")] else [] end)
+          | tojson)
+      else . end)' "$LISTS/sriov-healthy/pods.json" >"$1/pods.json"
+}
+twice "$T_DIR/twice-ok" both
+run doctor cluster --from "$T_DIR/twice-ok" multus-attachments
+verdict_line "one network on net1 and net2, both attached: OK" multus-attachments OK "3 requested networks attached"
+twice "$T_DIR/twice-short" one
+run doctor cluster --from "$T_DIR/twice-short" multus-attachments
+verdict_line "one network asked twice, attached once: FAIL" multus-attachments FAIL "fabric-bench-0: sriov-rdma requested but not attached"
