@@ -83,12 +83,20 @@ void fb_export_number(struct fb_str *out, double v)
         fb_str_addf(out, "%.17g", v);
 }
 
-static bool sample_known(const struct fb_export *x, enum fb_export_family f, const char *labels)
+/* True when the series was given before; remembers it otherwise. The set is
+ * a hash (a JSON object keyed by family and labels): a results tree holds
+ * hundreds of thousands of samples. */
+static bool sample_known(struct fb_export *x, enum fb_export_family f, const char *labels)
 {
-    for (size_t i = 0; i < x->nsamples; i++)
-        if (x->samples[i].family == f && strcmp(x->samples[i].labels, labels) == 0)
-            return true;
-    return false;
+    if (x->seen == NULL)
+        x->seen = json_object_new_object();
+    struct fb_str key = {0};
+    fb_str_addf(&key, "%d %s", (int)f, labels);
+    bool known = json_object_object_get_ex(x->seen, fb_str_get(&key), NULL);
+    if (!known)
+        json_object_object_add(x->seen, fb_str_get(&key), NULL);
+    fb_str_free(&key);
+    return known;
 }
 
 enum fb_status fb_export_add_sample(struct fb_export *x, enum fb_export_family f, double value,
@@ -158,6 +166,7 @@ void fb_export_free(struct fb_export *x)
         case_free(&x->cases[i]);
     free(x->samples);
     free(x->cases);
+    json_object_put(x->seen);
     *x = (struct fb_export){0};
 }
 

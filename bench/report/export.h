@@ -9,6 +9,7 @@
 #ifndef FB_REPORT_EXPORT_H
 #define FB_REPORT_EXPORT_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -70,6 +71,7 @@ struct fb_export {
     size_t ncases;
     size_t duplicates; /* samples dropped: their series was already given */
     size_t documents;
+    json_object *seen; /* the series given so far */
 };
 
 /* Reads the files and directories (searched for *.json; JSON of another

@@ -989,7 +989,7 @@ static enum fb_status export_docs(const void *args, int npaths, char **paths, st
     } else if (st == FB_OK) {
         print_str(stdout, &text);
     }
-    if (st == FB_OK && x.duplicates > 0)
+    if (st == FB_OK && x.duplicates > 0 && (format == FB_EXPORT_OPENMETRICS || format == FB_EXPORT_PROMETHEUS))
         fprintf(stderr, "fabric-report export: %zu sample%s of a series already given passed over (the first document wins)\n",
                 x.duplicates, x.duplicates == 1 ? "" : "s");
     fb_str_free(&text);
