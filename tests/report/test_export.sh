@@ -34,9 +34,10 @@ mkdir -p "$D"
 "$R" baseline "$D/run.json" --name lab-here --tolerance 99 >/dev/null 2>&1
 "$R" check "$D/run.json" --profile lab-here --json >"$D/check.json" 2>"$T_DIR/check.err"
 "$FB_BIN/fabric-doctor" cluster --from "$LISTS/tcpxo-healthy" -J "$D/doctor-healthy.json" >/dev/null 2>&1
+env -i PATH="$PATH" "$FB_BIN/fabric-doctor" node --root "$FB_ROOT/tests/fixtures/doctor/node/ib-healthy" -J "$D/doctor-node.json" >/dev/null 2>&1
 "$FB_BIN/fabric-doctor" cluster --from "$LISTS/tcpxo-broken" -J "$T_DIR/doctor-broken.json" >/dev/null 2>&1
 fb_mpirun 2 "$FB_BIN/fabric-rdma" --transport tcp -D 0.3 -s 256K --cluster lab -J "$D/probe.json" >"$T_DIR/probe.log" 2>&1
-for f in run check doctor-healthy probe; do
+for f in run check doctor-healthy doctor-node probe; do
   if [ -s "$D/$f.json" ]; then ok "made $f.json"; else not_ok "made $f.json" "$(tail -c 400 "$T_DIR/coll.log" "$T_DIR/check.err" "$T_DIR/probe.log")"; exit 1; fi
 done
 [ -s "$T_DIR/doctor-broken.json" ] || { not_ok "made doctor-broken.json" "fabric-doctor cluster --from tcpxo-broken wrote nothing"; exit 1; }
@@ -49,6 +50,7 @@ expect_grep "OpenMetrics ends in # EOF" '^# EOF$' <(tail -n 1 "$T_DIR/all.om")
 expect_grep "busBW carries its unit" '^# UNIT fabric_bench_busbw_bytes_per_second bytes_per_second$' "$T_DIR/all.om"
 expect_grep "the check document's verdict is a sample" '^fabric_bench_verdict\{cluster="lab",collective="all_reduce",nodes="1",ranks="2",verdict="PASS"\} 0$' "$T_DIR/all.om"
 expect_grep "doctor checks are samples" '^fabric_bench_doctor_check\{cluster="[^"]+",mode="cluster",check="[a-z0-9-]+",verdict="ok"\} 0$' "$T_DIR/all.om"
+expect_grep "a node document's checks carry its host" '^fabric_bench_doctor_check\{cluster="[^"]+",mode="node",host="[^"]+",check="peermem",verdict="ok"\} 0$' "$T_DIR/all.om"
 expect_grep "probe links are samples per pair" '^fabric_bench_probe_bandwidth_bytes_per_second\{cluster="lab",transport="tcp",src="[^"]+:lo\[0\]",dst="[^"]+:lo\[1\]",size="262144"\} [0-9.e+]+$' "$T_DIR/all.om"
 n=$(grep -c '^# TYPE ' "$T_DIR/all.om")
 if [ "$n" -eq "$(grep '^# TYPE ' "$T_DIR/all.om" | sort -u | wc -l)" ] && [ "$n" -eq 6 ]; then ok "one TYPE per family, six families"; else not_ok "one TYPE per family, six families" "$(grep '^# TYPE ' "$T_DIR/all.om")"; fi
@@ -209,4 +211,5 @@ mkdir -p "$T_DIR/empty"
 cp "$T_DIR/other.json" "$T_DIR/empty/"
 expect_error "a directory without documents is exit 10" 10 "no results, check, probe or doctor documents" "fabric-report export" "$R" export --format openmetrics "$T_DIR/empty"
 expect_error "an unknown format is a usage error" 2 "openmetrics, prometheus, junit or ctrf, not xml" "fabric-report export" "$R" export --format xml "$D"
+expect_error "an -o that cannot be written is exit 7 naming -o" 7 "-o FILE" "fabric-report export" "$R" export --format junit -o "$T_DIR/empty" "$D"
 expect_error "no documents is a usage error" 2 "export needs documents" "fabric-report export" "$R" export --format junit

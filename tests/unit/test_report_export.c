@@ -163,6 +163,22 @@ static void test_ctrf_statuses_and_summary(void)
     fb_export_free(&x);
 }
 
+/* OpenMetrics: a family with a unit ends in _UNIT; every family is the
+ * project's and snake_case. */
+static void test_family_names_end_in_their_unit(void)
+{
+    for (int f = 0; f < FB_FAM_COUNT; f++) {
+        const struct fb_export_family_desc *d = fb_export_family((enum fb_export_family)f);
+        CHECK(strncmp(d->name, "fabric_bench_", 13) == 0);
+        CHECK(strspn(d->name, "abcdefghijklmnopqrstuvwxyz_") == strlen(d->name));
+        CHECK(d->help != NULL && strchr(d->help, '\n') == NULL && strchr(d->help, '\\') == NULL);
+        if (d->unit != NULL) {
+            size_t n = strlen(d->name), u = strlen(d->unit);
+            CHECK(n > u + 1 && d->name[n - u - 1] == '_' && strcmp(d->name + n - u, d->unit) == 0);
+        }
+    }
+}
+
 static void test_format_names(void)
 {
     enum fb_export_format f;
@@ -182,6 +198,7 @@ int main(void)
     RUN(test_metrics_families_in_table_order_with_unit_and_eof);
     RUN(test_junit_failure_skipped_and_escaping);
     RUN(test_ctrf_statuses_and_summary);
+    RUN(test_family_names_end_in_their_unit);
     RUN(test_format_names);
     return fbt_done();
 }
