@@ -202,6 +202,20 @@ else
   not_ok "CTRF passes the ctrf validator; the FAIL verdict and failed checks are failed tests" "$(tail -c 600 "$T_DIR/ctrf.log")"
 fi
 
+# Cross-check: junit-to-ctrf's reading of our JUnit is our CTRF, test by test
+# (it keeps the message and text of failures only).
+"$R" export --format junit -o "$T_DIR/cross.xml" "$D" "$T_DIR/doctor-broken.json" "$T_DIR/wrong.json" 2>/dev/null
+if (cd "$T_DIR" && "$FB_ROOT/tests/node_modules/.bin/junit-to-ctrf" cross.xml -o converted.json -t fabric-bench) >"$T_DIR/j2c.log" 2>&1 &&
+   jq -e -s '(.[0].results.summary | del(.start, .stop)) == (.[1].results.summary | del(.start, .stop))
+     and ([.[0].results.tests[] | [.name, .status, .message, .trace]]
+          == [.[1].results.tests[] | [.suite[0] + ": " + .name, .status, (if .status == "failed" then .message else null end),
+                                      (if .status == "failed" then .trace else null end)]])' \
+     "$T_DIR/converted.json" "$T_DIR/report.ctrf.json" >/dev/null; then
+  ok "junit-to-ctrf turns our JUnit into our CTRF"
+else
+  not_ok "junit-to-ctrf turns our JUnit into our CTRF" "$(tail -c 300 "$T_DIR/j2c.log") $(jq -c '.results.tests[0]' "$T_DIR/converted.json" "$T_DIR/report.ctrf.json" 2>&1 | head -c 600)"
+fi
+
 # ---- bad input: one line, exit 10 (2 for usage) ----
 head -c 200 "$D/run.json" >"$T_DIR/cut.json"
 expect_error "a cut document is one line naming it, exit 10" 10 "cut.json" "fabric-report export" "$R" export --format junit "$T_DIR/cut.json"
