@@ -17,6 +17,7 @@
 #include "core/units.h"
 #include "core/version.h"
 #include "report/compare.h"
+#include "report/export.h"
 #include "report/import.h"
 #include "nccl/nccl_log.h"
 #include "nccl/collective.h"
@@ -39,6 +40,7 @@ static const char usage_text[] =
     "  baseline RESULT.json... --name NAME             save a profile from a known-good run\n"
     "  transport LOG...|DIR [--json]                   which network NCCL used, from NCCL_DEBUG=INFO logs\n"
     "  profiles [--json]                               list the reference profiles found\n"
+    "  export --format openmetrics|prometheus|junit|ctrf FILE...|DIR... [-o FILE]  for dashboards and CI\n"
     "Exit codes: 0 PASS/success, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE,\n"
     "            1 internal error, 2 usage error, 5 gnuplot not installed, 7 output not\n"
     "            writable, 8 gnuplot timed out, 9 gnuplot failed, 10 input error\n"
@@ -932,6 +934,76 @@ static enum fb_status cmd_profiles(const struct fb_opts_ctx *ctx, int argc, char
     return parse_and_run(ctx, argc, argv, &a, &a.help, list_profiles, err);
 }
 
+/* ---- export ---- */
+
+static const char export_help[] =
+    "usage: fabric-report export --format openmetrics|prometheus|junit|ctrf FILE...|DIR... [-o FILE]\n"
+    "         [--profiles DIR]\n"
+    "Results (fabric-coll), check (fabric-report check --json), probe (fabric-rdma) and doctor\n"
+    "(fabric-doctor -J) documents as metrics or test reports: openmetrics (OpenMetrics 1.0 text,\n"
+    "for a Prometheus scrape), prometheus (the text format node-exporter's textfile collector\n"
+    "reads: write it to DIR/NAME.prom), junit (JUnit XML), ctrf (CTRF JSON). Directories are\n"
+    "searched for *.json; other JSON there is passed over. Results are judged as check judges them.\n"
+    "Exit codes: 0 written, 1 internal error, 2 usage, 7 -o not writable, 10 input error\n"
+    "(a file of no known kind, a document that does not read, no documents at all).\n";
+
+struct export_args {
+    const char *format, *output;
+    const char *profile_dirs[PROFILE_DIRS_MAX];
+    int nprofile_dirs;
+    int help;
+};
+
+static const struct fb_opt export_options[] = {
+    {'f', "format", FB_OPT_STRING, offsetof(struct export_args, format), "FORMAT", "openmetrics, prometheus, junit or ctrf"},
+    {'o', "output", FB_OPT_STRING, offsetof(struct export_args, output), "FILE", "write here (replaced atomically) instead of standard output"},
+    PROFILES_OPTION(struct export_args),
+    HELP_OPTION(struct export_args),
+    FB_OPT_END,
+};
+
+static enum fb_status export_docs(const void *args, int npaths, char **paths, struct fb_err *err)
+{
+    const struct export_args *a = args;
+    enum fb_export_format format;
+    if (a->format == NULL || !fb_export_format_parse(a->format, &format))
+        return fb_fail(err, FB_ERR_USAGE, "export needs --format openmetrics, prometheus, junit or ctrf%s%s",
+                       a->format ? ", not " : "", a->format ? a->format : "");
+    if (npaths == 0)
+        return fb_fail(err, FB_ERR_USAGE, "export needs documents or directories of them; see fabric-report export --help");
+    struct fb_profiles ps;
+    enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
+    if (st != FB_OK)
+        return st;
+    struct fb_export x = {0};
+    struct fb_str text = {0};
+    st = fb_export_load((const char *const *)paths, npaths, &ps, &x, err);
+    if (st == FB_OK)
+        fb_export_write(&x, format, FB_VERSION, &text);
+    if (st == FB_OK && text.oom)
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    if (st == FB_OK && a->output != NULL) {
+        st = fb_out_write(a->output, fb_str_get(&text), text.len, err);
+        if (st != FB_OK)
+            fb_out_name_option(err, "-o FILE");
+    } else if (st == FB_OK) {
+        print_str(stdout, &text);
+    }
+    if (st == FB_OK && x.duplicates > 0 && (format == FB_EXPORT_OPENMETRICS || format == FB_EXPORT_PROMETHEUS))
+        fprintf(stderr, "fabric-report export: %zu sample%s of a series already given passed over (the first document wins)\n",
+                x.duplicates, x.duplicates == 1 ? "" : "s");
+    fb_str_free(&text);
+    fb_export_free(&x);
+    fb_profiles_free(&ps);
+    return st;
+}
+
+static enum fb_status cmd_export(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct export_args a = {0};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, export_docs, err);
+}
+
 static const struct fb_subcmd commands[] = {
     {"check", check_options, check_help, cmd_check},
     {"compare", compare_options, compare_help, cmd_compare},
@@ -940,6 +1012,7 @@ static const struct fb_subcmd commands[] = {
     {"baseline", baseline_options, baseline_help, cmd_baseline},
     {"transport", transport_options, transport_help, cmd_transport},
     {"profiles", profiles_options, profiles_help, cmd_profiles},
+    {"export", export_options, export_help, cmd_export},
     {NULL},
 };
 
@@ -968,6 +1041,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "fabric-report %s: %s\n", cmd->name, err.msg);
         return (int)st;
     }
-    fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline, transport or profiles (fabric-report --help)\n", argv[1]);
+    fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline, transport, profiles or export (fabric-report --help)\n", argv[1]);
     return FB_ERR_USAGE;
 }
