@@ -83,18 +83,22 @@ void fb_export_number(struct fb_str *out, double v)
         fb_str_addf(out, "%.17g", v);
 }
 
-/* True when the series was given before; remembers it otherwise. The set is
- * a hash (a JSON object keyed by family and labels): a results tree holds
- * hundreds of thousands of samples. */
-static bool sample_known(struct fb_export *x, enum fb_export_family f, const char *labels)
+/* The index of the series' sample when it was given before, else -1 (and
+ * it is remembered as index `next`). The set is a hash (a JSON object keyed
+ * by family and labels): a results tree holds hundreds of thousands of
+ * samples. */
+static long sample_known(struct fb_export *x, enum fb_export_family f, const char *labels,
+                         size_t next)
 {
     if (x->seen == NULL)
         x->seen = json_object_new_object();
     struct fb_str key = {0};
     fb_str_addf(&key, "%d %s", (int)f, labels);
-    bool known = json_object_object_get_ex(x->seen, fb_str_get(&key), NULL);
-    if (!known)
-        json_object_object_add(x->seen, fb_str_get(&key), NULL);
+    json_object *at = NULL;
+    long known = json_object_object_get_ex(x->seen, fb_str_get(&key), &at)
+                     ? (long)json_object_get_int64(at) : -1;
+    if (known < 0)
+        json_object_object_add(x->seen, fb_str_get(&key), json_object_new_int64((int64_t)next));
     fb_str_free(&key);
     return known;
 }
@@ -118,7 +122,11 @@ enum fb_status fb_export_add_sample(struct fb_export *x, enum fb_export_family f
         fb_str_free(&labels);
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     }
-    if (sample_known(x, f, fb_str_get(&labels))) {
+    /* Files come in name order, and results are named by their start time:
+     * the later document is the newer run, and a gauge shows the newest. */
+    long known = sample_known(x, f, fb_str_get(&labels), x->nsamples);
+    if (known >= 0) {
+        x->samples[known].value = value;
         x->duplicates++;
         fb_str_free(&labels);
         return FB_OK;

@@ -69,7 +69,7 @@ struct fb_export {
     size_t nsamples;
     struct fb_export_case *cases;
     size_t ncases;
-    size_t duplicates; /* samples dropped: their series was already given */
+    size_t duplicates; /* samples replaced by a later document of the same series */
     size_t documents;
     json_object *seen; /* the series given so far */
 };

@@ -990,7 +990,7 @@ static enum fb_status export_docs(const void *args, int npaths, char **paths, st
         print_str(stdout, &text);
     }
     if (st == FB_OK && x.duplicates > 0 && (format == FB_EXPORT_OPENMETRICS || format == FB_EXPORT_PROMETHEUS))
-        fprintf(stderr, "fabric-report export: %zu sample%s of a series already given passed over (the first document wins)\n",
+        fprintf(stderr, "fabric-report export: %zu sample%s of a series given again: the last document in name order (the newest run) wins\n",
                 x.duplicates, x.duplicates == 1 ? "" : "s");
     fb_str_free(&text);
     fb_export_free(&x);

@@ -227,3 +227,15 @@ expect_error "a directory without documents is exit 10" 10 "no results, check, p
 expect_error "an unknown format is a usage error" 2 "openmetrics, prometheus, junit or ctrf, not xml" "fabric-report export" "$R" export --format xml "$D"
 expect_error "an -o that cannot be written is exit 7 naming -o" 7 "-o FILE" "fabric-report export" "$R" export --format junit -o "$T_DIR/empty" "$D"
 expect_error "no documents is a usage error" 2 "export needs documents" "fabric-report export" "$R" export --format junit
+
+# ---- one series given twice: the later document (the newer run) wins ----
+mkdir -p "$T_DIR/twice"
+cp "$D/run.json" "$T_DIR/twice/20260101T000000Z-all_reduce.json"
+jq '(.rows[] | select(.bytes == 1048576) | .out_of_place.busbw_GBps) = 123.5' "$D/run.json" >"$T_DIR/twice/20260102T000000Z-all_reduce.json"
+"$R" export --format prometheus "$T_DIR/twice" >"$T_DIR/twice.prom" 2>"$T_DIR/twice.err"
+if grep -Eq '^fabric_bench_busbw_bytes_per_second\{cluster="lab",.*size="1048576",placement="out_of_place"\} 123500000000$' "$T_DIR/twice.prom" &&
+  grep -q 'given again: the last document' "$T_DIR/twice.err"; then
+  ok "a series given twice: the newer run's value, said on stderr"
+else
+  not_ok "a series given twice: the newer run's value" "$(grep 'size="1048576",placement="out_of_place"' "$T_DIR/twice.prom" | head -2) $(cat "$T_DIR/twice.err")"
+fi
