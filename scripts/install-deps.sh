@@ -12,7 +12,7 @@ build_pkgs=(make gcc pkg-config openmpi-bin libopenmpi-dev libjson-c-dev
 # Tests: multi-host namespaces, sshd, linters, schema validation, baselines.
 test_pkgs=(iproute2 openssh-server openssh-client procps jq shellcheck
   yamllint python3 python3-jsonschema python3-yaml iperf3 valgrind
-  util-linux psmisc slurm-wlm munge)
+  util-linux psmisc slurm-wlm munge chromium)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do

@@ -20,7 +20,7 @@ static const char page_css[] =
     "h3{font-size:16px;margin:18px 0 6px}small{color:#666;font-weight:normal}"
     "table{border-collapse:collapse;margin:8px 0;font-size:14px}"
     "th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f2f2f2}"
-    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.file{font-size:12px}"
     "pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;overflow-x:auto;font-size:13px}"
     ".v-PASS,.h-ok,.d-ok{color:#070;font-weight:bold}.v-DEGRADED,.d-warn{color:#a60;font-weight:bold}"
     ".v-FAIL,.v-TCP-FALLBACK,.d-fail,.h-outlier{color:#c00;font-weight:bold}"
@@ -37,6 +37,18 @@ static void cell(struct fb_str *out, const char *tag, const char *cls, const cha
     fb_str_addf(out, "</%s>", tag);
 }
 
+/* A file by its name, its whole path as the cell's tooltip: the
+ * directories repeat in every row and crowd the table. */
+static void file_cell(struct fb_str *out, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    fb_str_addf(out, "<td class=\"file\" title=\"");
+    fb_html_escape(out, path);
+    fb_str_addf(out, "\">");
+    fb_html_escape(out, base ? base + 1 : path);
+    fb_str_addf(out, "</td>");
+}
+
 static void num_cell(struct fb_str *out, double v, const char *fmt)
 {
     if (isnan(v))
@@ -50,6 +62,21 @@ static void num_cell(struct fb_str *out, double v, const char *fmt)
 
 /* ---- verdicts ---- */
 
+/* check's text: its headline shown, the paragraph behind it folded away
+ * (a <details> element needs no script). */
+static void verdict_reasons(struct fb_str *out, const char *text)
+{
+    const char *nl = strchr(text, '\n');
+    size_t n = nl ? (size_t)(nl - text) : strlen(text);
+    char *head = strndup(text, n);
+    fb_str_addf(out, "<td><details><summary>");
+    fb_html_escape(out, head ? head : "");
+    fb_str_addf(out, "</summary>");
+    fb_html_escape(out, nl ? nl + 1 : "");
+    fb_str_addf(out, "</details></td>");
+    free(head);
+}
+
 static void verdict_row(const struct fb_result *r, const struct fb_profiles *ps, struct fb_str *out)
 {
     struct fb_verdict v = {0};
@@ -58,14 +85,14 @@ static void verdict_row(const struct fb_result *r, const struct fb_profiles *ps,
     cell(out, "td", NULL, fb_result_label(r));
     cell(out, "td", NULL, r->collective);
     cell(out, "td", NULL, r->start_time ? r->start_time : "");
-    cell(out, "td", NULL, r->path);
+    file_cell(out, r->path);
     if (fb_verdict_judge(r, ps, NULL, &v, &err) == FB_OK) {
         char cls[32];
         snprintf(cls, sizeof cls, "v-%s", v.name);
         cell(out, "td", cls, v.name);
         struct fb_str text = {0};
         fb_verdict_text(&v, r, &text);
-        cell(out, "td", NULL, fb_str_get(&text));
+        verdict_reasons(out, fb_str_get(&text));
         fb_str_free(&text);
     } else {
         cell(out, "td", "v-none", "no verdict");
@@ -212,10 +239,20 @@ static void history_table(const struct fb_hist_series *s, struct fb_str *out)
         const char *cls = outlier ? "h-outlier" : run->j.state == FB_HIST_OK ? "h-ok" : "h-few";
         cell(out, "td", cls, outlier ? "OUTLIER" : fb_hist_state_name(run->j.state));
         cell(out, "td", NULL, run->hosts);
-        cell(out, "td", NULL, run->r->path);
+        file_cell(out, run->r->path);
         fb_str_addf(out, "</tr>\n");
     }
     fb_str_addf(out, "</table>\n");
+}
+
+/* "2026-01-04T09:30:00Z" as "01-04 09:30": the ticks of a time axis
+ * stay apart (the table beside the plot has the full times). */
+static const char *short_time(const char *iso, char *buf, size_t len)
+{
+    if (iso == NULL || strlen(iso) < 16 || iso[10] != 'T')
+        return iso ? iso : "?";
+    snprintf(buf, len, "%.5s %.5s", iso + 5, iso + 11);
+    return buf;
 }
 
 static enum fb_status history_plot(const struct fb_hist_series *s, struct fb_str *out, struct fb_err *err)
@@ -223,24 +260,25 @@ static enum fb_status history_plot(const struct fb_hist_series *s, struct fb_str
     double *x = calloc(s->n + 1, sizeof *x), *y = calloc(s->n + 1, sizeof *y);
     bool *marked = calloc(s->n + 1, sizeof *marked);
     const char **ticks = calloc(s->n + 1, sizeof *ticks);
-    if (x == NULL || y == NULL || marked == NULL || ticks == NULL) {
-        free(x), free(y), free(marked), free(ticks);
+    char (*labels)[20] = calloc(s->n + 1, sizeof *labels);
+    if (x == NULL || y == NULL || marked == NULL || ticks == NULL || labels == NULL) {
+        free(x), free(y), free(marked), free(ticks), free(labels);
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     }
     for (size_t k = 0; k < s->n; k++) {
         x[k] = (double)k;
         y[k] = s->runs[k].busbw;
         marked[k] = s->runs[k].j.state == FB_HIST_OUTLIER;
-        ticks[k] = s->runs[k].r->start_time ? s->runs[k].r->start_time : "?";
+        ticks[k] = short_time(s->runs[k].r->start_time, labels[k], sizeof labels[k]);
     }
     char title[200], size[32];
     fb_format_size(s->bytes, size, sizeof size);
     snprintf(title, sizeof title, "busBW at %s over time", size);
     struct fb_svg_series one = {.label = s->cluster, .x = x, .y = y, .marked = marked, .n = s->n};
-    struct fb_svg_plot p = {.title = title, .xlabel = "run start (UTC), in order", .ylabel = "busBW GB/s",
+    struct fb_svg_plot p = {.title = title, .xlabel = "run start (UTC, month-day time), in order", .ylabel = "busBW GB/s",
                             .xticks = ticks, .nxticks = s->n};
     fb_svg_line_plot(out, &p, &one, 1);
-    free(x), free(y), free(marked), free(ticks);
+    free(x), free(y), free(marked), free(ticks), free(labels);
     return FB_OK;
 }
 

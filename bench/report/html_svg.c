@@ -1,6 +1,8 @@
 /* Inline SVG line plots (html_svg.h). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/units.h"
 #include "report/html_svg.h"
@@ -98,6 +100,29 @@ static void axes(struct fb_str *out, const struct fb_svg_plot *p, const struct f
     fb_str_addf(out, "</text>\n");
 }
 
+/* A legend entry fits its margin: long labels are cut at a character
+ * boundary with an ellipsis (the full label is the line's tooltip). */
+#define LEGEND_CHARS 20
+
+static void legend_label(struct fb_str *out, const char *label)
+{
+    const char *p = label ? label : "";
+    size_t chars = 0, cut = 0;
+    for (size_t i = 0; p[i] != '\0'; i++) {
+        bool starts_char = ((unsigned char)p[i] & 0xC0) != 0x80;
+        if (starts_char && ++chars == LEGEND_CHARS)
+            cut = i; /* where the last character that fits beside "..." ends */
+    }
+    if (chars <= LEGEND_CHARS) {
+        fb_html_escape(out, p);
+        return;
+    }
+    char *head = strndup(p, cut);
+    fb_html_escape(out, head ? head : "");
+    free(head);
+    fb_str_addf(out, "&#8230;");
+}
+
 static void one_series(struct fb_str *out, const struct frame *f, const struct fb_svg_series *s, size_t idx)
 {
     const char *c = colours[idx % (sizeof colours / sizeof colours[0])];
@@ -122,7 +147,7 @@ static void one_series(struct fb_str *out, const struct frame *f, const struct f
     double ly = PAD_T + 8 + 18.0 * (double)idx;
     fb_str_addf(out, "<path d=\"M%g %g h18\" stroke=\"%s\" stroke-width=\"3\"/><text x=\"%g\" y=\"%g\" class=\"lg\">",
                 SVG_W - PAD_R + 12, ly, c, SVG_W - PAD_R + 34, ly + 4);
-    fb_html_escape(out, s->label);
+    legend_label(out, s->label);
     fb_str_addf(out, "</text>\n");
 }
 
