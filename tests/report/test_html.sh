@@ -33,8 +33,9 @@ place "$T_DIR/raw/B-1.json" "$TREE" hostile 05 1 ".cluster = \"$HOSTILE\""
 mkdir -p "$TREE/checks"
 timeout 60 "$FB_BIN/fabric-doctor" node -J "$TREE/checks/doctor.json" >/dev/null 2>&1
 fb_mpirun 3 "$FB_BIN/fabric-rdma" --transport tcp --pattern ring -D 0.2 -s 64K -J "$TREE/checks/probe.json" >/dev/null 2>&1
-[ -s "$TREE/checks/doctor.json" ] && [ -s "$TREE/checks/probe.json" ] ||
+if ! [ -s "$TREE/checks/doctor.json" ] || ! [ -s "$TREE/checks/probe.json" ]; then
   not_ok "fabric-doctor and fabric-rdma documents for the tree" "one did not run"
+fi
 
 PAGE=$T_DIR/report.html
 mkdir -p "$T_DIR/report.d"
