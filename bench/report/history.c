@@ -66,10 +66,11 @@ void fb_hist_judge(double value, double *earlier, size_t n, double k, double flo
 
 /* ---- grouping ---- */
 
-static bool same_series(const struct fb_hist_series *s, const struct fb_result *r)
+static bool same_series(const struct fb_hist_series *s, const struct fb_result *r, const char *hosts)
 {
     return strcmp(s->cluster, fb_result_label(r)) == 0 && strcmp(s->collective, r->collective) == 0 &&
-           strcmp(s->backend, r->backend ? r->backend : "") == 0 && s->ranks == r->ranks;
+           strcmp(s->backend, r->backend ? r->backend : "") == 0 && s->ranks == r->ranks &&
+           (s->hosts == NULL || strcmp(s->hosts, hosts) == 0);
 }
 
 static int cmp_run_time(const void *a, const void *b)
@@ -78,29 +79,6 @@ static int cmp_run_time(const void *a, const void *b)
     const char *tx = x->r->start_time ? x->r->start_time : "", *ty = y->r->start_time ? y->r->start_time : "";
     int c = strcmp(tx, ty);
     return c != 0 ? c : strcmp(x->r->path, y->r->path);
-}
-
-static enum fb_status add_run(struct fb_history *h, const struct fb_result *r, struct fb_err *err)
-{
-    struct fb_hist_series *s = NULL;
-    for (size_t i = 0; i < h->n && s == NULL; i++)
-        if (same_series(&h->s[i], r))
-            s = &h->s[i];
-    if (s == NULL) {
-        struct fb_hist_series *grown = realloc(h->s, (h->n + 1) * sizeof *grown);
-        if (grown == NULL)
-            return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-        h->s = grown;
-        s = &h->s[h->n++];
-        *s = (struct fb_hist_series){.cluster = fb_result_label(r), .collective = r->collective,
-                                     .backend = r->backend ? r->backend : "", .ranks = r->ranks};
-    }
-    struct fb_hist_run *runs = realloc(s->runs, (s->n + 1) * sizeof *runs);
-    if (runs == NULL)
-        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-    s->runs = runs;
-    s->runs[s->n++] = (struct fb_hist_run){.r = r, .hosts = "", .busbw = NAN};
-    return FB_OK;
 }
 
 /* The hosts a document names, joined with ','; kept alive in h->hosts. */
@@ -118,6 +96,31 @@ static const char *run_hosts(struct fb_history *h, const struct fb_result *r)
     fb_str_free(&b);
     json_object_array_add(h->hosts, kept);
     return json_object_get_string(kept);
+}
+
+static enum fb_status add_run(struct fb_history *h, const struct fb_result *r, struct fb_err *err)
+{
+    const char *hosts = run_hosts(h, r);
+    struct fb_hist_series *s = NULL;
+    for (size_t i = 0; i < h->n && s == NULL; i++)
+        if (same_series(&h->s[i], r, hosts))
+            s = &h->s[i];
+    if (s == NULL) {
+        struct fb_hist_series *grown = realloc(h->s, (h->n + 1) * sizeof *grown);
+        if (grown == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+        h->s = grown;
+        s = &h->s[h->n++];
+        *s = (struct fb_hist_series){.cluster = fb_result_label(r), .collective = r->collective,
+                                     .backend = r->backend ? r->backend : "", .ranks = r->ranks,
+                                     .hosts = h->opts.per_host ? hosts : NULL};
+    }
+    struct fb_hist_run *runs = realloc(s->runs, (s->n + 1) * sizeof *runs);
+    if (runs == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    s->runs = runs;
+    s->runs[s->n++] = (struct fb_hist_run){.r = r, .hosts = hosts, .busbw = NAN};
+    return FB_OK;
 }
 
 /* Best busBW of `r` at `bytes`; NAN when the run did not measure it. */
@@ -191,6 +194,15 @@ static enum fb_status judge_series(struct fb_hist_series *s, const struct fb_his
     return FB_OK;
 }
 
+static bool any_figure(const struct fb_history *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        for (size_t k = 0; k < h->s[i].n; k++)
+            if (!isnan(h->s[i].runs[k].busbw))
+                return true;
+    return false;
+}
+
 enum fb_status fb_history_build(const struct fb_result_set *set, const struct fb_hist_opts *o,
                                 struct fb_history *h, struct fb_err *err)
 {
@@ -198,10 +210,12 @@ enum fb_status fb_history_build(const struct fb_result_set *set, const struct fb
     enum fb_status st = FB_OK;
     for (size_t i = 0; i < set->n && st == FB_OK; i++)
         st = add_run(h, &set->r[i], err);
-    for (size_t i = 0; i < h->n && st == FB_OK; i++) {
-        for (size_t k = 0; k < h->s[i].n; k++)
-            h->s[i].runs[k].hosts = run_hosts(h, h->s[i].runs[k].r);
+    for (size_t i = 0; i < h->n && st == FB_OK; i++)
         st = judge_series(&h->s[i], o, err);
+    if (st == FB_OK && o->size != 0 && !any_figure(h)) {
+        char size[32];
+        fb_format_size(o->size, size, sizeof size);
+        st = fb_fail(err, FB_ERR_USAGE, "--size %s: no run measured that size; leave --size out for the largest size the runs share", size);
     }
     if (st != FB_OK)
         fb_history_free(h);
@@ -248,8 +262,9 @@ void fb_history_text(const struct fb_history *h, struct fb_str *out)
         const struct fb_hist_series *s = &h->s[i];
         char size[32];
         fb_format_size(s->bytes, size, sizeof size);
-        fb_str_addf(out, "%s%s %s (%s, %ld ranks) busBW at %s, GB/s; outlier below median - %g*MAD and below %g %% of the median\n",
-                    i ? "\n" : "", s->cluster, s->collective, s->backend, s->ranks, s->bytes ? size : "(none)",
+        fb_str_addf(out, "%s%s %s (%s, %ld ranks%s%s) busBW at %s, GB/s; outlier below median - %g*MAD and below %g %% of the median\n",
+                    i ? "\n" : "", s->cluster, s->collective, s->backend, s->ranks, s->hosts ? ", on " : "",
+                    s->hosts ? (*s->hosts ? s->hosts : "hosts not named") : "", s->bytes ? size : "(none)",
                     h->opts.k, 100 * h->opts.floor);
         fb_str_addf(out, "  %-20s %10s %10s %8s %7s  %-18s %s\n", "start", "busBW", "median", "MAD", "ratio", "state", "hosts  file");
         for (size_t k = 0; k < s->n; k++)
@@ -297,6 +312,7 @@ json_object *fb_history_json(const struct fb_history *h)
         json_object_object_add(o, "collective", json_object_new_string(s->collective));
         json_object_object_add(o, "backend", json_object_new_string(s->backend));
         json_object_object_add(o, "ranks", json_object_new_int64(s->ranks));
+        json_object_object_add(o, "hosts", s->hosts ? json_object_new_string(s->hosts) : NULL);
         json_object_object_add(o, "size_bytes", s->bytes ? json_object_new_int64((int64_t)s->bytes) : NULL);
         json_object *runs = json_object_new_array();
         for (size_t k = 0; k < s->n; k++)

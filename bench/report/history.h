@@ -1,5 +1,6 @@
 /* busBW over time: each run of a results tree against the runs of the same
- * cluster, collective, backend and rank count that started before it. A run
+ * cluster, collective, backend and rank count (and hosts, per_host) that
+ * started before it. A run
  * is an outlier when it falls below median - k*MAD of those earlier runs AND
  * below a share of their median (the floor): the spread keeps a noisy
  * history quiet, the floor keeps a tight history (MAD near 0) from
@@ -50,6 +51,7 @@ struct fb_hist_opts {
     unsigned long long size; /* the reference size; 0 = largest common */
     double k;                /* default 3 */
     double floor;            /* default 0.8 */
+    bool per_host;           /* the hosts a run names are part of its series */
 };
 
 struct fb_hist_run {
@@ -63,6 +65,7 @@ struct fb_hist_run {
 struct fb_hist_series {
     const char *cluster, *collective, *backend;
     long ranks;
+    const char *hosts;        /* with per_host: the hosts ("" when not named); else NULL */
     unsigned long long bytes; /* the reference size; 0 when no run measured */
     struct fb_hist_run *runs; /* in start_time order */
     size_t n;

@@ -940,20 +940,20 @@ static enum fb_status cmd_profiles(const struct fb_opts_ctx *ctx, int argc, char
 
 static const char history_help[] =
     "usage: fabric-report history DIR...|RESULT.json... [--size S] [--k K] [--floor PCT]\n"
-    "         [--collective NAME] [--json]\n"
+    "         [--collective NAME] [--per-host] [--json]\n"
     "busBW over time at one size (the largest every complete run of a series measured,\n"
-    "or --size) for each series of runs: cluster, collective, backend and rank count, in\n"
-    "start_time order. Each run is held against the complete runs before it: an outlier\n"
-    "falls below median - K*MAD (default K 3) and below PCT % of the median (default 80);\n"
-    "fewer than 3 earlier runs is not enough history. Incomplete runs are listed, never\n"
-    "a baseline.\n"
+    "or --size) for each series of runs: cluster, collective, backend and rank count\n"
+    "(--per-host: and the hosts the runs name), in start_time order. Each run is held\n"
+    "against the complete runs before it: an outlier falls below median - K*MAD (default\n"
+    "K 3) and below PCT % of the median (default 80); fewer than 3 earlier runs is not\n"
+    "enough history. Incomplete runs are listed, never a baseline.\n"
     "Exit codes: 0 no series ends in an outlier, 20 the newest run of a series is an\n"
     "outlier, 1 internal error, 2 usage, 10 input error.\n";
 
 struct history_args {
     const char *size, *collective;
     double k, floor; /* floor in percent */
-    int json, help;
+    int per_host, json, help;
 };
 
 #define HISTORY_ARG(f) offsetof(struct history_args, f)
@@ -963,6 +963,7 @@ static const struct fb_opt history_options[] = {
     {'k', "k", FB_OPT_DOUBLE, HISTORY_ARG(k), "K", "outlier below median - K*MAD of the earlier runs (default 3)", 0, 1000},
     {0, "floor", FB_OPT_DOUBLE, HISTORY_ARG(floor), "PCT", "... and below PCT % of their median (default 80)", 0, 100},
     {'C', "collective", FB_OPT_STRING, HISTORY_ARG(collective), "NAME", "only the results of this collective"},
+    {0, "per-host", FB_OPT_FLAG, HISTORY_ARG(per_host), NULL, "a series per set of hosts the runs name (a slow node shows in its own series)"},
     {'j', "json", FB_OPT_FLAG, HISTORY_ARG(json), NULL, "a document of kind \"history\" (docs/schema/history.schema.json)"},
     HELP_OPTION(struct history_args),
     FB_OPT_END,
@@ -970,7 +971,7 @@ static const struct fb_opt history_options[] = {
 
 static enum fb_status history_opts(const struct history_args *a, struct fb_hist_opts *o, struct fb_err *err)
 {
-    *o = (struct fb_hist_opts){.k = a->k, .floor = a->floor / 100};
+    *o = (struct fb_hist_opts){.k = a->k, .floor = a->floor / 100, .per_host = a->per_host};
     if (a->size == NULL)
         return FB_OK;
     uint64_t bytes = 0;

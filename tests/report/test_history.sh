@@ -76,5 +76,22 @@ place "$T_DIR/raw/A-1.json" "$T3" B 06 0.2
 expect_exit "a first run of another cluster is no outlier of A's series" 20 "$R" history --json "$T3"
 jq_ok "two series, B with not enough history" '(.series | length) == 2 and ([.series[] | select(.cluster == "B") | .runs[0].state] == ["not enough history"])'
 
+# --per-host: runs on n1 and on n2 (hosts edited in), the last run on n2 at
+# half speed, then one more on n1 at full speed. In the one mixed series the
+# newest run is fine (exit 0); per host, n2's series ends in its slow run.
+T4=$T_DIR/t4
+place "$T_DIR/raw/A-1.json" "$T4" A 01 1 '.hosts = ["n1"]'
+place "$T_DIR/raw/A-1.json" "$T4" A 02 1 '.hosts = ["n2"]'
+place "$T_DIR/raw/A-1.json" "$T4" A 03 1 '.hosts = ["n2"]'
+place "$T_DIR/raw/A-1.json" "$T4" A 04 1 '.hosts = ["n2"]'
+place "$T_DIR/raw/A-1.json" "$T4" A 05 0.5 '.hosts = ["n2"]'
+place "$T_DIR/raw/A-1.json" "$T4" A 06 1 '.hosts = ["n1"]'
+expect_exit "without --per-host the newest run (n1) closes the one series" 0 "$R" history "$T4"
+expect_exit "--per-host: n2's series ends in its slow run" 20 "$R" history --per-host --json "$T4"
+jq_ok "... two series keyed by their hosts" '[.series[] | [.hosts, (.runs | length)]] == [["n1", 2], ["n2", 4]]'
+jq_ok "... n1 has not enough history, n2's newest is the outlier" \
+  '[.series[] | .runs[-1].state] == ["not enough history", "outlier"]'
+
 expect_error "history without a directory" 2 'history needs a results directory' "fabric-report history" "$R" history
+expect_error "--size no run measured" 2 '--size 3M: no run measured that size' "fabric-report history" "$R" history --size 3M "$T1"
 expect_error "--size 0" 2 '--size 0: give a size the runs measured' "fabric-report history" "$R" history --size 0 "$T1"
