@@ -62,11 +62,11 @@ size_plots = [s for s in p.svgs if s["section"] == "compare"]
 hist_plots = [s for s in p.svgs if s["section"] == "history"]
 check("one busBW-vs-size plot (one collective)", len(size_plots) == 1, f"{len(size_plots)} plots")
 check("... with a line per cluster of one point per size",
-      size_plots and sorted(size_plots[0]["polylines"]) == [nsizes] * 3, f"{size_plots and size_plots[0]['polylines']}")
-check("one history plot per series (A, B, hostile)", len(hist_plots) == 3, f"{len(hist_plots)}")
+      size_plots and sorted(size_plots[0]["polylines"]) == [nsizes] * 4, f"{size_plots and size_plots[0]['polylines']}")
+check("one history plot per series (A, B, C, hostile)", len(hist_plots) == 4, f"{len(hist_plots)}")
 check("... each line with one point per run that has a figure",
-      [s["polylines"] for s in hist_plots] == [[4], [4], [1]], f"{[s['polylines'] for s in hist_plots]}")
-check("... and the injected slow run marked in A's plot", [s["outliers"] for s in hist_plots] == [1, 0, 0],
+      [s["polylines"] for s in hist_plots] == [[4], [3], [1], [1]], f"{[s['polylines'] for s in hist_plots]}")
+check("... and the injected slow run marked in A's plot", [s["outliers"] for s in hist_plots] == [1, 0, 0, 0],
       f"{[s['outliers'] for s in hist_plots]}")
 check("the history table marks it OUTLIER", p.cells.count("OUTLIER") == 1, f"{p.cells.count('OUTLIER')} cells")
 check("the verdicts say INCOMPLETE for the short sweeps", p.cells.count("INCOMPLETE") >= 7,
