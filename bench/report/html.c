@@ -295,7 +295,8 @@ static enum fb_status history_section(const struct fb_result_set *set, const str
     for (size_t i = 0; i < h.n && st == FB_OK; i++) {
         const struct fb_hist_series *s = &h.s[i];
         char head[160];
-        snprintf(head, sizeof head, " %s (%s, %ld ranks)", s->collective, s->backend, s->ranks);
+        snprintf(head, sizeof head, " %s (%s, %ld ranks%s%.60s)", s->collective, s->backend, s->ranks,
+                 s->hosts ? ", on " : "", s->hosts ? (*s->hosts ? s->hosts : "hosts not named") : "");
         fb_str_addf(out, "<h3>");
         fb_html_escape(out, s->cluster);
         fb_html_escape(out, head);

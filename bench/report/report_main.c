@@ -1027,7 +1027,7 @@ static enum fb_status cmd_history(const struct fb_opts_ctx *ctx, int argc, char 
 
 static const char html_help[] =
     "usage: fabric-report html DIR...|RESULT.json... -o REPORT.html [--size S] [--k K] [--floor PCT]\n"
-    "         [--noise PCT] [--profiles DIR]\n"
+    "         [--per-host] [--noise PCT] [--profiles DIR]\n"
     "One self-contained page (inline CSS and SVG, nothing fetched; opens from a file):\n"
     "the verdict of every result (as check gives it), the newest run of each cluster\n"
     "compared at matching sizes with busBW-vs-size plots, the history of every series\n"
@@ -1051,6 +1051,7 @@ static const struct fb_opt html_options[] = {
     {'s', "size", FB_OPT_STRING, HTML_ARG(hist.size), "S", "the history's reference size (default: the largest common size)"},
     {'k', "k", FB_OPT_DOUBLE, HTML_ARG(hist.k), "K", "history outlier below median - K*MAD (default 3)", 0, 1000},
     {0, "floor", FB_OPT_DOUBLE, HTML_ARG(hist.floor), "PCT", "... and below PCT % of the median (default 80)", 0, 100},
+    {0, "per-host", FB_OPT_FLAG, HTML_ARG(hist.per_host), NULL, "a history series per set of hosts the runs name"},
     {'n', "noise", FB_OPT_DOUBLE, HTML_ARG(noise), "PCT", "the comparison's noise band in percent (default 5)", 0, 99.999},
     PROFILES_OPTION(struct html_args),
     HELP_OPTION(struct html_args),

@@ -53,6 +53,9 @@ else
 fi
 /usr/bin/python3 "$FB_ROOT/tests/report/check-html.py" "$PAGE" "$HOSTILE" 5
 
+expect_exit "html --per-host writes the page" 0 "$R" html --per-host "$TREE" -o "$T_DIR/per-host.html"
+expect_grep "... with a history series per set of hosts" '<h3>A all_reduce \(mpi, 2 ranks, on [^<]+\)</h3>' "$T_DIR/per-host.html"
+
 expect_error "html without -o" 2 'html needs -o REPORT.html' "fabric-report html" "$R" html "$TREE"
 expect_error "html onto a directory" 7 'report.d' "fabric-report html" "$R" html "$TREE" -o "$T_DIR/report.d"
 
