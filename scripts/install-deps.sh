@@ -14,6 +14,8 @@ test_pkgs=(iproute2 openssh-server openssh-client procps jq shellcheck
   yamllint python3 python3-jsonschema python3-yaml iperf3 valgrind
   util-linux psmisc slurm-wlm munge
   prometheus prometheus-node-exporter)
+# fabric-report html opened in a headless browser (tests/report/test_html.sh).
+test_pkgs+=(chromium)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do

@@ -17,6 +17,8 @@
 #include "core/units.h"
 #include "core/version.h"
 #include "report/compare.h"
+#include "report/history.h"
+#include "report/html.h"
 #include "report/export.h"
 #include "report/import.h"
 #include "nccl/nccl_log.h"
@@ -40,7 +42,9 @@ static const char usage_text[] =
     "  baseline RESULT.json... --name NAME             save a profile from a known-good run\n"
     "  transport LOG...|DIR [--json]                   which network NCCL used, from NCCL_DEBUG=INFO logs\n"
     "  profiles [--json]                               list the reference profiles found\n"
-    "  export --format openmetrics|prometheus|junit|ctrf FILE...|DIR... [-o FILE]  for dashboards and CI\n"
+    "  export --format FMT FILE...|DIR... [-o FILE]    for dashboards and CI: openmetrics, prometheus, junit, ctrf\n"
+    "  history DIR... [--size S] [--k K] [--json]      busBW over time per series, outliers flagged\n"
+    "  html DIR... -o REPORT.html                      one self-contained page: verdicts, comparisons, history\n"
     "Exit codes: 0 PASS/success, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE,\n"
     "            1 internal error, 2 usage error, 5 gnuplot not installed, 7 output not\n"
     "            writable, 8 gnuplot timed out, 9 gnuplot failed, 10 input error\n"
@@ -1004,6 +1008,151 @@ static enum fb_status cmd_export(const struct fb_opts_ctx *ctx, int argc, char *
     return parse_and_run(ctx, argc, argv, &a, &a.help, export_docs, err);
 }
 
+/* ---- history ---- */
+
+static const char history_help[] =
+    "usage: fabric-report history DIR...|RESULT.json... [--size S] [--k K] [--floor PCT]\n"
+    "         [--collective NAME] [--per-host] [--json]\n"
+    "busBW over time at one size (the largest every complete run of a series measured,\n"
+    "or --size) for each series of runs: cluster, collective, backend and rank count\n"
+    "(--per-host: and the hosts the runs name), in start_time order. Each run is held\n"
+    "against the complete runs before it: an outlier falls below median - K*MAD (default\n"
+    "K 3) and below PCT % of the median (default 80); fewer than 3 earlier runs is not\n"
+    "enough history. Incomplete runs are listed, never a baseline.\n"
+    "Exit codes: 0 no series ends in an outlier, 20 the newest run of a series is an\n"
+    "outlier, 1 internal error, 2 usage, 10 input error.\n";
+
+struct history_args {
+    const char *size, *collective;
+    double k, floor; /* floor in percent */
+    int per_host, json, help;
+};
+
+#define HISTORY_ARG(f) offsetof(struct history_args, f)
+
+static const struct fb_opt history_options[] = {
+    {'s', "size", FB_OPT_STRING, HISTORY_ARG(size), "S", "the reference size, e.g. 1M (default: the largest common size)"},
+    {'k', "k", FB_OPT_DOUBLE, HISTORY_ARG(k), "K", "outlier below median - K*MAD of the earlier runs (default 3)", 0, 1000},
+    {0, "floor", FB_OPT_DOUBLE, HISTORY_ARG(floor), "PCT", "... and below PCT % of their median (default 80)", 0, 100},
+    {'C', "collective", FB_OPT_STRING, HISTORY_ARG(collective), "NAME", "only the results of this collective"},
+    {0, "per-host", FB_OPT_FLAG, HISTORY_ARG(per_host), NULL, "a series per set of hosts the runs name (a slow node shows in its own series)"},
+    {'j', "json", FB_OPT_FLAG, HISTORY_ARG(json), NULL, "a document of kind \"history\" (docs/schema/history.schema.json)"},
+    HELP_OPTION(struct history_args),
+    FB_OPT_END,
+};
+
+static enum fb_status history_opts(const struct history_args *a, struct fb_hist_opts *o, struct fb_err *err)
+{
+    *o = (struct fb_hist_opts){.k = a->k, .floor = a->floor / 100, .per_host = a->per_host};
+    if (a->size == NULL)
+        return FB_OK;
+    uint64_t bytes = 0;
+    enum fb_status st = fb_parse_size(a->size, "--size", &bytes, err);
+    if (st == FB_OK && bytes == 0)
+        st = fb_fail(err, FB_ERR_USAGE, "--size 0: give a size the runs measured, e.g. 1M");
+    o->size = bytes;
+    return st;
+}
+
+static enum fb_status show_history(const void *args, int npaths, char **paths, struct fb_err *err)
+{
+    const struct history_args *a = args;
+    if (npaths == 0)
+        return fb_fail(err, FB_ERR_USAGE, "history needs a results directory (results/) or result files; see fabric-report history --help");
+    struct fb_hist_opts o;
+    enum fb_status st = history_opts(a, &o, err);
+    if (st != FB_OK)
+        return st;
+    struct fb_result_set set;
+    st = fb_result_set_load((const char *const *)paths, npaths, &set, err);
+    if (st != FB_OK)
+        return st;
+    if (a->collective != NULL)
+        st = fb_result_set_filter(&set, a->collective, err);
+    struct fb_history h = {0};
+    if (st == FB_OK)
+        st = fb_history_build(&set, &o, &h, err);
+    if (st == FB_OK && a->json) {
+        json_object *doc = fb_history_json(&h);
+        print_json(doc);
+        json_object_put(doc);
+    } else if (st == FB_OK) {
+        struct fb_str text = {0};
+        fb_history_text(&h, &text);
+        print_str(stdout, &text);
+        fb_str_free(&text);
+    }
+    if (st == FB_OK && fb_history_latest_outlier(&h))
+        st = FB_VERDICT_DEGRADED;
+    fb_history_free(&h);
+    fb_result_set_free(&set);
+    return st;
+}
+
+static enum fb_status cmd_history(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct history_args a = {.k = 3, .floor = 80};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, show_history, err);
+}
+
+/* ---- html ---- */
+
+static const char html_help[] =
+    "usage: fabric-report html DIR...|RESULT.json... -o REPORT.html [--size S] [--k K] [--floor PCT]\n"
+    "         [--per-host] [--noise PCT] [--profiles DIR]\n"
+    "One self-contained page (inline CSS and SVG, nothing fetched; opens from a file):\n"
+    "the verdict of every result (as check gives it), the newest run of each cluster\n"
+    "compared at matching sizes with busBW-vs-size plots, the history of every series\n"
+    "with its outliers (as history finds them), and the checks of doctor documents and\n"
+    "verdicts of probe documents found in the directories. Written atomically.\n"
+    "Exit codes: 0 written, 1 internal error, 2 usage, 7 -o not writable, 10 input error.\n";
+
+struct html_args {
+    const char *output;
+    struct history_args hist;
+    double noise;
+    const char *profile_dirs[PROFILE_DIRS_MAX];
+    int nprofile_dirs;
+    int help;
+};
+
+#define HTML_ARG(f) offsetof(struct html_args, f)
+
+static const struct fb_opt html_options[] = {
+    {'o', "output", FB_OPT_STRING, HTML_ARG(output), "REPORT.html", "the page to write"},
+    {'s', "size", FB_OPT_STRING, HTML_ARG(hist.size), "S", "the history's reference size (default: the largest common size)"},
+    {'k', "k", FB_OPT_DOUBLE, HTML_ARG(hist.k), "K", "history outlier below median - K*MAD (default 3)", 0, 1000},
+    {0, "floor", FB_OPT_DOUBLE, HTML_ARG(hist.floor), "PCT", "... and below PCT % of the median (default 80)", 0, 100},
+    {0, "per-host", FB_OPT_FLAG, HTML_ARG(hist.per_host), NULL, "a history series per set of hosts the runs name"},
+    {'n', "noise", FB_OPT_DOUBLE, HTML_ARG(noise), "PCT", "the comparison's noise band in percent (default 5)", 0, 99.999},
+    PROFILES_OPTION(struct html_args),
+    HELP_OPTION(struct html_args),
+    FB_OPT_END,
+};
+
+static enum fb_status write_html(const void *args, int npaths, char **paths, struct fb_err *err)
+{
+    const struct html_args *a = args;
+    if (a->output == NULL)
+        return fb_fail(err, FB_ERR_USAGE, "html needs -o REPORT.html");
+    if (npaths == 0)
+        return fb_fail(err, FB_ERR_USAGE, "html needs a results directory (results/) or result files; see fabric-report html --help");
+    struct fb_html_opts o = {.out = a->output, .profile_dirs = a->profile_dirs, .nprofile_dirs = a->nprofile_dirs,
+                             .noise = a->noise / 100};
+    enum fb_status st = history_opts(&a->hist, &o.hist, err);
+    if (st == FB_OK)
+        st = fb_html_report((const char *const *)paths, npaths, &o, err);
+    if (st == FB_OK)
+        printf("wrote %s\n", a->output);
+    return st;
+}
+
+static enum fb_status cmd_html(const struct fb_opts_ctx *ctx, int argc, char **argv, struct fb_err *err)
+{
+    struct html_args a = {.hist = {.k = 3, .floor = 80}, .noise = 5};
+    return parse_and_run(ctx, argc, argv, &a, &a.help, write_html, err);
+}
+
 static const struct fb_subcmd commands[] = {
     {"check", check_options, check_help, cmd_check},
     {"compare", compare_options, compare_help, cmd_compare},
@@ -1013,6 +1162,8 @@ static const struct fb_subcmd commands[] = {
     {"transport", transport_options, transport_help, cmd_transport},
     {"profiles", profiles_options, profiles_help, cmd_profiles},
     {"export", export_options, export_help, cmd_export},
+    {"history", history_options, history_help, cmd_history},
+    {"html", html_options, html_help, cmd_html},
     {NULL},
 };
 
@@ -1041,6 +1192,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "fabric-report %s: %s\n", cmd->name, err.msg);
         return (int)st;
     }
-    fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline, transport, profiles or export (fabric-report --help)\n", argv[1]);
+    fprintf(stderr, "fabric-report: unknown command '%s'; use check, compare, import, plot, baseline, transport, profiles, export, history or html (fabric-report --help)\n", argv[1]);
     return FB_ERR_USAGE;
 }

@@ -78,7 +78,7 @@ static void test_a_series_is_given_once(void)
                                    (const char *)NULL), FB_OK);
     CHECK_INT(x.nsamples, 3);
     CHECK_INT(x.duplicates, 1);
-    CHECK(x.samples[0].value == 1);
+    CHECK(x.samples[0].value == 2); /* the later document wins */
     CHECK_STR(x.samples[2].labels, "cluster=\"a\"");
     fb_export_free(&x);
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# fabric-report html on a results tree made of real runs (fabric-coll for
+# clusters A and B, a fabric-rdma probe, a fabric-doctor node check): the
+# page parses, has its sections, one SVG per plot with a point per size or
+# run, the verdicts check gives, the history's outlier, and a hostile cluster
+# name as text; then headless Chromium opens it from its file, offline: no
+# console error, no request but the file, SVGs with a size. The screenshot is
+# kept as build/test-artifacts/report-html.png.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/report/results-tree.sh
+. "$(dirname "$0")/results-tree.sh"
+
+R=$FB_BIN/fabric-report
+command -v jq >/dev/null || { skip "html report" "jq is not installed"; exit 0; }
+mkdir -p "$T_DIR/raw"
+if ! real_runs A 1 "$T_DIR/raw" || ! real_runs B 3 "$T_DIR/raw"; then
+  not_ok "fabric-coll runs for the report tree" "a 2-rank all_reduce did not run"
+  exit 0
+fi
+# A: copies of its first real run at 100, 96 and 104 % (a steady history:
+# repeats on this shared box spread by up to 30 %), then one at 30 % (the
+# outlier). B: its three real runs as measured (too few to judge). C: a copy
+# of B's first run with wrong elements (FAIL). hostile: one run whose
+# cluster name is markup.
+HOSTILE='<script>alert(1)</script>'
+TREE=$T_DIR/results
+days=(01 02 03) factors=(1.00 0.96 1.04)
+for i in 0 1 2; do
+  place "$T_DIR/raw/A-1.json" "$TREE" A "${days[i]}" "${factors[i]}"
+  place "$T_DIR/raw/B-$((i + 1)).json" "$TREE" B "${days[i]}"
+done
+place "$T_DIR/raw/A-1.json" "$TREE" A 04 0.3
+place "$T_DIR/raw/B-1.json" "$TREE" C 04 1 '.rows[0].out_of_place.wrong = 3'
+place "$T_DIR/raw/B-1.json" "$TREE" hostile 05 1 ".cluster = \"$HOSTILE\""
+mkdir -p "$TREE/checks"
+timeout 60 "$FB_BIN/fabric-doctor" node -J "$TREE/checks/doctor.json" >/dev/null 2>&1
+fb_mpirun 3 "$FB_BIN/fabric-rdma" --transport tcp --pattern ring -D 0.2 -s 64K -J "$TREE/checks/probe.json" >/dev/null 2>&1
+if ! [ -s "$TREE/checks/doctor.json" ] || ! [ -s "$TREE/checks/probe.json" ]; then
+  not_ok "fabric-doctor and fabric-rdma documents for the tree" "one did not run"
+fi
+
+PAGE=$T_DIR/report.html
+mkdir -p "$T_DIR/report.d"
+echo "an older report" >"$PAGE"
+expect_exit "html writes the page" 0 "$R" html "$TREE" -o "$PAGE"
+expect_grep "... and says where" "^wrote $PAGE\$" "$T_OUT"
+expect_grep "the page replaced the older file" '^<!DOCTYPE html>' "$PAGE"
+if ls "$T_DIR"/.report.html* "$T_DIR"/report.html.* >/dev/null 2>&1; then
+  not_ok "no temporary file left beside the page" "$(ls -a "$T_DIR")"
+else
+  ok "no temporary file left beside the page"
+fi
+/usr/bin/python3 "$FB_ROOT/tests/report/check-html.py" "$PAGE" "$HOSTILE" 5
+
+expect_exit "html --per-host writes the page" 0 "$R" html --per-host "$TREE" -o "$T_DIR/per-host.html"
+expect_grep "... with a history series per set of hosts" '<h3>A all_reduce \(mpi, 2 ranks, on [^<]+\)</h3>' "$T_DIR/per-host.html"
+
+expect_error "html without -o" 2 'html needs -o REPORT.html' "fabric-report html" "$R" html "$TREE"
+expect_error "html onto a directory" 7 'report.d' "fabric-report html" "$R" html "$TREE" -o "$T_DIR/report.d"
+
+# ---- in a browser ----
+if [ ! -x /usr/bin/chromium ]; then
+  not_ok "chromium installed" "apt-get install chromium (scripts/install-deps.sh)"
+  exit 0
+fi
+if ! [ -f "$FB_ROOT/tests/node_modules/playwright-core/package.json" ] ||
+  ! [ "$FB_ROOT/tests/node_modules/.package-lock.json" -nt "$FB_ROOT/tests/package-lock.json" ]; then
+  if ! (cd "$FB_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T_DIR/npm.log" 2>&1; then
+    not_ok "npm ci in tests/ (playwright-core)" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
+    exit 0
+  fi
+fi
+ART=$FB_BUILD/test-artifacts
+mkdir -p "$ART"
+(cd "$FB_ROOT/tests" && timeout 120 node report/render-html.mjs "$PAGE" "$ART/report-html.png") >"$T_DIR/browser.json" 2>"$T_DIR/browser.err"
+rc=$?
+if [ "$rc" -eq 3 ]; then
+  skip "the page in headless Chromium" "$(head -1 "$T_DIR/browser.err")"
+  exit 0
+elif [ "$rc" -ne 0 ]; then
+  not_ok "the page opens in headless Chromium" "exit $rc: $(tail -3 "$T_DIR/browser.err" | tr '\n' ' ')"
+  exit 0
+fi
+ok "the page opens in headless Chromium"
+B=$T_DIR/browser.json
+jq_is "no console errors" "$B" '.console_errors + .page_errors' '[]'
+jq_is "no request but the file itself" "$B" '.requests' "[\"file://$PAGE\"]"
+jq_is "every SVG has a non-zero box" "$B" '[.svgs[] | select(.width > 0 and .height > 0)] | length' 5
+jq_is "... of the five plots" "$B" '.svgs | length' 5
+jq_is "the page title" "$B" '.title' '"fabric-bench report"'
+if [ "$(head -c 8 "$ART/report-html.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+  ok "the screenshot is a PNG (build/test-artifacts/report-html.png)"
+else
+  not_ok "the screenshot is a PNG (build/test-artifacts/report-html.png)" "not written"
+fi
