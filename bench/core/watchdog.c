@@ -165,6 +165,28 @@ static int pick_culprit(struct fb_watchdog *wd, double now, int fallback)
     return best;
 }
 
+/* Where to say the job stopped. A rank that went silent last reported a
+ * place up to a heartbeat (more on a loaded host) before it stopped, which
+ * may be a step the others have long left (set-up, an earlier size); the
+ * operation that did not complete is then the one the live ranks wait in:
+ * the place of the live rank furthest behind, when the culprit is behind it. */
+static const struct heartbeat *silent_culprit_place(struct fb_watchdog *wd, double now,
+                                                    int culprit)
+{
+    const struct heartbeat *at = &wd->peers[culprit].hb;
+    if (now - wd->peers[culprit].last_seen <= STALE_S)
+        return at;
+    const struct heartbeat *live = NULL;
+    for (int r = 0; r < wd->w->size; r++) {
+        const struct peer *p = &wd->peers[r];
+        if (r == culprit || p->hb.done || now - p->last_seen > STALE_S)
+            continue;
+        if (live == NULL || behind(&p->hb, live))
+            live = &p->hb;
+    }
+    return live != NULL && behind(at, live) ? live : at;
+}
+
 static void *exit_later(void *arg)
 {
     (void)arg;
@@ -181,7 +203,7 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
     struct heartbeat me;
     snapshot(wd, &me, now);
     /* Rank 0 knows where the culprit is: that is the place to name. */
-    const struct heartbeat *at = wd->w->rank == 0 ? &wd->peers[culprit].hb : &me;
+    const struct heartbeat *at = wd->w->rank == 0 ? silent_culprit_place(wd, now, culprit) : &me;
     if (strcmp(at->phase, "start") != 0 && at->phase[0] != '\0')
         snprintf(where, sizeof where, " (%s iteration %lld)", at->phase, (long long)at->iteration);
     snprintf(message, sizeof message, "%s%s did not complete within %.0f s (rank %d on %s)",
