@@ -415,15 +415,18 @@ fi
 # (launch/capacity.jq); a user who may not list nodes gets a note instead.
 capacity_gate() {
   local nodes pods lines free=0 why=() node state
+  # Each call within --wait (30 s at most): a stalled API server is named
+  # as soon as the wait would name it.
+  local bound=$((wait_s < 30 ? (wait_s > 1 ? wait_s : 1) : 30))
   fb_mktemp nodes
   fb_mktemp pods
   for what in nodes pods; do
     local out=$nodes args=(get nodes -o json)
     [ "$what" = pods ] && out=$pods args=(get pods -A -o json)
-    timeout -k 2 30 "${kubectl[@]}" "${args[@]}" >"$out" 2>"$FB_LAUNCH_ERR"
+    timeout -k 2 "$bound" "${kubectl[@]}" "${args[@]}" >"$out" 2>"$FB_LAUNCH_ERR"
     case $? in
       0) ;;
-      124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get $what did not answer within 30s: check the API server (kubectl cluster-info)" ;;
+      124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get $what did not answer within ${bound}s: check the API server (kubectl cluster-info) and the context (kubectl config current-context)" ;;
       *)
         if grep -qi 'forbidden' "$FB_LAUNCH_ERR"; then
           fb_info "free GPU nodes not checked: kubectl get $what is forbidden to this user (--no-capacity-check silences this)"
@@ -438,8 +441,11 @@ capacity_gate() {
   local mine others
   fb_mktemp mine
   fb_mktemp others
-  if timeout -k 2 30 "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json >"$mine" 2>/dev/null &&
-    jq -e '.items' "$mine" >/dev/null 2>&1; then
+  timeout -k 2 "$bound" "${kubectl[@]}" -n "$ns" get pods -l "$selector" -o json >"$mine" 2>/dev/null
+  case $? in
+    124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get pods did not answer within ${bound}s: check the API server (kubectl cluster-info) and the context (kubectl config current-context)" ;;
+  esac
+  if jq -e '.items' "$mine" >/dev/null 2>&1; then
     jq --slurpfile mine "$mine" --arg ns "$ns" \
       '([$mine[0].items[] | "\(.metadata.namespace // $ns)/\(.metadata.name)"]) as $own
        | .items |= map(select(("\(.metadata.namespace)/\(.metadata.name)" | IN($own[])) | not))' \
