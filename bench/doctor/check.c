@@ -36,6 +36,16 @@ void fb_outcome_keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
     vformat_line(why, len, fmt, ap);
 }
 
+void fb_outcome_append(enum fb_check_outcome *worst, char *buf, size_t len, size_t *used,
+                       const char *sep, size_t one_max, enum fb_check_outcome v,
+                       const char *fmt, va_list ap)
+{
+    char one[FB_CHECK_TEXT_MAX];
+    vsnprintf(one, one_max < sizeof one ? one_max : sizeof one, fmt, ap);
+    *worst = v > *worst ? v : *worst;
+    fb_strbuf_append(buf, len, used, "%s%s", *used ? sep : "", one);
+}
+
 void fb_check_set(struct fb_check *c, enum fb_check_outcome v, const char *fmt, ...)
 {
     va_list ap;

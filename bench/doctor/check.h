@@ -55,6 +55,13 @@ void fb_outcome_keep_worst(enum fb_check_outcome *kept, char *why, size_t len,
                            enum fb_check_outcome v, const char *fmt, va_list ap)
     __attribute__((format(printf, 5, 0)));
 
+/* Every finding kept, not only the worst: appends one (formatted into a
+ * line of at most `one_max` bytes) to buf after `sep`, and raises *worst
+ * to v when v is worse (a pod's or a node's findings, within a check). */
+void fb_outcome_append(enum fb_check_outcome *worst, char *buf, size_t len, size_t *used,
+                       const char *sep, size_t one_max, enum fb_check_outcome v,
+                       const char *fmt, va_list ap) __attribute__((format(printf, 8, 0)));
+
 void fb_check_fix(struct fb_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -89,13 +89,10 @@ static void ratio_bad(struct ratio_state *st, enum fb_check_outcome v, const cha
 
 static void ratio_bad(struct ratio_state *st, enum fb_check_outcome v, const char *fmt, ...)
 {
-    char one[384];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(one, sizeof one, fmt, ap);
+    fb_outcome_append(&st->worst, st->bad, sizeof st->bad, &st->bu, "; ", 384, v, fmt, ap);
     va_end(ap);
-    st->worst = v > st->worst ? v : st->worst;
-    fb_strbuf_append(st->bad, sizeof st->bad, &st->bu, "%s%s", st->bu ? "; " : "", one);
 }
 
 static void judge_node_ratio(json_object *node, const char *res, long long devices,

@@ -194,13 +194,10 @@ static void finding(struct pod_finding *f, enum fb_check_outcome v, const char *
 /* All of a pod's findings are kept ("; "), the worst verdict with them. */
 static void finding(struct pod_finding *f, enum fb_check_outcome v, const char *fmt, ...)
 {
-    char one[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(one, sizeof one, fmt, ap);
+    fb_outcome_append(&f->v, f->why, sizeof f->why, &f->used, ", ", 256, v, fmt, ap);
     va_end(ap);
-    f->v = v > f->v ? v : f->v;
-    fb_strbuf_append(f->why, sizeof f->why, &f->used, "%s%s", f->used ? ", " : "", one);
 }
 
 /* An MTU for a network seen on another pod differs: "pod a 9000". */

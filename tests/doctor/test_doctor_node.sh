@@ -5,6 +5,9 @@
 # gets a sensible checklist and a valid document.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# verdict_line from here; its doctor() gives way to this script's own below.
+# shellcheck source=tests/doctor/common.sh
+. "$(dirname "$0")/common.sh"
 
 TREES=$FB_ROOT/tests/fixtures/doctor/node
 TOPO=$FB_ROOT/tests/fixtures/doctor/topo
@@ -19,16 +22,6 @@ doctor() { env -i PATH="$PATH" "${DR_ENV[@]}" "$FB_BIN/fabric-doctor" "$@"; }
 copy_tree() {
   TREE=$T_DIR/tree-$RANDOM$RANDOM
   cp -a "$TREES/$1" "$TREE"
-}
-
-# verdict_line NAME CHECK VERDICT REGEX: the checklist has "VERDICT  CHECK ... REGEX".
-verdict_line() {
-  local name=$1 check=$2 verdict=$3 regex=$4
-  if grep -Eq "^$verdict +$check +.*$regex" "$T_OUT"; then
-    ok "$name"
-  else
-    not_ok "$name" "no '$verdict $check ...$regex' line (exit $T_RC): $(grep -E "^[A-Z]+ +$check " "$T_OUT")"
-  fi
 }
 
 # broken NAME CODE CHECK VERDICT REGEX ARGS...: runs, checks exit and line.
