@@ -20,6 +20,7 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { ajv, ajvErrors, loadCrdSchemas, strictify } from "./schemas.mjs";
+import { tap } from "./tap.mjs";
 
 // NAMEs (<variant>.<fabric>) limit the checks to those renders; the others
 // are still read, for the comparisons between packagings.
@@ -30,24 +31,7 @@ if (!renderDir || !manifestsDir) {
   process.exit(2);
 }
 
-let failures = 0;
-function report(name, problems) {
-  if (problems.length === 0) console.log(`ok - ${name}`);
-  else {
-    failures++;
-    console.log(`not ok - ${name}: ${problems.slice(0, 4).join("; ")}`);
-  }
-}
-// check(NAME, fn): fn returns a list of problems (strings), or throws.
-function check(name, fn) {
-  let problems;
-  try {
-    problems = fn() || [];
-  } catch (e) {
-    problems = [`threw ${e.message}`];
-  }
-  report(name, problems);
-}
+const { report, check, exitCode } = tap(4);
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 // ---- schemas ---------------------------------------------------------------
@@ -575,4 +559,4 @@ if (wanted("cluster.gke-tcpxo")) check("cluster.gke-tcpxo: eight Device Networks
   return p;
 });
 
-process.exit(failures ? 1 : 0);
+process.exit(exitCode());

@@ -25,24 +25,9 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { ajv, ajvErrors, loadCrdSchemas, strictify } from "./schemas.mjs";
+import { tap } from "./tap.mjs";
 
-let failures = 0;
-function report(name, problems) {
-  if (problems.length === 0) console.log(`ok - ${name}`);
-  else {
-    failures++;
-    console.log(`not ok - ${name}: ${problems.slice(0, 6).join("; ")}`);
-  }
-}
-function check(name, fn) {
-  let problems;
-  try {
-    problems = fn() || [];
-  } catch (e) {
-    problems = [`threw ${e.message}`];
-  }
-  report(name, problems);
-}
+const { report, check, exitCode } = tap(6);
 const loadAll = (file) => YAML.parseAllDocuments(fs.readFileSync(file, "utf8"))
   .map((d) => d.toJS()).filter(Boolean);
 const find = (objs, kind, name) =>
@@ -358,4 +343,4 @@ else {
   console.error("usage: node kyverno.mjs validate POLICY... | prepare POLICY TRIGGER OUT_DIR | compare MUTATED TRIGGER OVERLAY");
   process.exit(2);
 }
-process.exit(failures ? 1 : 0);
+process.exit(exitCode());
