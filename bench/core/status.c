@@ -43,6 +43,7 @@ const char *fb_status_name(enum fb_status code)
     case FB_VERDICT_INCOMPLETE: return "incomplete";
     case FB_DOCTOR_WARN: return "warn";
     case FB_DOCTOR_FAIL: return "fail";
+    case FB_SCAN_SUSPECTS: return "suspects";
     case FB_EXIT_SIGINT: return "interrupted";
     case FB_EXIT_SIGTERM: return "terminated";
     }

@@ -26,6 +26,8 @@ enum fb_status {
     FB_VERDICT_TCP_FALLBACK = 21,
     FB_VERDICT_FAIL = 22,
     FB_VERDICT_INCOMPLETE = 23,
+    /* fabric-scan */
+    FB_SCAN_SUSPECTS = 24, /* the scan named slow or failed nodes or links */
     /* fabric-doctor */
     FB_DOCTOR_WARN = 30,
     FB_DOCTOR_FAIL = 31,

@@ -1,0 +1,208 @@
+/* The NCCL scan engine (scan/engine.h): one communicator per test, built
+ * without blocking so that a peer that never joins costs the deadline and
+ * an ncclCommAbort, not the scan. */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "nccl/collective.h"
+#include "scan/engine.h"
+
+struct nccl_state {
+    int device;
+    float *send, *recv;
+    size_t count;
+    cudaStream_t stream;
+};
+
+static enum fb_status nccl_available(struct fb_err *err)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
+        return fb_fail(err, FB_ERR_UNAVAIL, "no GPU visible: --backend nccl needs one; use --backend mpi");
+    return FB_OK;
+}
+
+static enum fb_status cuda_ok(cudaError_t rc, const char *call, struct fb_err *err)
+{
+    if (rc == cudaSuccess)
+        return FB_OK;
+    return fb_fail(err, rc == cudaErrorMemoryAllocation ? FB_ERR_MEMORY : FB_ERR_RUNTIME, "%s: %s", call,
+                   cudaGetErrorString(rc));
+}
+
+static enum fb_status fill_ones(struct nccl_state *s, struct fb_err *err)
+{
+    float *host = malloc(s->count * sizeof *host);
+    if (host == NULL)
+        return fb_fail(err, FB_ERR_MEMORY, "out of host memory for %zu floats", s->count);
+    for (size_t i = 0; i < s->count; i++)
+        host[i] = 1.0f;
+    enum fb_status st = cuda_ok(cudaMemcpy(s->send, host, s->count * sizeof *host, cudaMemcpyHostToDevice),
+                                "cudaMemcpy", err);
+    free(host);
+    return st;
+}
+
+static enum fb_status nccl_init(struct scan_engine *e, const struct fb_world *w, size_t bytes,
+                                struct fb_err *err)
+{
+    struct nccl_state *s = calloc(1, sizeof *s);
+    int ndev = 0;
+    if (s == NULL)
+        return fb_fail(err, FB_ERR_MEMORY, "out of memory");
+    e->state = s;
+    e->w = w;
+    MPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+    s->count = bytes / sizeof(float) < 1 ? 1 : bytes / sizeof(float);
+    if (cuda_ok(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", err) != FB_OK)
+        return err->code;
+    s->device = w->local_rank % ndev;
+    if (cuda_ok(cudaSetDevice(s->device), "cudaSetDevice", err) != FB_OK ||
+        cuda_ok(cudaMalloc((void **)&s->send, s->count * sizeof(float)), "cudaMalloc", err) != FB_OK ||
+        cuda_ok(cudaMalloc((void **)&s->recv, s->count * sizeof(float)), "cudaMalloc", err) != FB_OK ||
+        cuda_ok(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate", err) != FB_OK)
+        return err->code;
+    return fill_ones(s, err);
+}
+
+/* The lowest rank of the test makes the id and sends it to the others. */
+static int share_id(const struct fb_world *w, const int *ranks, int nranks, int tag, ncclUniqueId *id,
+                    double deadline, char *error, size_t len)
+{
+    if (ranks[0] != w->rank) {
+        MPI_Request req;
+        MPI_Irecv(id, sizeof *id, MPI_BYTE, ranks[0], tag, w->comm, &req);
+        return scan_wait_requests(1, &req, deadline, error, len);
+    }
+    if (ncclGetUniqueId(id) != ncclSuccess) {
+        snprintf(error, len, "ncclGetUniqueId failed");
+        return -1;
+    }
+    MPI_Request req[64];
+    int n = 0;
+    for (int i = 1; i < nranks && n < 64; i++)
+        MPI_Isend(id, sizeof *id, MPI_BYTE, ranks[i], tag, w->comm, &req[n++]);
+    return scan_wait_requests(n, req, deadline, error, len);
+}
+
+/* Polls until the communicator's pending work is done (ncclSuccess), it
+ * failed, or the deadline passed (ncclInProgress). */
+static ncclResult_t wait_comm(ncclComm_t comm, double deadline)
+{
+    struct timespec pause = {0, 50 * 1000};
+    ncclResult_t state = ncclInProgress;
+    while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress && fb_now() < deadline)
+        nanosleep(&pause, NULL);
+    return state;
+}
+
+/* Polls the stream as wait_comm polls the communicator: 1 done, 0 timed
+ * out, -1 failed. */
+static int wait_stream(const struct nccl_state *s, ncclComm_t comm, double deadline, char *error, size_t len)
+{
+    struct timespec pause = {0, 50 * 1000};
+    for (;;) {
+        ncclResult_t async = ncclSuccess;
+        cudaError_t q = cudaStreamQuery(s->stream);
+        if (q == cudaSuccess)
+            return 1;
+        ncclCommGetAsyncError(comm, &async);
+        if ((q != cudaErrorNotReady) || (async != ncclSuccess && async != ncclInProgress)) {
+            snprintf(error, len, "%s", q != cudaErrorNotReady ? cudaGetErrorString(q) : ncclGetErrorString(async));
+            return -1;
+        }
+        if (fb_now() > deadline)
+            return 0;
+        nanosleep(&pause, NULL);
+    }
+}
+
+static int run_iterations(struct nccl_state *s, ncclComm_t comm, int iters, double deadline, char *error,
+                          size_t len)
+{
+    for (int i = 0; i < iters; i++) {
+        ncclResult_t rc = ncclAllReduce(s->send, s->recv, s->count, ncclFloat, ncclSum, comm, s->stream);
+        if (rc != ncclSuccess && rc != ncclInProgress) {
+            snprintf(error, len, "ncclAllReduce: %s", ncclGetErrorString(rc));
+            return -1;
+        }
+    }
+    return wait_stream(s, comm, deadline, error, len);
+}
+
+static int join(ncclComm_t *comm, const struct fb_world *w, const int *ranks, int nranks,
+                const ncclUniqueId *id, double deadline, char *error, size_t len)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    int me = 0;
+    while (ranks[me] != w->rank)
+        me++;
+    ncclResult_t rc = ncclCommInitRankConfig(comm, nranks, *id, me, &config);
+    if (rc == ncclInProgress)
+        rc = wait_comm(*comm, deadline);
+    if (rc == ncclSuccess)
+        return 1;
+    snprintf(error, len, "ncclCommInitRankConfig: %s", ncclGetErrorString(rc));
+    return rc == ncclInProgress ? 0 : -1;
+}
+
+static void nccl_test(struct scan_engine *e, const int *ranks, int nranks, int tag,
+                      const struct scan_params *p, double deadline, struct scan_report *out)
+{
+    struct nccl_state *s = e->state;
+    const struct fb_world *w = e->w;
+    ncclUniqueId id;
+    ncclComm_t comm = NULL;
+    double start = fb_now(), t0 = start;
+    memset(out, 0, sizeof *out);
+    out->busbw = -1;
+    cudaSetDevice(s->device);
+    int rc = share_id(w, ranks, nranks, tag, &id, deadline, out->error, sizeof out->error);
+    if (rc == 1)
+        rc = join(&comm, w, ranks, nranks, &id, deadline, out->error, sizeof out->error);
+    if (rc == 1 && p->warmup > 0)
+        rc = run_iterations(s, comm, p->warmup, deadline, out->error, sizeof out->error);
+    if (rc == 1) {
+        t0 = fb_now();
+        rc = run_iterations(s, comm, p->iters, deadline, out->error, sizeof out->error);
+    }
+    double timed = fb_now() - t0;
+    out->seconds = fb_now() - start;
+    out->status = rc == 1 ? SCAN_OK : rc == 0 ? SCAN_TIMEOUT : SCAN_FAILED;
+    if (rc == 1 && p->iters > 0 && timed > 0)
+        out->busbw = fb_busbw_GBps(fb_collective_find("all_reduce"), s->count * sizeof(float),
+                                   timed / p->iters, nranks);
+    if (rc == 0 && out->error[0] == '\0')
+        snprintf(out->error, sizeof out->error, "no progress within the test's bound");
+    if (comm != NULL && rc == 1)
+        ncclCommDestroy(comm);
+    else if (comm != NULL) { /* a stream stuck on an aborted communicator is left behind */
+        ncclCommAbort(comm);
+        cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+    }
+}
+
+static void nccl_fini(struct scan_engine *e)
+{
+    struct nccl_state *s = e->state;
+    if (s != NULL) {
+        cudaFree(s->send);
+        cudaFree(s->recv);
+    }
+    free(s);
+    e->state = NULL;
+}
+
+const struct scan_engine_ops scan_engine_nccl = {
+    .name = "nccl",
+    .available = nccl_available,
+    .init = nccl_init,
+    .test = nccl_test,
+    .fini = nccl_fini,
+};
