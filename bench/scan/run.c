@@ -99,7 +99,8 @@ static enum fb_status follow_orders(struct scan_run *r, struct fb_err *err)
         run_order(r, &o, &rep);
         MPI_Isend(&rep, sizeof rep, MPI_BYTE, 0, TAG_REPORT, r->w.comm, &req);
         if (scan_wait_requests(1, &req, fb_now() + order_wait_s(r), why, sizeof why) != 1)
-            return fb_fail(err, FB_ERR_TIMEOUT, "rank 0 (%s) took no report for %.0f s: the coordinator is lost",
+            return fb_fail(err, FB_ERR_TIMEOUT, "rank 0 (%s), the scan's coordinator, took no report for %.0f s: it is lost "
+                           "(killed, stopped or cut off); its results file holds the rounds it finished",
                            r->w.hosts[0], order_wait_s(r));
     }
 }
@@ -457,7 +458,7 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
         sleep(60);
         _exit(0);
     }
-    if (st == FB_ERR_TIMEOUT)
-        _exit((int)st); /* the coordinator is lost: MPI_Finalize would wait for it */
+    if (st == FB_ERR_TIMEOUT) /* the coordinator is lost: MPI_Finalize would wait for it */
+        MPI_Abort(r->w.comm, (int)st);
     MPI_Finalize();
 }

@@ -54,18 +54,18 @@ void scan_classify(struct scan_test *tests, int ntests, double threshold)
 static int partner(const struct scan_test *t, int x) { return t->a == x ? t->b : t->a; }
 static int involves(const struct scan_test *t, int x) { return !is_alone(t) && (t->a == x || t->b == x); }
 
-/* "with HOST: 0.41 GB/s, 0.09x the fleet median" or "with HOST: timeout (why)" */
+/* "HOST: 0.41 GB/s, 0.09x the fleet median 4.6 GB/s" or "HOST: timeout (why)" */
 static void describe_test(const struct scan_test *t, int x, double median, const char *const *names,
                           char *out, size_t len)
 {
     const char *peer = names[partner(t, x)];
     if (measured(t) && median > 0)
-        snprintf(out, len, "with %s: %.3g GB/s, %.2fx the fleet median %.3g GB/s", peer, t->busbw,
+        snprintf(out, len, "%s: %.3g GB/s, %.2fx the fleet median %.3g GB/s", peer, t->busbw,
                  t->busbw / median, median);
     else if (t->error[0])
-        snprintf(out, len, "with %.64s: %s (%.160s)", peer, scan_status_name(t->status), t->error);
+        snprintf(out, len, "%.64s: %s (%.160s)", peer, scan_status_name(t->status), t->error);
     else
-        snprintf(out, len, "with %s: %s", peer, scan_status_name(t->status));
+        snprintf(out, len, "%s: %s", peer, scan_status_name(t->status));
 }
 
 static enum scan_verdict verdict_of(const struct scan_test *t)
@@ -125,13 +125,13 @@ static void judge_fast(const struct scan_test *tests, int ntests, double median,
     if (second != NULL && first != NULL) {
         char earlier[SCAN_TEXT_MAX];
         describe_test(first, x, median, names, earlier, sizeof earlier);
-        snprintf(n->reason, sizeof n->reason, "%s against known-good %.200s; first pass %.200s",
+        snprintf(n->reason, sizeof n->reason, "%s with known-good %.200s; first pass with %.200s",
                  decides->status == SCAN_OK ? "cleared" : scan_verdict_name(n->verdict), what, earlier);
     } else if (second != NULL) {
-        snprintf(n->reason, sizeof n->reason, "%s against known-good %.200s",
+        snprintf(n->reason, sizeof n->reason, "%s with known-good %.200s",
                  decides->status == SCAN_OK ? "cleared" : scan_verdict_name(n->verdict), what);
     } else {
-        snprintf(n->reason, sizeof n->reason, "%.200s (no known-good node to isolate it)", what);
+        snprintf(n->reason, sizeof n->reason, "first pass with %.200s (no known-good node left to isolate it)", what);
     }
     if (n->verdict == SCAN_NODE_PASS && second == NULL)
         n->reason[0] = '\0';
@@ -174,7 +174,7 @@ static void judge_exhaustive(const struct scan_test *tests, int ntests, double m
     char what[SCAN_TEXT_MAX];
     describe_test(example, x, median, names, what, sizeof what);
     n->verdict = nfail > nslow ? SCAN_NODE_FAILED : SCAN_NODE_SLOW;
-    snprintf(n->reason, sizeof n->reason, "%d of %d pair tests %s (%d slow, %d failed); e.g. %.200s",
+    snprintf(n->reason, sizeof n->reason, "%d of %d pair tests %s (%d slow, %d failed); e.g. with %.200s",
              nslow + nfail, ntest, n->verdict == SCAN_NODE_FAILED ? "failed" : "bad", nslow, nfail, what);
 }
 
