@@ -1,6 +1,6 @@
 /* The export model and its readers: each document kind is one row of
  * `kinds`, a test that recognises it and a reader that adds its samples
- * and test cases. A new kind (a scan document, say) is a new row. */
+ * and test cases. A new kind is a new row. */
 #include "report/export.h"
 
 #include <math.h>
@@ -25,11 +25,17 @@ static const struct fb_export_family_desc families[FB_FAM_COUNT] = {
     [FB_FAM_TIME] = {"fabric_bench_time_seconds", "seconds",
                      "Time of one collective operation of the repetition with the best bus bandwidth."},
     [FB_FAM_VERDICT] = {"fabric_bench_verdict", NULL,
-                        "fabric-report verdict as its exit code: 0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE."},
+                        "fabric-report verdict as its exit code: 0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE; fabric-scan: 0 PASS, 24 SUSPECTS."},
     [FB_FAM_DOCTOR_CHECK] = {"fabric_bench_doctor_check", NULL,
                              "fabric-doctor check outcome: 0 ok, 1 warn, 2 fail, 3 skip."},
     [FB_FAM_PROBE_BW] = {"fabric_bench_probe_bandwidth_bytes_per_second", "bytes_per_second",
                          "Average bandwidth fabric-rdma measured on one link (source to destination) at one size."},
+    [FB_FAM_SCAN_NODE] = {"fabric_bench_scan_node_verdict", NULL,
+                          "fabric-scan verdict of one node: 0 pass, 1 slow, 2 failed, 3 untested."},
+    [FB_FAM_SCAN_NODE_BW] = {"fabric_bench_scan_node_busbw_bytes_per_second", "bytes_per_second",
+                             "Bus bandwidth of a node in a fabric-scan: alone (intra-node) or its best pair test."},
+    [FB_FAM_SCAN_SUSPECTS] = {"fabric_bench_scan_suspects", NULL,
+                              "Nodes and links a fabric-scan named slow or failed."},
 };
 
 const struct fb_export_family_desc *fb_export_family(enum fb_export_family f)
@@ -189,6 +195,7 @@ static bool is_result_kind(json_object *doc, const char *kind)
 static bool is_collective(json_object *doc) { return is_result_kind(doc, "collective"); }
 static bool is_doctor(json_object *doc) { return is_result_kind(doc, "doctor"); }
 static bool is_probe(json_object *doc) { return fb_is_probe_doc(doc); }
+static bool is_scan(json_object *doc) { return is_result_kind(doc, "scan"); }
 
 static bool is_check(json_object *doc)
 {
@@ -430,6 +437,93 @@ static enum fb_status read_probe(json_object *doc, const struct export_in *in, s
     return st;
 }
 
+/* ---- fabric-scan ---- */
+
+static int scan_verdict_code(const char *verdict)
+{
+    static const char *const names[] = {"pass", "slow", "failed", "untested"};
+    for (int i = 0; verdict != NULL && i < 4; i++)
+        if (strcmp(verdict, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static enum fb_status add_scan_figure(const struct export_in *in, json_object *node, const char *member,
+                                      const char *test, const char *const *who, struct fb_err *err)
+{
+    double gbps = NAN;
+    if (!fb_json_get_double(node, member, &gbps) || isnan(gbps))
+        return FB_OK; /* not measured: no sample rather than a zero */
+    return fb_export_add_sample(in->x, FB_FAM_SCAN_NODE_BW, gbps * 1e9, err, "cluster", who[0], "host", who[1],
+                                "node", who[2], "rack", who[3], "test", test, (const char *)NULL);
+}
+
+/* One node: its verdict and figures as samples, and a test case whose
+ * message is the scan's evidence. */
+static enum fb_status read_scan_node(json_object *node, const struct export_in *in, const char *cluster,
+                                     const char *suite, struct fb_err *err)
+{
+    const char *host = fb_json_get_string(node, "host"), *verdict = fb_json_get_string(node, "verdict");
+    int code = scan_verdict_code(verdict);
+    if (host == NULL || code < 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s: a scan node needs a \"host\" and a \"verdict\" of pass, slow, failed "
+                       "or untested (docs/schema/scan.schema.json)", in->path);
+    const char *who[4] = {cluster, host, fb_json_get_string(node, "node"), fb_json_get_string(node, "rack")};
+    enum fb_status st = fb_export_add_sample(in->x, FB_FAM_SCAN_NODE, code, err, "cluster", cluster, "host", host,
+                                             "node", who[2], "rack", who[3], "verdict", verdict,
+                                             (const char *)NULL);
+    if (st == FB_OK)
+        st = add_scan_figure(in, node, "alone_busbw_GBps", "alone", who, err);
+    if (st == FB_OK)
+        st = add_scan_figure(in, node, "best_pair_busbw_GBps", "pair", who, err);
+    const char *reason = fb_json_get_string(node, "reason");
+    struct fb_export_case c = {(char *)suite, (char *)host,
+                               code == 0 ? FB_CASE_PASSED : code == 3 ? FB_CASE_SKIPPED : FB_CASE_FAILED,
+                               (char *)verdict, 0, (char *)(reason ? reason : verdict),
+                               code == 1 || code == 2 ? "drain the node and look at its NICs, cables and GPUs; "
+                                                        "rescan with --mode exhaustive to tell the node from its links"
+                                                      : NULL};
+    return st == FB_OK ? fb_export_add_case(in->x, &c, err) : st;
+}
+
+static size_t array_length(json_object *a)
+{
+    return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+
+static enum fb_status read_scan(json_object *doc, const struct export_in *in, struct fb_err *err)
+{
+    json_object *nodes = fb_json_member(doc, "nodes"), *suspects = fb_json_member(doc, "suspects");
+    const char *cluster = fb_json_get_string(doc, "cluster");
+    const char *backend = fb_json_get_string(fb_json_member(doc, "config"), "backend");
+    if (!json_object_is_type(nodes, json_type_array))
+        return fb_fail(err, FB_ERR_INPUT, "%s: a scan document needs a \"nodes\" array "
+                       "(docs/schema/scan.schema.json); make it again with fabric-scan -J FILE", in->path);
+    char suite[512], count[24];
+    snprintf(suite, sizeof suite, "scan %s (%s)", cluster ? cluster : "?", in->path);
+    snprintf(count, sizeof count, "%zu", array_length(nodes));
+    enum fb_status st = FB_OK;
+    for (size_t i = 0; st == FB_OK && i < array_length(nodes); i++)
+        st = read_scan_node(json_object_array_get_idx(nodes, i), in, cluster, suite, err);
+    size_t ranks = 0;
+    for (size_t i = 0; i < array_length(nodes); i++)
+        ranks += array_length(fb_json_member(json_object_array_get_idx(nodes, i), "ranks"));
+    size_t named = array_length(fb_json_member(suspects, "nodes")) + array_length(fb_json_member(suspects, "links"));
+    if (st == FB_OK)
+        st = fb_export_add_sample(in->x, FB_FAM_SCAN_SUSPECTS, (double)named, err, "cluster", cluster, "backend",
+                                  backend, "nodes", count, (const char *)NULL);
+    bool complete = false;
+    fb_json_get_bool(doc, "complete", &complete);
+    const char *verdict = named > 0 ? "SUSPECTS" : complete ? "PASS" : "INCOMPLETE";
+    char reasons[160];
+    snprintf(reasons, sizeof reasons, "%zu of %s nodes and links named%s", named, count,
+             complete ? "" : "; the scan did not finish");
+    if (st == FB_OK)
+        st = add_verdict(in, cluster, "scan", backend, (long)array_length(nodes), (long)ranks, verdict,
+                         named > 0 ? FB_SCAN_SUSPECTS : complete ? 0 : FB_VERDICT_INCOMPLETE, reasons, err);
+    return st;
+}
+
 /* The kinds export reads. The reader does not take the document. */
 static const struct {
     bool (*is)(json_object *doc);
@@ -439,6 +533,7 @@ static const struct {
     {is_check, read_check},
     {is_probe, read_probe},
     {is_doctor, read_doctor},
+    {is_scan, read_scan},
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
@@ -461,7 +556,7 @@ static enum fb_status read_one(const char *path, bool named, const struct fb_pro
         x->documents++;
     } else if (named) {
         st = fb_fail(err, FB_ERR_INPUT, "%s: %s is no document export reads; give results (fabric-coll), "
-                     "fabric-report check --json, probe (fabric-rdma) or doctor (fabric-doctor -J) documents",
+                     "fabric-report check --json, probe (fabric-rdma), doctor (fabric-doctor -J) or scan (fabric-scan) documents",
                      path, fb_json_doc_kind(doc));
     }
     json_object_put(doc);
@@ -492,7 +587,7 @@ enum fb_status fb_export_load(const char *const *paths, int npaths, const struct
             st = read_one(paths[i], true, ps, x, err);
     }
     if (st == FB_OK && x->documents == 0)
-        st = fb_fail(err, FB_ERR_INPUT, "no results, check, probe or doctor documents in %s%s; give the files or "
+        st = fb_fail(err, FB_ERR_INPUT, "no results, check, probe, doctor or scan documents in %s%s; give the files or "
                      "the directories holding them", paths[0], npaths > 1 ? " and the rest" : "");
     return st;
 }

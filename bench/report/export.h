@@ -32,6 +32,9 @@ enum fb_export_family {
     FB_FAM_VERDICT,
     FB_FAM_DOCTOR_CHECK,
     FB_FAM_PROBE_BW,
+    FB_FAM_SCAN_NODE,
+    FB_FAM_SCAN_NODE_BW,
+    FB_FAM_SCAN_SUSPECTS,
     FB_FAM_COUNT,
 };
 

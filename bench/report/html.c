@@ -26,6 +26,8 @@ static const char page_css[] =
     ".v-FAIL,.v-TCP-FALLBACK,.d-fail,.h-outlier{color:#c00;font-weight:bold}"
     ".v-INCOMPLETE,.v-none,.d-skip,.h-few{color:#666}"
     "tr.outlier td{background:#fde8e8}"
+    ".s-slow,.s-timeout{background:#fff1d6}.s-failed{background:#fde8e8;font-weight:bold}"
+    ".s-untested{color:#666}table.matrix td{min-width:3em}"
     "svg.plot{display:block;margin:8px 0;border:1px solid #ddd}"
     "svg .t{font-size:15px;font-weight:bold}svg .xl{font-size:12px;text-anchor:middle}"
     "svg .yl{font-size:12px;text-anchor:end}svg .lg{font-size:12px}";

@@ -1,4 +1,4 @@
-/* Doctor and probe documents in the HTML report (html_docs.h). */
+/* Doctor, probe and scan documents in the HTML report (html_docs.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -71,12 +71,114 @@ static void render_probe(json_object *doc, const char *path, struct fb_str *out)
     fb_str_free(&text);
 }
 
+/* The pair figure of hosts i and j: the latest test between them, as
+ * "0.47" with the test's status as its class. NULL when none ran. */
+static json_object *scan_pair_test(json_object *tests, const char *a, const char *b)
+{
+    json_object *found = NULL;
+    for (size_t i = 0; i < json_object_array_length(tests); i++) {
+        json_object *t = json_object_array_get_idx(tests, i), *hosts = fb_json_member(t, "hosts");
+        if (!json_object_is_type(hosts, json_type_array) || json_object_array_length(hosts) != (b ? 2u : 1u))
+            continue;
+        const char *h0 = json_object_get_string(json_object_array_get_idx(hosts, 0));
+        const char *h1 = b ? json_object_get_string(json_object_array_get_idx(hosts, 1)) : NULL;
+        if (b == NULL ? strcmp(h0, a) == 0
+                      : (strcmp(h0, a) == 0 && strcmp(h1, b) == 0) || (strcmp(h0, b) == 0 && strcmp(h1, a) == 0))
+            found = t;
+    }
+    return found;
+}
+
+static void scan_matrix_cell(struct fb_str *out, json_object *t)
+{
+    if (t == NULL) {
+        fb_str_addf(out, "<td></td>");
+        return;
+    }
+    const char *status = fb_json_get_string(t, "status");
+    double gbps = -1;
+    char text[32] = "-", cls[32];
+    if (fb_json_get_double(t, "busbw_GBps", &gbps) && gbps >= 0)
+        snprintf(text, sizeof text, "%.3g", gbps);
+    snprintf(cls, sizeof cls, "n s-%s", status ? status : "none");
+    fb_str_addf(out, "<td class=\"%s\" title=\"", cls);
+    fb_html_escape(out, status ? status : "");
+    fb_str_addf(out, "\">");
+    fb_html_escape(out, text);
+    fb_str_addf(out, "</td>");
+}
+
+/* Past this many nodes the matrix would be a wall of cells: the named
+ * nodes' table says what matters. */
+#define SCAN_MATRIX_MAX 64
+
+/* Rows and columns are the hosts; a cell is the busBW (GB/s) of their
+ * latest pair test, the diagonal each node alone. */
+static void scan_matrix(json_object *nodes, json_object *tests, struct fb_str *out)
+{
+    size_t n = json_object_array_length(nodes);
+    fb_str_addf(out, "<table class=\"matrix\"><tr><th>busBW GB/s</th>");
+    for (size_t j = 0; j < n; j++)
+        cell(out, "th", NULL, fb_json_get_string(json_object_array_get_idx(nodes, j), "host"));
+    fb_str_addf(out, "</tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *a = fb_json_get_string(json_object_array_get_idx(nodes, i), "host");
+        fb_str_addf(out, "<tr>");
+        cell(out, "th", NULL, a);
+        for (size_t j = 0; j < n; j++) {
+            const char *b = fb_json_get_string(json_object_array_get_idx(nodes, j), "host");
+            scan_matrix_cell(out, a && b ? scan_pair_test(tests, a, i == j ? NULL : b) : NULL);
+        }
+        fb_str_addf(out, "</tr>\n");
+    }
+    fb_str_addf(out, "</table>\n");
+}
+
+/* fabric-scan: the verdict, the nodes it named with their evidence, and
+ * the node matrix. */
+static void render_scan(json_object *doc, const char *path, struct fb_str *out)
+{
+    doc_heading(doc, path, out);
+    json_object *nodes = fb_json_member(doc, "nodes"), *tests = fb_json_member(doc, "tests");
+    json_object *summary = fb_json_member(doc, "summary");
+    const char *verdict = fb_json_get_string(summary, "verdict");
+    if (!json_object_is_type(nodes, json_type_array) || !json_object_is_type(tests, json_type_array)) {
+        cell(out, "p", "v-none", "not a scan document fabric-report reads (no nodes or tests)");
+        return;
+    }
+    char line[160];
+    snprintf(line, sizeof line, "%zu nodes, %s mode: ", json_object_array_length(nodes),
+             fb_json_get_string(fb_json_member(doc, "config"), "mode") ? fb_json_get_string(fb_json_member(doc, "config"), "mode") : "?");
+    fb_str_addf(out, "<p>fabric-scan, ");
+    fb_html_escape(out, line);
+    cell(out, "span", verdict && strcmp(verdict, "pass") == 0 ? "v-PASS" : "v-FAIL", verdict ? verdict : "unknown");
+    fb_str_addf(out, "</p>\n<table><tr><th>host</th><th>node</th><th>verdict</th><th>evidence</th></tr>\n");
+    for (size_t i = 0; i < json_object_array_length(nodes); i++) {
+        json_object *x = json_object_array_get_idx(nodes, i);
+        const char *v = fb_json_get_string(x, "verdict");
+        if (v == NULL || strcmp(v, "pass") == 0)
+            continue;
+        char cls[32];
+        snprintf(cls, sizeof cls, "s-%s", v);
+        fb_str_addf(out, "<tr>");
+        cell(out, "td", NULL, fb_json_get_string(x, "host"));
+        cell(out, "td", NULL, fb_json_get_string(x, "node"));
+        cell(out, "td", cls, v);
+        cell(out, "td", NULL, fb_json_get_string(x, "reason"));
+        fb_str_addf(out, "</tr>\n");
+    }
+    fb_str_addf(out, "</table>\n");
+    if (json_object_array_length(nodes) <= SCAN_MATRIX_MAX)
+        scan_matrix(nodes, tests, out);
+}
+
 static const struct doc_kind {
     const char *kind, *title;
     doc_render render;
 } doc_kinds[] = {
     {"doctor", "Doctor checks", render_doctor},
     {"probe", "Link probes", render_probe},
+    {"scan", "Fleet scans", render_scan},
 };
 
 #define NKINDS (sizeof doc_kinds / sizeof doc_kinds[0])

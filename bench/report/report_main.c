@@ -943,8 +943,8 @@ static enum fb_status cmd_profiles(const struct fb_opts_ctx *ctx, int argc, char
 static const char export_help[] =
     "usage: fabric-report export --format openmetrics|prometheus|junit|ctrf FILE...|DIR... [-o FILE]\n"
     "         [--profiles DIR]\n"
-    "Results (fabric-coll), check (fabric-report check --json), probe (fabric-rdma) and doctor\n"
-    "(fabric-doctor -J) documents as metrics or test reports: openmetrics (OpenMetrics 1.0 text,\n"
+    "Results (fabric-coll), check (fabric-report check --json), probe (fabric-rdma), doctor\n"
+    "(fabric-doctor -J) and scan (fabric-scan) documents as metrics or test reports: openmetrics (OpenMetrics 1.0 text,\n"
     "for a Prometheus scrape), prometheus (the text format node-exporter's textfile collector\n"
     "reads: write it to DIR/NAME.prom), junit (JUnit XML), ctrf (CTRF JSON). Directories are\n"
     "searched for *.json; other JSON there is passed over. Results are judged as check judges them.\n"

@@ -171,8 +171,11 @@ static void fold_report(struct scan_test *t, const struct report_msg *rep, int r
 
 static void mark_lost(struct scan_run *r, int x, int round, struct scan_test *t)
 {
-    if (!node_lost(r, x))
+    if (!node_lost(r, x)) {
         r->nodes[x].lost_round = round;
+        fprintf(stderr, "fabric-scan: round %d: %s stopped answering (killed, stopped or cut off): failed; the scan goes on without it\n",
+                round, r->l.host[x]);
+    }
     r->abandoned = 1;
     if (t != NULL && t->status < SCAN_FAILED) {
         t->status = SCAN_FAILED;
@@ -448,9 +451,12 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
 {
     fflush(stdout);
     fflush(stderr);
-    if (r->w.rank == 0 && r->abandoned) {
+    if (r->w.rank == 0 && (r->abandoned || st != FB_OK)) {
         /* A stopped or half-finished rank would hold MPI_Finalize (and
-         * mpirun) forever; MPI_Abort ends every process, stopped ones too. */
+         * mpirun) forever; MPI_Abort ends every process, stopped ones too.
+         * It is also the one way the exit code reaches the shell: with
+         * orte_abort_on_non_zero_status 0, which lets the scan outlive a
+         * killed node, mpirun exits 0 whatever the ranks return. */
         MPI_Abort(r->w.comm, (int)st);
     }
     if (r->w.rank != 0 && st == FB_OK && r->abandoned) {
