@@ -35,7 +35,8 @@
 # pods never answers, as an API server that accepts and stalls), noannot
 # (pods without the fabric annotation), badhost (pod 1's host name is an ssh
 # option); FBL_FABRIC (pod annotation, tcp-baseline; set and empty: an empty
-# annotation), FBL_GPUS (GPU limit, "1").
+# annotation), FBL_GPUS (GPU limit, "1"), FBL_POD_NODES (the pods' nodes,
+# spec.nodeName: comma-separated, default gpu-node-K).
 set -uo pipefail
 set_name=${FBL_SET:-fbl}
 count=${FBL_COUNT:-2}
@@ -89,6 +90,14 @@ artifact() {
   return 1
 }
 
+# pod_node K: the node pod K runs on: the Kth of the comma-separated
+# FBL_POD_NODES, else gpu-node-K (the default node list's names).
+pod_node() {
+  local nodes=()
+  IFS=, read -r -a nodes <<<"${FBL_POD_NODES:-}"
+  echo "${nodes[$1]:-gpu-node-$1}"
+}
+
 pod_json() { # pod_json K: one pod object
   local k=$1
   local host="$set_name$((k + 1))" phase=Running sidecar_ready=true main_ready=true cond='[]'
@@ -111,10 +120,10 @@ pod_json() { # pod_json K: one pod object
   esac
   jq -n --arg name "$(pod_prefix)-$k" --arg host "$host" --arg phase "$phase" \
     --argjson sr "$sidecar_ready" --argjson mr "$main_ready" --argjson cond "$cond" \
-    --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" \
+    --arg node "$(pod_node "$k")" --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" \
     --argjson applied "$(applied_template)" '{
     metadata: ({name: $name} + if $scenario == "noannot" then {} else {annotations: {"fabric-bench/fabric": $fabric}} end),
-    spec: ({hostname: $host,
+    spec: ({hostname: $host, nodeName: $node,
       initContainers: [{name: "tcpxo-daemon", restartPolicy: "Always"}],
       containers: [{name: "fabric-bench", resources: {limits: {"nvidia.com/gpu": $gpus}}}]}
       + if $applied then {initContainers: ($applied.spec.initContainers // []),
