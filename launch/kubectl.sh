@@ -9,6 +9,9 @@
 #                                          workers derived from a training job's wiring
 #   launch/kubectl.sh derive --from KIND/NAME|--from-file FILE [-o yaml|json]
 #                                          print the derived workers, apply nothing
+#   launch/kubectl.sh scan [options] [-- fabric-scan options]
+#                                          a fleet scan (fabric-scan) over the
+#                                          workers, one per node; see "Scan" below
 #
 #   -n, --namespace NS    namespace of the pods (default fabric-bench)
 #   -l, --selector SEL    worker pods (default app.kubernetes.io/name=fabric-bench,
@@ -64,6 +67,23 @@
 #                         artifact's k8s.v1.cni.cncf.io/networks agrees
 #   -o, --output FMT      derive's format: yaml (default) or json
 #
+# Scan (docs/kubernetes-scan.md): fabric-scan over the selected workers,
+# one pod per node, each rank told its node (FABRIC_NODE_NAME, the pod's
+# spec.nodeName); the results document goes to results/<cluster>/<stamp>-scan.json.
+#   --mode fast|exhaustive  fabric-scan's --mode (default fast)
+#   --pool LABEL=VALUE    only the workers on nodes with that label (e.g.
+#                         cloud.google.com/gke-nodepool=a3-pool)
+#   --rack-label KEY      the node label that names a node's rack, read from
+#                         kubectl get nodes -o json (fabric-scan --topology;
+#                         default topology.kubernetes.io/zone); every scanned
+#                         node must carry it
+#   --no-racks            no racks: every node in one
+# It exits with fabric-scan's code, read from its results (mpirun, told to
+# go on past a rank's exit, exits 0 whatever the ranks did): 0 no suspects,
+# 24 suspects named (also when a lost node ended the run in MPI_Abort),
+# else mpirun's own code, or a launch error as below; 11 when fewer than
+# two workers are on nodes of the pool.
+#
 # Option values and the collective's arguments may not hold control
 # characters; --cluster is a label (letters, digits, '.', '_', '-'; not '.'
 # or '..'), as is FABRIC_CLUSTER; the kubectl context as the default label
@@ -101,6 +121,7 @@ read -r -a kubectl <<<"${KUBECTL:-kubectl}"
 FB_OPT_FABRIC="" # empty: the pods' annotation
 from="" from_file="" from_job="" image="" cpu=16 memory=64Gi keep=0 gpu_nics="" networks=""
 networks_given=0 capacity_check=1 output=yaml
+scan_mode=fast pool="" rack_label=topology.kubernetes.io/zone racks=1
 
 # shellcheck disable=SC2317 # called by fb_parse_options
 kubectl_option() {
@@ -129,6 +150,10 @@ kubectl_option() {
     --gpu-nics) fb_need_arg "$@"; gpu_nics=$2 ;;
     --networks) fb_need_arg "$@"; networks=$2 networks_given=1 ;;
     -o | --output) fb_need_arg "$@"; output=$2 ;;
+    --mode) fb_need_arg "$@"; scan_mode=$2 ;;
+    --pool) fb_need_arg "$@"; pool=$2 ;;
+    --rack-label) fb_need_arg "$@"; rack_label=$2 ;;
+    --no-racks) racks=0 FB_TAKEN=1 ;;
     --keep) keep=1 FB_TAKEN=1 ;;
     --no-capacity-check) capacity_check=0 FB_TAKEN=1 ;;
     *) FB_TAKEN=0 ;;
@@ -142,6 +167,11 @@ if [ "${1:-}" = derive ]; then
   fb_parse_options kubectl_option "${@:2}"
   set -- "${FB_REST[@]+"${FB_REST[@]}"}"
   [ $# -eq 0 ] || fb_die "$FB_EXIT_USAGE" "derive takes options only, got $(fb_shown "$1"): e.g. launch/kubectl.sh derive --from clustertrainingruntime/NAME"
+elif [ "${1:-}" = scan ]; then
+  # fabric-scan's own options follow a "--".
+  subcommand=scan
+  fb_parse_options kubectl_option "${@:2}"
+  set -- "${FB_REST[@]+"${FB_REST[@]}"}"
 fi
 
 k() { "${kubectl[@]}" "$@"; }
@@ -390,8 +420,33 @@ if [ "$subcommand" = derive ]; then
   exit 0
 fi
 
-fb_check_common kubectl.sh "$@"
-coll=$FB_COLLECTIVE
+# check_scan ARGS...: the scan's options and fabric-scan's; sets coll.
+check_scan() {
+  local a
+  for a in "$@"; do fb_check_text "fabric-scan's argument" "$a"; done
+  case $scan_mode in fast | exhaustive) ;; *) fb_die "$FB_EXIT_USAGE" "--mode wants fast or exhaustive, got $(fb_shown "$scan_mode")" ;; esac
+  if [ -n "$pool" ]; then
+    # A label selector of one KEY=VALUE: kubectl gets it as one argument.
+    [[ $pool =~ ^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$ ]] ||
+      fb_die "$FB_EXIT_USAGE" "--pool wants a node label LABEL=VALUE (cloud.google.com/gke-nodepool=a3-pool), got $(fb_shown "$pool")"
+  fi
+  [[ $rack_label =~ ^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$ ]] ||
+    fb_die "$FB_EXIT_USAGE" "--rack-label wants a node label key (topology.kubernetes.io/zone), got $(fb_shown "$rack_label")"
+  [ -z "$from$from_file" ] || fb_die "$FB_EXIT_USAGE" "--from and --from-file go with a benchmark run, not a scan: scan the workers by -l"
+  for a in "$@"; do
+    case $a in --topology | --topology=* | --rack-label | --rack-label=* | -J | --json | --json=* | --cluster | --cluster=* | --mode | --mode=*)
+      fb_die "$FB_EXIT_USAGE" "fabric-scan's $(fb_shown "${a%%=*}") is the launcher's to set: use --rack-label, --no-racks, --cluster or --mode before the --" ;;
+    esac
+  done
+  fb_check_options
+  coll=scan
+}
+if [ "$subcommand" = scan ]; then
+  check_scan "$@"
+else
+  fb_check_common kubectl.sh "$@"
+  coll=$FB_COLLECTIVE
+fi
 fb_check_uint --wait "$wait_s"
 fb_check_uint --ssh-wait "$ssh_wait"
 [ -z "$want_pods" ] || fb_check_uint --pods "$want_pods"
@@ -468,7 +523,7 @@ capacity_gate() {
   [ "$2" -le 2 ] || wanted="$2 free GPU nodes (--pods $2)"
   fb_die "$FB_EXIT_SKIPPED" "skipped: needs $wanted ($(printf '%s' "${why[*]}" | sed 's/;/; /g')) with $1 GPUs each: free or uncordon them, or pass --no-capacity-check"
 }
-if [ "$FB_DRY_RUN" != 1 ] && [ "$capacity_check" = 1 ]; then
+if [ "$FB_DRY_RUN" != 1 ] && [ "$capacity_check" = 1 ] && [ "$subcommand" != scan ]; then
   # One worker per node: as many free nodes as workers, two at least.
   capacity_gate "${worker_gpus:-${slots:-1}}" "$(( ${want_pods:-2} > 2 ? ${want_pods:-2} : 2 ))"
 fi
@@ -582,6 +637,63 @@ else
     pods+=("$name") hosts+=("$host") gpus+=("$gpu") fabrics+=("$fab")
   done <<<"$(sort <<<"$table")"
 fi
+
+# ---- scan: each worker's node, the pool, the racks ----------------------------------
+# scan_nodes: keeps the workers on nodes of the pool, one per node, sets
+# node_names (spec.nodeName, in the pods' order) and topo (the pool's node
+# list, fabric-scan's --topology).
+scan_nodes() {
+  local sel=() i name node
+  [ -z "$pool" ] || sel=(-l "$pool")
+  fb_mktemp topo
+  if [ "$FB_DRY_RUN" = 1 ]; then
+    echo "+ $(fb_quote "${kubectl[@]}" get nodes "${sel[@]}" -o json) > nodes.json"
+    for name in "${pods[@]}"; do node_names+=("NODE-OF-$name"); done
+    return 0
+  fi
+  timeout -k 2 30 "${kubectl[@]}" get nodes "${sel[@]}" -o json >"$topo" 2>"$FB_LAUNCH_ERR"
+  case $? in
+    0) ;;
+    124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get nodes did not answer within 30s: check the API server (kubectl cluster-info)" ;;
+    *) fb_die "$FB_EXIT_RUNTIME" "kubectl get nodes failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): a scan reads the nodes (their racks, the pool); check the context and that you may list nodes" ;;
+  esac
+  local in_pool
+  in_pool=$(jq -r '.items[].metadata.name' "$topo" 2>/dev/null) ||
+    fb_die "$FB_EXIT_RUNTIME" "kubectl get nodes returned something that is not a node list: check the API server"
+  declare -A node_of=() pod_on=()
+  while IFS=$'\x1f' read -r name node; do
+    [ -n "$name" ] && node_of[$name]=$node
+  done < <(jq -r '.items[] | [.metadata.name, (.spec.nodeName // "")] | map(gsub("[\u0000-\u001f\u007f]"; "?")) | join("\u001f")' <<<"$json")
+  local keep=() left=()
+  for i in "${!pods[@]}"; do
+    name=${pods[$i]} node=${node_of[${pods[$i]}]:-}
+    # The name goes to kubectl, fabric-scan and scan-mark.sh: a Kubernetes
+    # node name (DNS-1123) or nothing.
+    if [ ${#node} -gt 253 ] || ! [[ $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$ ]]; then
+      fb_die "$FB_EXIT_INPUT" "pod $name runs on node $(fb_shown "$node"), not a Kubernetes node name: check the API server"
+    fi
+    if ! grep -qxF -- "$node" <<<"$in_pool"; then left+=("$name on $node"); continue; fi
+    [ -z "${pod_on[$node]:-}" ] ||
+      fb_die "$FB_EXIT_INPUT" "pods ${pod_on[$node]} and $name both run on node $node: a scan wants one worker per node (the StatefulSet's pod anti-affinity), fix -l or the placement"
+    pod_on[$node]=$name
+    keep+=("$i")
+  done
+  [ ${#left[@]} -eq 0 ] || fb_info "not in pool $pool, not scanned: ${left[*]:0:12}$([ ${#left[@]} -le 12 ] || echo " and $((${#left[@]} - 12)) more")"
+  local empty=()
+  while IFS= read -r node; do
+    [ -z "$node" ] || [ -n "${pod_on[$node]:-}" ] || empty+=("$node")
+  done <<<"$in_pool"
+  [ ${#empty[@]} -eq 0 ] || fb_info "${#empty[@]} node(s)${pool:+ of pool $pool} without a worker, not scanned: ${empty[*]:0:12}$([ ${#empty[@]} -le 12 ] || echo " and more"): scale the workers (replicas) to cover them"
+  [ ${#keep[@]} -ge 2 ] ||
+    fb_die "$FB_EXIT_SKIPPED" "skipped: ${#keep[@]} worker(s) on nodes${pool:+ of pool $pool}, a scan needs two: scale the workers or check --pool and -l"
+  local p=() h=() g=() f=()
+  for i in "${keep[@]}"; do
+    p+=("${pods[$i]}") h+=("${hosts[$i]}") g+=("${gpus[$i]}") f+=("${fabrics[$i]}") node_names+=("${node_of[${pods[$i]}]}")
+  done
+  pods=("${p[@]}") hosts=("${h[@]}") gpus=("${g[@]}") fabrics=("${f[@]}")
+}
+node_names=() topo=""
+[ "$subcommand" != scan ] || scan_nodes
 pod0=${pods[0]}
 
 # Fabric: told, else what the pods were deployed with.
@@ -609,6 +721,7 @@ else
 fi
 stamp=$(fb_utc_stamp)
 fb_info "${#pods[@]} pods ready (${pods[*]}), $slots ranks each, fabric $fabric; mpirun in $pod0"
+[ "$subcommand" != scan ] || fb_info "scan ($scan_mode) of nodes ${node_names[*]}"
 
 # ---- in the first pod: a private directory, the checks, then the run ----------------
 # The directory comes from mktemp -d in the pod, under --workdir or the
@@ -636,6 +749,12 @@ FB_RANK_SH=$pod_root/launch/rank.sh FB_COLL=$pod_bin/fabric-coll
 FB_COLL_ARGS=("$@" --cluster "$cluster" --runtime-source "$runtime_source")
 FB_MPIRUN_EXTRA=("${FB_OPT_MPIRUN[@]+"${FB_OPT_MPIRUN[@]}"}")
 local_dir=$FB_OPT_RESULTS/$cluster
+if [ "$subcommand" = scan ]; then
+  FB_SCAN=$pod_bin/fabric-scan FB_NODE_NAMES=("${node_names[@]}")
+  FB_SCAN_ARGS=(--mode "$scan_mode" --cluster "$cluster")
+  [ "$racks" = 0 ] || FB_SCAN_ARGS+=(--topology "$job/nodes.json" --rack-label "$rack_label")
+  FB_SCAN_ARGS+=("$@")
+fi
 
 # ship SCRIPT NAME: copies a generated script into the job's directory.
 # shellcheck disable=SC2016 # expands in the pod's shell
@@ -650,7 +769,12 @@ ship() {
     fb_die "$FB_EXIT_RUNTIME" "kubectl exec into $pod0 failed: check the pod and container names (-c $container)"
 }
 ship "$(fb_preflight_script)" preflight.sh
-ship "$(fb_run_script)" run.sh
+if [ "$subcommand" = scan ]; then
+  [ "$racks" = 0 ] || ship "$(cat "$topo")" nodes.json
+  ship "$(fb_scan_run_script)" run.sh
+else
+  ship "$(fb_run_script)" run.sh
+fi
 rc=0
 kx "${in_pod[@]}" bash "$job/preflight.sh" || rc=$?
 case $rc in
@@ -675,6 +799,21 @@ if [ ! -s "$result" ]; then
   fb_die "$(( rc ? rc : FB_EXIT_RUNTIME ))" "the run wrote no result (exit $rc): see $local_dir/$stamp-$coll.log"
 fi
 fb_info "result: $result"
+if [ "$subcommand" = scan ]; then
+  v=$rc
+  # Under orte_abort_on_non_zero_status 0 mpirun exits 0 although rank 0
+  # exits 24, and a lost node can end it with MPI_Abort after fabric-scan
+  # wrote its verdict: the results say what it found.
+  if jq -e '.summary.verdict == "suspects"' "$result" >/dev/null 2>&1; then
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 24 ] || fb_info "the run exited $rc; its results name suspects"
+    v=24
+  fi
+  jq -r '"scan \(.summary.verdict): \(.summary.passed) pass, \(.summary.slow) slow, \(.summary.failed) failed, \(.summary.untested) untested"
+         + (if (.suspects.nodes | length) > 0 then "; suspects: " + (.suspects.nodes | join(", ")) else "" end)' "$result" 2>/dev/null |
+    sed "s/^/$FB_PROG: /"
+  k "${in_pod[@]}" rm -rf -- "$job" </dev/null >/dev/null 2>&1
+  exit "$v"
+fi
 [ "$rc" -ne 0 ] && fb_info "the run exited $rc; judging what was measured"
 if report=$(fb_report_bin); then
   "$report" check "$result" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"

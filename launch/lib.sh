@@ -256,11 +256,18 @@ fb_common_option() {
 # common options are valid; sets FB_COLLECTIVE. EXAMPLE is the launcher's own
 # command line, shown when no collective is given.
 fb_check_common() {
-  local example=$1 kv a; shift
+  local example=$1 a; shift
   [ $# -ge 1 ] || fb_die "$FB_EXIT_USAGE" "no collective given: e.g. $example all_reduce -b 1K -e 16G -f 2"
   for a in "$@"; do fb_check_text "the collective's argument" "$a"; done
   FB_COLLECTIVE=$(fb_collective "$1") ||
     fb_die "$FB_EXIT_USAGE" "unknown collective $(fb_shown "$1"): use $(fb_collective_choices)"
+  fb_check_options
+}
+
+# fb_check_options: the common options are valid (fb_check_common without a
+# collective: a fleet scan's run).
+fb_check_options() {
+  local kv
   case $FB_OPT_BIND in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got $(fb_shown "$FB_OPT_BIND")" ;; esac
   for kv in "${FB_OPT_ENV[@]+"${FB_OPT_ENV[@]}"}"; do
     [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got $(fb_shown "$kv")"
@@ -499,6 +506,47 @@ EOF
   # they are (fb_check_word kept spaces out of them).
   fb_mpirun_script "${#FB_HOSTS[@]}" "--hostfile $(fb_quote "$FB_WORKDIR/hostfile") --mca plm_rsh_agent $(fb_quote "${FB_SSH[0]}") --mca plm_rsh_args $(fb_quote "${FB_SSH[*]:1}")"
   echo "exit \"\$rc\""
+}
+
+# fb_scan_run_script: fabric-scan across FB_HOSTS, FB_SLOTS ranks each, from
+# the launching host. Each host's ranks get their Kubernetes node name
+# (FB_NODE_NAMES, in FB_HOSTS' order) as FABRIC_NODE_NAME in an app context
+# of their own: -x would give every rank the launching pod's. A rank that
+# exits non-zero does not end the job (orte_abort_on_non_zero_status 0):
+# the scan goes on past a lost node. Also uses FB_SCAN, FB_SCAN_ARGS (array).
+fb_scan_run_script() {
+  local i iface="" contexts=()
+  [ -z "$FB_IFACE" ] ||
+    iface=" --mca btl_tcp_if_include $(fb_quote "$FB_IFACE") --mca oob_tcp_if_include $(fb_quote "$FB_IFACE")"
+  for i in "${!FB_HOSTS[@]}"; do
+    [ "$i" -eq 0 ] || contexts+=(":")
+    contexts+=(-np "$FB_SLOTS" --host "${FB_HOSTS[$i]}:$FB_SLOTS" env "FABRIC_NODE_NAME=${FB_NODE_NAMES[$i]}"
+      "$FB_RANK_SH" "$FB_SCAN" "${FB_SCAN_ARGS[@]}" -J "$FB_RESULT")
+  done
+  cat <<EOF
+#!/usr/bin/env bash
+# fabric-bench scan: ${#FB_HOSTS[@]} hosts x $FB_SLOTS ranks.
+set -u
+$(fb_paths_script)
+mkdir -p $(fb_quote "$(dirname "$FB_RESULT")")
+EOF
+  fb_env_script
+  cat <<EOF
+# Remote daemons do not carry this environment: forward it (each rank's
+# node name is its own, never the launching pod's).
+fwd=()
+for v in \$(compgen -e); do
+  case \$v in FABRIC_NODE_NAME) ;; NCCL_* | FI_* | UCX_* | FABRIC_* | LD_LIBRARY_PATH) fwd+=(-x "\$v") ;; esac
+done
+contexts=($(fb_quote "${contexts[@]}"))
+mpirun --allow-run-as-root --bind-to $(fb_quote "$FB_BIND") \\
+  --mca plm_rsh_agent $(fb_quote "${FB_SSH[0]}") --mca plm_rsh_args $(fb_quote "${FB_SSH[*]:1}") \\
+  --mca orte_abort_on_non_zero_status 0 --mca btl self,vader,tcp$iface \\
+  "\${fwd[@]}" ${FB_MPIRUN_EXTRA[@]+$(fb_quote "${FB_MPIRUN_EXTRA[@]}")} \\
+  "\${contexts[@]}" \\
+  </dev/null 2>&1 | tee "\$log"
+exit "\${PIPESTATUS[0]}"
+EOF
 }
 
 # fb_verdict RESULT [CHECK OPTIONS]: fabric-report's verdict on the result;

@@ -59,3 +59,23 @@ hosts_up() {
   eval "$("$th" info "$name")"
   export FB_BIN
 }
+
+# scan_doc OUT NAMES: a real fabric-scan document in OUT from one rank per
+# name of the comma-separated NAMES, each its own host and Kubernetes node
+# (tests/launch/as-host.sh; "-" a node without a name). Returns 1 after
+# saying not ok when the scan wrote nothing.
+scan_doc() {
+  fb_mpirun "$(tr ',' '\n' <<<"$2" | grep -c .)" --mca orte_abort_on_non_zero_status 0 \
+    "$FB_ROOT/tests/launch/as-host.sh" "$2" "$FB_BIN/fabric-scan" --backend mpi -b 1M -n 3 -w 1 \
+    --cluster fbl-scan -J "$1" >"$T_DIR/scan.log" 2>&1
+  if [ -s "$1" ] && jq -e '.kind == "scan"' "$1" >/dev/null 2>&1; then return 0; fi
+  not_ok "fabric-scan writes a scan document for $2" "$(tail -c 400 "$T_DIR/scan.log" | tr '\n' ' ')"
+  return 1
+}
+
+# scan_ready WHAT: root (for as-host.sh's namespaces) and fabric-scan built;
+# else says skip for WHAT and ends the test.
+scan_ready() {
+  if ! is_root; then skip "$1" "needs root (a UTS namespace per scanned host)"; exit 0; fi
+  if [ ! -x "$FB_BIN/fabric-scan" ]; then skip "$1" "no $FB_BIN/fabric-scan: build it (make)"; exit 0; fi
+}

@@ -13,6 +13,13 @@
 #                                      JSON and YAML files of $FBL_ARTIFACTS
 #                                      (NotFound otherwise, as kubectl says it)
 #   get nodes -o json                  $FBL_NODES, else two free GPU nodes
+#   get nodes -l SEL -o json           those of them whose labels match SEL
+#                                      (KEY=VALUE, comma-separated)
+#   label node N K=V... K-... [--overwrite]
+#   taint node N K=V:EFFECT|K:EFFECT- [--overwrite]
+#                                      recorded in $FBL_STATE/marks and applied
+#                                      to $FBL_NODES; on the node FBL_FAIL_NODE
+#                                      they fail as a refused patch does
 #   get pods -A -o json                $FBL_ALL_PODS, else no pods
 #   delete KIND/NAME ...               records the names in $FBL_STATE/deleted
 #   patch --local ...                  (real kubectl, offline)
@@ -28,7 +35,8 @@
 # pods never answers, as an API server that accepts and stalls), noannot
 # (pods without the fabric annotation), badhost (pod 1's host name is an ssh
 # option); FBL_FABRIC (pod annotation, tcp-baseline; set and empty: an empty
-# annotation), FBL_GPUS (GPU limit, "1").
+# annotation), FBL_GPUS (GPU limit, "1"), FBL_POD_NODES (the pods' nodes,
+# spec.nodeName: comma-separated, default gpu-node-K).
 set -uo pipefail
 set_name=${FBL_SET:-fbl}
 count=${FBL_COUNT:-2}
@@ -82,6 +90,14 @@ artifact() {
   return 1
 }
 
+# pod_node K: the node pod K runs on: the Kth of the comma-separated
+# FBL_POD_NODES, else gpu-node-K (the default node list's names).
+pod_node() {
+  local nodes=()
+  IFS=, read -r -a nodes <<<"${FBL_POD_NODES:-}"
+  echo "${nodes[$1]:-gpu-node-$1}"
+}
+
 pod_json() { # pod_json K: one pod object
   local k=$1
   local host="$set_name$((k + 1))" phase=Running sidecar_ready=true main_ready=true cond='[]'
@@ -104,10 +120,10 @@ pod_json() { # pod_json K: one pod object
   esac
   jq -n --arg name "$(pod_prefix)-$k" --arg host "$host" --arg phase "$phase" \
     --argjson sr "$sidecar_ready" --argjson mr "$main_ready" --argjson cond "$cond" \
-    --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" \
+    --arg node "$(pod_node "$k")" --arg fabric "${FBL_FABRIC-tcp-baseline}" --arg gpus "${FBL_GPUS:-1}" --arg scenario "$scenario" \
     --argjson applied "$(applied_template)" '{
     metadata: ({name: $name} + if $scenario == "noannot" then {} else {annotations: {"fabric-bench/fabric": $fabric}} end),
-    spec: ({hostname: $host,
+    spec: ({hostname: $host, nodeName: $node,
       initContainers: [{name: "tcpxo-daemon", restartPolicy: "Always"}],
       containers: [{name: "fabric-bench", resources: {limits: {"nvidia.com/gpu": $gpus}}}]}
       + if $applied then {initContainers: ($applied.spec.initContainers // []),
@@ -119,13 +135,48 @@ pod_json() { # pod_json K: one pod object
         state: (if $phase == "Pending" then {waiting: {reason: "ContainerCreating"}} else {running: {}} end)}]}'
 }
 
+# mark_node label|taint NODE ARGS...: the change, applied to $FBL_NODES.
+mark_node() {
+  local what=$1 node=$2 a prog
+  shift 2
+  echo "$what $node $*" >>"$state/marks"
+  [ "$node" != "${FBL_FAIL_NODE:-}" ] ||
+    die "Error from server (Forbidden): nodes \"$node\" is forbidden: cannot patch resource \"nodes\""
+  [ -n "${FBL_NODES:-}" ] || return 0
+  jq -e --arg n "$node" 'any(.items[]; .metadata.name == $n)' "$FBL_NODES" >/dev/null ||
+    die "Error from server (NotFound): nodes \"$node\" not found"
+  # shellcheck disable=SC2016 # jq programs
+  for a in "$@"; do
+    local k="" v="" e=""
+    case $what:$a in
+      *:--overwrite) continue ;;
+      label:*=*) k=${a%%=*} v=${a#*=} prog='.metadata.labels = ((.metadata.labels // {}) + {($k): $v})' ;;
+      label:*-) k=${a%-} prog='.metadata.labels |= ((. // {}) | del(.[$k]))' ;;
+      taint:*=*:*) k=${a%%=*} v=${a#*=} e=${v#*:} v=${v%%:*}
+        prog='.spec.taints = ([(.spec.taints // [])[] | select(.key != $k or .effect != $e)] + [{key: $k, value: $v, effect: $e}])' ;;
+      taint:*:*-) k=${a%%:*} e=${a#*:} e=${e%-} prog='.spec.taints |= [(. // [])[] | select(.key != $k or .effect != $e)]' ;;
+      *) die "unsupported: $what $a" ;;
+    esac
+    jq --arg n "$node" --arg k "$k" --arg v "$v" --arg e "$e" \
+      ".items |= map(if .metadata.name == \$n then $prog else . end)" "$FBL_NODES" >"$FBL_NODES.new" &&
+      mv "$FBL_NODES.new" "$FBL_NODES"
+  done
+}
+
 case $1 in
+  label | taint)
+    [ "${2:-}" = node ] || [ "${2:-}" = nodes ] || die "unsupported: $*"
+    mark_node "$1" "${@:3}"
+    ;;
   get)
     if [ "${2:-}" = nodes ]; then
       if [ -n "${FBL_NODES:-}" ]; then cat "$FBL_NODES"; else
         jq -n '{kind: "List", items: [range(2) | {metadata: {name: "gpu-node-\(.)"}, spec: {},
           status: {allocatable: {"nvidia.com/gpu": "8"}, conditions: [{type: "Ready", status: "True"}]}}]}'
-      fi
+      fi | if [ "${3:-}" = -l ]; then
+        jq --arg sel "$4" '($sel | split(",") | map(split("=") | {key: .[0], value: .[1]}) | from_entries) as $want
+          | .items |= map(select(.metadata.labels // {} | contains($want)))'
+      else cat; fi
       exit 0
     fi
     if [ "${2:-}" = pods ] && [ "${3:-}" = -A ]; then

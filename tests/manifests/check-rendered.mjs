@@ -6,7 +6,7 @@
 // variant one of workers (manifests/overlays), mpijob (manifests/mpijob/
 // overlays), trainer (manifests/trainer/overlays), pytorchjob
 // (manifests/pytorchjob/overlays), volcano and volcano-mpijob (manifests/
-// volcano/*), trigger (manifests/overlays/policy-<fabric>), policies
+// volcano/*), trigger (manifests/overlays/policy-<fabric>), scan (manifests/scan), policies
 // (manifests/policies/<engine>, schemas only) or cluster (manifests/cluster). Prints one test-protocol line per
 // check ("ok - NAME" / "not ok - NAME: why"); exits 1 when any check failed.
 //
@@ -459,6 +459,92 @@ function checkVolcano(name, objs, sts) {
   });
 }
 
+// manifests/scan: the controller's rights are nodes get/list/patch
+// cluster-wide and the workers' pods in their namespace, nothing else; the
+// CronJob runs one scan at a time and marks nothing unless told.
+const rbacKinds = ["ClusterRole", "Role"];
+const wantRules = {
+  "ClusterRole": [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "patch"] }],
+  "Role": [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list"] },
+    { apiGroups: [""], resources: ["pods/exec"], verbs: ["create", "get"] }],
+};
+function checkScan(name, objs) {
+  const sa = find(objs, "ServiceAccount");
+  check(`${name}: RBAC is nodes get/list/patch and the workers' pods, no wildcard, no secrets`, () => {
+    const p = [];
+    for (const kind of rbacKinds) {
+      const roles = objs.filter((o) => o.kind === kind);
+      if (roles.length !== 1) { p.push(`${roles.length} ${kind}s`); continue; }
+      const rules = roles[0].rules || [];
+      for (const r of rules) {
+        const words = [...(r.apiGroups || []), ...(r.resources || []), ...(r.verbs || []), ...(r.resourceNames || [])];
+        if (words.some((w) => w.includes("*"))) p.push(`${kind} ${roles[0].metadata.name} has a wildcard`);
+        if ((r.resources || []).some((x) => x.startsWith("secrets"))) p.push(`${kind} ${roles[0].metadata.name} reaches secrets`);
+        if (r.nonResourceURLs) p.push(`${kind} ${roles[0].metadata.name} has nonResourceURLs`);
+      }
+      const norm = (rs) => canon(rs.map((r) => ({ apiGroups: r.apiGroups, resources: r.resources, verbs: [...(r.verbs || [])].sort() })));
+      if (norm(rules) !== norm(wantRules[kind])) p.push(`${kind} rules ${JSON.stringify(rules)}, want ${JSON.stringify(wantRules[kind])}`);
+    }
+    const workersNs = find(objs, "ConfigMap", "fabric-bench-scan")?.data.SCAN_NAMESPACE;
+    if (objs.some((o) => o.kind === "Role" && o.metadata.namespace !== workersNs)) p.push(`Role not in the workers' namespace ${workersNs}`);
+    return p;
+  });
+  check(`${name}: the bindings give the controller's ServiceAccount only those roles`, () => {
+    const p = [];
+    const bindings = objs.filter((o) => o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding");
+    if (bindings.length !== 2) p.push(`${bindings.length} bindings`);
+    for (const b of bindings) {
+      const role = b.roleRef.kind === "ClusterRole" ? find(objs, "ClusterRole", b.roleRef.name) : find(objs, "Role", b.roleRef.name);
+      if (["cluster-admin", "admin", "edit"].includes(b.roleRef.name) || !role) p.push(`${b.kind} ${b.metadata.name} binds ${b.roleRef.kind} ${b.roleRef.name}`);
+      if (b.kind === "RoleBinding" && b.roleRef.kind !== "Role") p.push(`RoleBinding ${b.metadata.name} binds a ClusterRole`);
+      for (const s of b.subjects || []) {
+        if (s.kind !== "ServiceAccount" || s.name !== sa?.metadata.name || s.namespace !== sa?.metadata.namespace) {
+          p.push(`${b.kind} ${b.metadata.name} binds ${s.kind} ${s.namespace}/${s.name}`);
+        }
+      }
+    }
+    return p;
+  });
+  check(`${name}: CronJob one at a time, a Job a user can create from it, the controller locked down`, () => {
+    const cj = find(objs, "CronJob");
+    if (!cj) return ["no CronJob"];
+    const p = [];
+    if (cj.spec.concurrencyPolicy !== "Forbid") p.push(`concurrencyPolicy ${cj.spec.concurrencyPolicy}`);
+    if (!/^\S+( \S+){4}$/.test(cj.spec.schedule || "")) p.push(`schedule ${cj.spec.schedule}`);
+    const job = cj.spec.jobTemplate.spec;
+    if (!(job.activeDeadlineSeconds > 0)) p.push("no activeDeadlineSeconds");
+    const spec = job.template.spec;
+    if (spec.restartPolicy !== "Never") p.push(`restartPolicy ${spec.restartPolicy}`);
+    if (spec.serviceAccountName !== sa?.metadata.name) p.push(`serviceAccountName ${spec.serviceAccountName}`);
+    if (spec.hostNetwork === true) p.push("hostNetwork");
+    if (spec.securityContext?.runAsNonRoot !== true) p.push("pod may run as root");
+    if (spec.securityContext?.seccompProfile?.type !== "RuntimeDefault") p.push("no RuntimeDefault seccomp profile");
+    const vols = new Set((spec.volumes || []).map((v) => v.name));
+    for (const c of allContainers(spec)) {
+      const sc = c.securityContext || {};
+      if (sc.privileged || sc.allowPrivilegeEscalation !== false) p.push(`${c.name} may escalate`);
+      if (sc.readOnlyRootFilesystem !== true) p.push(`${c.name} root file system writable`);
+      if (!same(sc.capabilities?.drop, ["ALL"]) || (sc.capabilities?.add || []).length) p.push(`${c.name} keeps capabilities`);
+      const r = c.resources || {};
+      if (!r.requests || !r.limits || !same(sortKeys(r.requests), sortKeys(r.limits)) || !r.limits.cpu || !r.limits.memory) {
+        p.push(`${c.name}: requests do not equal cpu and memory limits`);
+      }
+      for (const m of c.volumeMounts || []) if (!vols.has(m.name)) p.push(`${c.name} mounts unknown ${m.name}`);
+      const base = find(renders["base.none"]?.objs || [], "StatefulSet")?.spec.template.spec.containers[0].image;
+      if (c.image !== base) p.push(`${c.name} image ${c.image} is not the workers' ${base}`);
+      for (const ef of c.envFrom || []) {
+        const cm = find(objs, "ConfigMap", ef.configMapRef?.name);
+        if (!cm) p.push(`${c.name}: ConfigMap ${ef.configMapRef?.name} not rendered`);
+        else if (cm.data.MARK_NODES !== "false") p.push(`MARK_NODES is ${cm.data.MARK_NODES}, not false by default`);
+      }
+      if (!(c.envFrom || []).length) p.push(`${c.name} reads no scan options`);
+    }
+    const claim = (spec.volumes || []).find((v) => v.persistentVolumeClaim)?.persistentVolumeClaim.claimName;
+    if (!find(objs, "PersistentVolumeClaim", claim)) p.push(`results claim ${claim} not rendered`);
+    return p;
+  });
+}
+
 // manifests/overlays/policy-<fabric>: the base workers plus only the trigger.
 function checkTrigger(name, fabric, objs) {
   const tpl = find(objs, "StatefulSet")?.spec.template;
@@ -512,6 +598,10 @@ for (const [name, { variant, fabric, objs }] of Object.entries(renders)) {
   }
   report(`${name}: every object validates against its schema`, problems);
   if (variant === "cluster" || variant === "policies") continue;
+  if (variant === "scan") {
+    checkScan(name, objs);
+    continue;
+  }
   if (variant === "trigger") {
     checkTrigger(name, fabric, objs);
     continue;

@@ -82,7 +82,7 @@ map() { # map IMAGE_PATH: the repository file behind it
   done < <(grep -E '^COPY ' "$T_DIR/instr" | grep -v -- '--from=')
   return 1
 }
-used=$(for o in "$FB_ROOT"/manifests/overlays/* "$FB_ROOT"/manifests/mpijob/overlays/*; do
+used=$(for o in "$FB_ROOT"/manifests/overlays/* "$FB_ROOT"/manifests/mpijob/overlays/* "$FB_ROOT"/manifests/scan; do
   kubectl kustomize "$o" 2>/dev/null; done | grep -oE '/opt/fabric-bench/[A-Za-z0-9_./-]+' | sort -u)
 bad=""
 for p in $used; do

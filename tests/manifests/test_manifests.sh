@@ -29,6 +29,7 @@ for f in "${POLICY[@]}"; do render "$M/overlays/policy-$f" "$R/trigger.$f.yaml";
 render "$M/volcano/workers-gke-tcpxo" "$R/volcano.gke-tcpxo.yaml"
 render "$M/volcano/mpijob-aws-efa" "$R/volcano-mpijob.aws-efa.yaml"
 render "$M/policies/kyverno" "$R/policies.kyverno.yaml"
+render "$M/scan" "$R/scan.none.yaml"
 
 # Every Kustomization under manifests/ is rendered above, itself or as a
 # resource of a rendered one (skeletons; components are rendered through
@@ -153,3 +154,8 @@ mutate "PodGroup smaller than the workers" "one PodGroup of every worker" 's/min
 mutate "MPIJob workers left to the default scheduler" "one PodGroup of every worker" '/schedulerName: volcano/d' volcano-mpijob.aws-efa.yaml
 mutate "wiring in a trigger overlay" "only the trigger annotation" \
   's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: false\n          capabilities: {add: [IPC_LOCK]}/' trigger.aws-efa.yaml
+mutate "scan controller may read Secrets" "RBAC is nodes get/list/patch" '0,/^  - pods$/s//  - pods\n  - secrets/' scan.none.yaml
+mutate "scan controller's ClusterRole gains a wildcard" "RBAC is nodes get/list/patch" 's/^  - patch$/  - "*"/' scan.none.yaml
+mutate "scan controller bound to cluster-admin" "bindings give the controller" '/^  kind: ClusterRole$/{n;s/name: fabric-bench-scan-nodes/name: cluster-admin/}' scan.none.yaml
+mutate "scans may overlap" "CronJob one at a time" 's/concurrencyPolicy: Forbid/concurrencyPolicy: Allow/' scan.none.yaml
+mutate "nodes marked by default" "CronJob one at a time" 's/MARK_NODES: "false"/MARK_NODES: "true"/' scan.none.yaml
