@@ -6,6 +6,9 @@
 # 1,024 nodes from --estimate, its figures computed here from N. Slowness is
 # judged against the fleet measured in the same run, so a busy machine only
 # moves the median. Needs root for the hosts.
+# The jq filters in single quotes name jq's variables ($r, $lost), not the
+# shell's:
+# shellcheck disable=SC2016
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
