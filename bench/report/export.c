@@ -491,6 +491,27 @@ static size_t array_length(json_object *a)
     return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
+/* A suspect link: a failed test case named after its two hosts. */
+static enum fb_status read_scan_link(json_object *link, const struct export_in *in, const char *suite,
+                                     struct fb_err *err)
+{
+    json_object *hosts = fb_json_member(link, "hosts");
+    if (array_length(hosts) != 2)
+        return fb_fail(err, FB_ERR_INPUT, "%s: a suspect link needs its two \"hosts\" (docs/schema/scan.schema.json)",
+                       in->path);
+    char name[300], message[160];
+    snprintf(name, sizeof name, "link %s-%s", json_object_get_string(json_object_array_get_idx(hosts, 0)),
+             json_object_get_string(json_object_array_get_idx(hosts, 1)));
+    double gbps = NAN;
+    if (fb_json_get_double(link, "busbw_GBps", &gbps) && !isnan(gbps))
+        snprintf(message, sizeof message, "%.3g GB/s between two nodes that pass, confirmed by a retest", gbps);
+    else
+        snprintf(message, sizeof message, "failed between two nodes that pass");
+    struct fb_export_case c = {(char *)suite, name, FB_CASE_FAILED, "link", 0, message,
+                               "look at the cables, ports and switch between these two nodes"};
+    return fb_export_add_case(in->x, &c, err);
+}
+
 static enum fb_status read_scan(json_object *doc, const struct export_in *in, struct fb_err *err)
 {
     json_object *nodes = fb_json_member(doc, "nodes"), *suspects = fb_json_member(doc, "suspects");
@@ -505,6 +526,9 @@ static enum fb_status read_scan(json_object *doc, const struct export_in *in, st
     enum fb_status st = FB_OK;
     for (size_t i = 0; st == FB_OK && i < array_length(nodes); i++)
         st = read_scan_node(json_object_array_get_idx(nodes, i), in, cluster, suite, err);
+    json_object *links = fb_json_member(suspects, "links");
+    for (size_t i = 0; st == FB_OK && i < array_length(links); i++)
+        st = read_scan_link(json_object_array_get_idx(links, i), in, suite, err);
     size_t ranks = 0;
     for (size_t i = 0; i < array_length(nodes); i++)
         ranks += array_length(fb_json_member(json_object_array_get_idx(nodes, i), "ranks"));

@@ -247,7 +247,8 @@ static void blame_lost(struct scan_run *r, const struct round_plan *plan)
 
 static const char *round_name(enum scan_pass p)
 {
-    static const char *const names[] = {"each node alone", "first pass", "second pass", "all pairs"};
+    static const char *const names[] = {"each node alone", "first pass", "second pass", "all pairs",
+                                        "links confirmed"};
     return names[p];
 }
 
@@ -290,6 +291,7 @@ static enum fb_status run_round(struct scan_run *r, const struct round_plan *pla
     collect_reports(r, plan, test_of, start + r->o.test_timeout + SLACK_S);
     blame_lost(r, plan);
     r->rounds_run++;
+    r->next_round = plan->round + 1;
     fprintf(stderr, "fabric-scan: round %d (%s): %d test%s in %.1f s\n", plan->round, round_name(plan->pass),
             plan->npairs, plan->npairs == 1 ? "" : "s", fb_now() - start);
     free(test_of);
@@ -387,6 +389,52 @@ static enum fb_status fast_rounds(struct scan_run *r, struct scan_pair *pairs, s
     return st;
 }
 
+/* The pairs of the candidate links not yet retested whose nodes are free
+ * this round; marks them retested. */
+static int confirm_round_pairs(const struct scan_run *r, const struct scan_link *cand, int ncand,
+                               unsigned char *retested, unsigned char *busy, struct scan_pair *pairs)
+{
+    int np = 0;
+    memset(busy, 0, (size_t)r->l.nnodes);
+    for (int i = 0; i < ncand; i++) {
+        int a = cand[i].a, b = cand[i].b;
+        if (retested[i] || busy[a] || busy[b])
+            continue;
+        retested[i] = 1;
+        if (node_lost(r, a) || node_lost(r, b))
+            continue;
+        busy[a] = busy[b] = 1;
+        pairs[np++] = (struct scan_pair){a, b};
+    }
+    return np;
+}
+
+/* A bad test between two good nodes is named a link only when the pair is
+ * bad again: one slow test among good ones is as often a hiccup of the
+ * machines (a busy host, a burst of other traffic) as the cable. */
+static enum fb_status confirm_links(struct scan_run *r, struct scan_pair *pairs, struct fb_err *err)
+{
+    if (save_progress(r, err) != FB_OK)
+        return err->code;
+    if (r->j.nlinks == 0)
+        return FB_OK;
+    int ncand = r->j.nlinks;
+    struct scan_link *cand = malloc((size_t)ncand * sizeof *cand);
+    unsigned char *retested = calloc((size_t)ncand, 1), *busy = malloc((size_t)r->l.nnodes);
+    enum fb_status st = FB_OK;
+    if (cand == NULL || retested == NULL || busy == NULL)
+        st = fb_fail(err, FB_ERR_MEMORY, "out of memory confirming %d links", ncand);
+    else
+        memcpy(cand, r->j.links, (size_t)ncand * sizeof *cand);
+    for (int np; st == FB_OK && (np = confirm_round_pairs(r, cand, ncand, retested, busy, pairs)) > 0;) {
+        struct round_plan plan = {r->next_round, SCAN_PASS_CONFIRM, np, pairs};
+        if (run_round(r, &plan, err) != FB_OK || save_progress(r, err) != FB_OK)
+            st = err->code;
+    }
+    free(cand), free(retested), free(busy);
+    return st;
+}
+
 static void stop_followers(struct scan_run *r)
 {
     for (int k = 1; k < r->w.size; k++) {
@@ -423,6 +471,8 @@ static enum fb_status coordinate(struct scan_run *r, struct fb_err *err)
         st = alone_round(r, pairs, err);
     if (st == FB_OK)
         st = r->o.mode == SCAN_MODE_EXHAUSTIVE ? exhaustive_rounds(r, pairs, err) : fast_rounds(r, pairs, err);
+    if (st == FB_OK)
+        st = confirm_links(r, pairs, err);
     free(pairs);
     if (st != FB_OK)
         return st;

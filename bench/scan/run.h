@@ -5,7 +5,9 @@
  * out of the rounds after.
  *
  * Rounds: 0 each node alone (unless --no-alone); then the fast mode's
- * first pass and its second-pass rounds, or the exhaustive schedule.
+ * first pass and its second-pass rounds, or the exhaustive schedule; then,
+ * when a bad test lies between two good nodes, that pair once more (the
+ * confirmation), before a link is named.
  * After every round rank 0 rewrites the results, so a scan cut short
  * keeps what it measured. */
 #ifndef FB_SCAN_RUN_H
@@ -39,6 +41,7 @@ struct scan_run {
     struct scan_judgement j;
     struct scan_estimate est;
     int rounds_run;
+    int next_round;    /* the number the next round takes */
     int abandoned; /* a test timed out or a node was lost: end with MPI_Abort */
     int alone_skipped;
     char path[PATH_MAX];

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pass_names[] = {"alone", "first", "second", "all-pairs"};
+static const char *const pass_names[] = {"alone", "first", "second", "all-pairs", "confirm"};
 static const char *const status_names[] = {"ok", "slow", "failed", "timeout"};
 static const char *const verdict_names[] = {"pass", "slow", "failed", "untested"};
 
@@ -147,7 +147,7 @@ static void judge_exhaustive(const struct scan_test *tests, int ntests, double m
     struct scan_node *n = &nodes[x];
     for (int i = 0; i < ntests; i++) {
         const struct scan_test *t = &tests[i];
-        if (!involves(t, x) || lost_before(nodes, partner(t, x), t->round))
+        if (!involves(t, x) || t->pass == SCAN_PASS_CONFIRM || lost_before(nodes, partner(t, x), t->round))
             continue;
         ntest++;
         nslow += t->status == SCAN_SLOW;
@@ -178,6 +178,30 @@ static void judge_exhaustive(const struct scan_test *tests, int ntests, double m
              nslow + nfail, ntest, n->verdict == SCAN_NODE_FAILED ? "failed" : "bad", nslow, nfail, what);
 }
 
+/* A lost node; when its partner of that round was lost with it, the
+ * reason says so: one of the two may have taken the other down (on host
+ * memory Open MPI ends a process whose peer dies in mid-transfer). */
+static void describe_loss(const struct scan_test *tests, int ntests, const char *const *names,
+                          struct scan_node *nodes, int x)
+{
+    struct scan_node *n = &nodes[x];
+    const char *with = NULL;
+    for (int i = 0; i < ntests && with == NULL; i++) {
+        const struct scan_test *t = &tests[i];
+        if (t->round == n->lost_round && involves(t, x) && nodes[partner(t, x)].lost_round == n->lost_round)
+            with = names[partner(t, x)];
+    }
+    n->verdict = SCAN_NODE_FAILED;
+    if (with != NULL)
+        snprintf(n->reason, sizeof n->reason,
+                 "stopped answering the coordinator in round %d together with %.64s, its partner in that round "
+                 "(killed, stopped or cut off; one of the two may have taken the other down)",
+                 n->lost_round, with);
+    else
+        snprintf(n->reason, sizeof n->reason,
+                 "stopped answering the coordinator in round %d (killed, stopped or cut off)", n->lost_round);
+}
+
 static void judge_alone_figure(const struct scan_test *t, double median_alone, double threshold,
                                struct scan_node *n)
 {
@@ -203,14 +227,26 @@ static void fill_figures(const struct scan_test *tests, int ntests, struct scan_
     }
 }
 
+/* The confirmation test of t's pair, NULL when none ran. */
+static const struct scan_test *confirmation(const struct scan_test *tests, int ntests, const struct scan_test *t)
+{
+    for (int i = 0; i < ntests; i++)
+        if (tests[i].pass == SCAN_PASS_CONFIRM && tests[i].a == t->a && tests[i].b == t->b)
+            return &tests[i];
+    return NULL;
+}
+
 static int collect_links(const struct scan_test *tests, int ntests, const struct scan_node *nodes,
                          struct scan_judgement *j)
 {
     for (int i = 0; i < ntests; i++) {
         const struct scan_test *t = &tests[i];
-        if (is_alone(t) || !bad(t) || nodes[t->a].verdict != SCAN_NODE_PASS ||
+        if (is_alone(t) || !bad(t) || t->pass == SCAN_PASS_CONFIRM || nodes[t->a].verdict != SCAN_NODE_PASS ||
             nodes[t->b].verdict != SCAN_NODE_PASS)
             continue;
+        const struct scan_test *again = confirmation(tests, ntests, t);
+        if (again != NULL && !bad(again))
+            continue; /* good the second time: a passing hiccup, not the link */
         struct scan_link *grown = realloc(j->links, (size_t)(j->nlinks + 1) * sizeof *grown);
         if (grown == NULL)
             return -1;
@@ -234,10 +270,7 @@ int scan_judge(struct scan_test *tests, int ntests, int exhaustive, double thres
         n->ratio = -1;
         fill_figures(tests, ntests, n, x);
         if (n->lost_round >= 0) {
-            n->verdict = SCAN_NODE_FAILED;
-            snprintf(n->reason, sizeof n->reason,
-                     "stopped answering the coordinator in round %d (killed, stopped or cut off)",
-                     n->lost_round);
+            describe_loss(tests, ntests, names, nodes, x);
         } else if (exhaustive) {
             judge_exhaustive(tests, ntests, j->median_pair, names, nodes, x);
         } else {

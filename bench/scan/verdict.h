@@ -17,14 +17,15 @@
  * majority of its pair tests (a node whose tests are mostly bad is the
  * common factor; one bad pair among good ones is the link's).
  *
- * A link is suspect when a pair test is slow or failed and both of its
- * nodes pass. */
+ * A link is suspect when a pair test is slow or failed, both of its nodes
+ * pass, and its confirmation test (the same pair again, SCAN_PASS_CONFIRM)
+ * is bad too, or was not run. Confirmation tests decide no node. */
 #ifndef FB_SCAN_VERDICT_H
 #define FB_SCAN_VERDICT_H
 
 #include <stddef.h>
 
-enum scan_pass { SCAN_PASS_ALONE, SCAN_PASS_FIRST, SCAN_PASS_SECOND, SCAN_PASS_ALL_PAIRS };
+enum scan_pass { SCAN_PASS_ALONE, SCAN_PASS_FIRST, SCAN_PASS_SECOND, SCAN_PASS_ALL_PAIRS, SCAN_PASS_CONFIRM };
 enum scan_status { SCAN_OK, SCAN_SLOW, SCAN_FAILED, SCAN_TIMEOUT };
 enum scan_verdict { SCAN_NODE_PASS, SCAN_NODE_SLOW, SCAN_NODE_FAILED, SCAN_NODE_UNTESTED };
 

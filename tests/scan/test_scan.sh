@@ -99,9 +99,10 @@ wait_for() {
 }
 
 # Tests of 2M x 8: long enough (tens of ms) that a busy machine's hiccup
-# is averaged out; the throttled runs judge at half the median (their host
-# is at a twentieth), so noise cannot name a healthy host.
-QUICK=(-b 2M -n 8 -w 2)
+# is averaged out. Every run judges at half the median, not the default
+# 0.8: on this shared machine two healthy pairs differ by up to 1.5x, while
+# a throttled host is at a twentieth.
+QUICK=(-b 2M -n 8 -w 2 --threshold 0.5)
 
 # ---- 4 healthy hosts: the baseline of this machine ----
 scan "$T_DIR/ok" "$(hosts_list 4)" "${QUICK[@]}"
@@ -123,9 +124,40 @@ median=$(jq '.fleet.median_pair_busbw_GBps' "$T_DIR/ok.json")
 # 8 Mbit/s), far under the threshold however busy the machine is.
 rate_kbit=$(awk -v m="$median" 'BEGIN { r = m * 8e6 / 20; if (r < 8000) r = 8000; printf "%d", r }')
 
+# ---- the coordinator and its workers under valgrind and ASan/UBSan ----
+# scan_with PREFIX... OUT: 3 hosts exhaustive, each rank run under PREFIX.
+scan_with() {
+  local out=${*: -1}
+  timeout -k 10 300 "$TH" mpirun "$SET" -q -np 3 --host sc1,sc2,sc3 --map-by node \
+    --mca orte_abort_on_non_zero_status 0 "${@:1:$#-1}" --backend mpi -b 256K -n 2 -w 1 --mode exhaustive \
+    -J "$out.json" >"$out.out" 2>"$out.err"
+  echo $? >"$out.rc"
+}
+if command -v valgrind >/dev/null; then
+  scan_with valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    --suppressions=/usr/share/openmpi/openmpi-valgrind.supp --suppressions="$FB_ROOT/tests/sanitize/mpi.supp" \
+    "$S" "$T_DIR/vg"
+  if [ "$(rc_of "$T_DIR/vg")" = 0 ] && ! grep -q '^==[0-9]*==' "$T_DIR/vg.err" && jq -e '.complete' "$T_DIR/vg.json" >/dev/null 2>&1; then
+    ok "valgrind: an exhaustive scan of 3 hosts, no memory errors or definite leaks on any rank"
+  else
+    not_ok "valgrind: an exhaustive scan of 3 hosts" "exit $(rc_of "$T_DIR/vg"): $(grep -m8 '==' "$T_DIR/vg.err" | tr '\n' ' ')"
+  fi
+fi
+if [ -x "$FB_BUILD-asan/bin/fabric-scan" ]; then
+  scan_with env ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$FB_BUILD-asan/bin/fabric-scan" "$T_DIR/asan"
+  if [ "$(rc_of "$T_DIR/asan")" = 0 ] && ! grep -qE 'AddressSanitizer|runtime error' "$T_DIR/asan.err" && jq -e '.complete' "$T_DIR/asan.json" >/dev/null 2>&1; then
+    ok "ASan/UBSan: an exhaustive scan of 3 hosts, clean on every rank"
+  else
+    not_ok "ASan/UBSan: an exhaustive scan of 3 hosts" "exit $(rc_of "$T_DIR/asan"): $(grep -m5 -E 'ERROR|runtime error' "$T_DIR/asan.err" | tr '\n' ' ')"
+  fi
+else
+  skip "ASan/UBSan: fabric-scan" "no sanitizer build ($FB_BUILD-asan: tests/sanitize/test_sanitizers.sh makes it)"
+fi
+
 # ---- 8 hosts, fast mode, host 5 throttled: it and only it ----
 throttle 5 "${rate_kbit}kbit"
-scan "$T_DIR/slow" "$(hosts_list 8)" "${QUICK[@]}" --threshold 0.5 --seed 11
+scan "$T_DIR/slow" "$(hosts_list 8)" "${QUICK[@]}" --seed 11
 unthrottle 5
 if [ "$(rc_of "$T_DIR/slow")" = 24 ]; then ok "8 hosts, sc5 throttled to ${rate_kbit} kbit/s: exit 24 (suspects)"; else not_ok "8 hosts, sc5 throttled to ${rate_kbit} kbit/s: exit 24 (suspects)" "exit $(rc_of "$T_DIR/slow"): $(tail -c 600 "$T_DIR/slow.err")"; fi
 jq_ok "... sc5 is the one suspect, slow; the other 7 pass" "$T_DIR/slow.json" \
@@ -207,7 +239,7 @@ then ok "html: the page has the scan's 8 x 8 node matrix, sc5's slow test marked
 
 # ---- exhaustive over 5 hosts (odd: one sits out each round), sc2 slow ----
 throttle 2 "${rate_kbit}kbit"
-scan "$T_DIR/ex" "$(hosts_list 5)" "${QUICK[@]}" --threshold 0.5 --mode exhaustive
+scan "$T_DIR/ex" "$(hosts_list 5)" "${QUICK[@]}" --mode exhaustive
 unthrottle 2
 jq_ok "exhaustive, 5 hosts, sc2 throttled: sc2 alone is named, slow in 4 of 4 pair tests" "$T_DIR/ex.json" \
   '.suspects.nodes == ["sc2"] and (.nodes[] | select(.host == "sc2") | .reason | test("^4 of 4 pair tests bad"))
@@ -219,10 +251,42 @@ jq_ok "... every pair once in 5 rounds, no host twice in a round" "$T_DIR/ex.jso
    and all($t | group_by(.round)[]; ([.[] | .hosts[]] | length) == ([.[] | .hosts[]] | unique | length))'
 if [ "$(rc_of "$T_DIR/ex")" = 24 ]; then ok "... exit 24"; else not_ok "... exit 24" "exit $(rc_of "$T_DIR/ex")"; fi
 
+# ---- one link slow between two good hosts ----
+# A cable of their own between sc1 and sc2 (a veth pair with host routes:
+# their traffic to each other takes it, all else the bridge), throttled on
+# sc1's side. Exhaustively, sc1 and sc2 are good with their other partners,
+# so the pair is named as a link, confirmed by a retest.
+direct_link() { # direct_link up|down
+  if [ "$1" = up ]; then
+    ip link add fbscan1 type veth peer name fbscan2 &&
+      ip link set fbscan1 netns "${SET}1" && ip link set fbscan2 netns "${SET}2" &&
+      ip -n "${SET}1" link set fbscan1 up && ip -n "${SET}2" link set fbscan2 up &&
+      ip -n "${SET}1" route add 10.77.0.2/32 dev fbscan1 src 10.77.0.1 &&
+      ip -n "${SET}2" route add 10.77.0.1/32 dev fbscan2 src 10.77.0.2 &&
+      ip netns exec "${SET}1" tc qdisc add dev fbscan1 root tbf rate "${rate_kbit}kbit" burst 32kbit latency 400ms
+  else
+    ip -n "${SET}1" link del fbscan1 2>/dev/null || true
+  fi
+}
+if direct_link up 2>"$T_DIR/link.setup"; then
+  scan "$T_DIR/link" "$(hosts_list 4)" "${QUICK[@]}" --mode exhaustive
+  direct_link down
+  jq_ok "exhaustive, the sc1-sc2 cable throttled: every host passes, sc1-sc2 is the one suspect link" "$T_DIR/link.json" \
+    'all(.nodes[]; .verdict == "pass") and .suspects.nodes == []
+     and ([.suspects.links[] | .hosts | sort] == [["sc1","sc2"]])'
+  jq_ok "... after a confirmation test of that pair alone" "$T_DIR/link.json" \
+    '[.tests[] | select(.pass == "confirm") | .hosts | sort] == [["sc1","sc2"]]
+     and ([.tests[] | select(.pass == "confirm")][0].status == "slow")'
+  if [ "$(rc_of "$T_DIR/link")" = 24 ]; then ok "... exit 24"; else not_ok "... exit 24" "exit $(rc_of "$T_DIR/link")"; fi
+else
+  direct_link down
+  not_ok "a cable of their own between sc1 and sc2" "$(head -c 300 "$T_DIR/link.setup")"
+fi
+
 # ---- faults mid-scan: the scan names the host failed and goes on ----
 # Tests long enough (16M x 10) that a round is under way when the fault
 # lands; each test bounded at 4 s.
-LONG=(-b 16M -n 10 -w 1 --test-timeout 4)
+LONG=(-b 16M -n 10 -w 1 --test-timeout 4 --threshold 0.5)
 
 # kill -9 of sc3's rank during an exhaustive scan of 6 hosts, early
 # enough that rounds are left to run without it.
@@ -233,15 +297,19 @@ if wait_for "$T_DIR/kill.err" 'round 0 ' 60 && pid=$(rank_pid 3); then
   kill -9 "$pid"
   wait "$job"
   took=$(($(date +%s) - start))
-  jq_ok "kill -9 of sc3 mid-scan: sc3 failed, 'stopped answering', the 5 others pass" "$T_DIR/kill.json" \
+  # sc3's partner of that round lives on (its test fails and it reports),
+  # unless Open MPI ended it with its peer in mid-transfer: then it is
+  # failed too, and its reason says it went down together with sc3.
+  jq_ok "kill -9 of sc3 mid-scan: sc3 failed, 'stopped answering', the others pass (or went down with it, said so)" "$T_DIR/kill.json" \
     '(.nodes[] | select(.host == "sc3") | .verdict == "failed" and (.reason | test("stopped answering the coordinator in round [0-9]")))
-     and ([.nodes[] | select(.verdict == "pass")] | length) == 5 and .suspects.nodes == ["sc3"]'
+     and all(.nodes[] | select(.host != "sc3"); .verdict == "pass" or (.verdict == "failed" and (.reason | test("together with sc3"))))
+     and ([.nodes[] | select(.verdict == "pass")] | length) >= 4
   jq_ok "... and the rounds after the loss still ran, between the others only" "$T_DIR/kill.json" \
     '(.nodes[] | select(.host == "sc3") | .reason | capture("round (?<r>[0-9]+)").r | tonumber) as $lost
      | [.tests[] | select(.round > $lost)] as $later
      | $lost < 5 and ([$later[] | .round] | unique) == [range($lost + 1; 6)]
      and all($later[]; (.hosts | index("sc3")) == null and (.status == "ok" or .status == "slow"))'
-  jq_ok "... the results are complete" "$T_DIR/kill.json" '.complete and .summary.failed == 1'
+  jq_ok "... the results are complete" "$T_DIR/kill.json" '.complete and .summary.failed >= 1'
   expect_grep "... progress says which host was lost" 'fabric-scan: .*sc3.*(lost|stopped answering)' "$T_DIR/kill.err"
   if [ "$took" -lt 120 ]; then ok "... and the job ends (${took} s)"; else not_ok "... and the job ends" "${took} s"; fi
 else

@@ -352,6 +352,86 @@ static void low_intra_node_figure_counts_only_when_asked(void)
     scan_judgement_free(&j);
 }
 
+/* Fast mode, the first-pass pair 0-1 slow, both cleared by known-good
+ * partners: a link candidate, named only when its confirmation test is
+ * bad too. */
+static void a_link_is_named_only_when_its_retest_is_bad(void)
+{
+    struct scan_test t[] = {
+        pair_test(1, SCAN_PASS_FIRST, 0, 1, 2),   pair_test(1, SCAN_PASS_FIRST, 2, 3, 10),
+        pair_test(2, SCAN_PASS_SECOND, 0, 2, 10), pair_test(2, SCAN_PASS_SECOND, 1, 3, 10),
+        pair_test(3, SCAN_PASS_CONFIRM, 0, 1, 9.5),
+    };
+    struct scan_node nodes[4];
+    struct scan_judgement j;
+    fresh_nodes(nodes, 4);
+    CHECK_INT(scan_judge(t, 5, 0, 0.8, 0, names, nodes, 4, &j), 0);
+    CHECK_INT(j.passed, 4);
+    CHECK_INT(j.nlinks, 0); /* good the second time */
+    scan_judgement_free(&j);
+    t[4].busbw = 2.1;
+    fresh_nodes(nodes, 4);
+    CHECK_INT(scan_judge(t, 5, 0, 0.8, 0, names, nodes, 4, &j), 0);
+    CHECK_INT(j.passed, 4);
+    CHECK_INT(j.nlinks, 1);
+    if (j.nlinks == 1) {
+        CHECK_INT(j.links[0].a, 0);
+        CHECK_INT(j.links[0].b, 1);
+        CHECK_NEAR(j.links[0].busbw, 2, 1e-12); /* the first figure, not the retest's */
+    }
+    scan_judgement_free(&j);
+    /* Without a confirmation round (the candidate's node was lost, say),
+     * the bad test alone names the link. */
+    fresh_nodes(nodes, 4);
+    CHECK_INT(scan_judge(t, 4, 0, 0.8, 0, names, nodes, 4, &j), 0);
+    CHECK_INT(j.nlinks, 1);
+    scan_judgement_free(&j);
+}
+
+/* Confirmation tests decide no node: exhaustively, two bad retests do not
+ * make a majority against a node whose scheduled tests were good. */
+static void confirmation_tests_decide_no_node(void)
+{
+    struct scan_test t[] = {
+        pair_test(1, SCAN_PASS_ALL_PAIRS, 0, 1, 2), pair_test(1, SCAN_PASS_ALL_PAIRS, 2, 3, 10),
+        pair_test(2, SCAN_PASS_ALL_PAIRS, 0, 2, 10), pair_test(2, SCAN_PASS_ALL_PAIRS, 1, 3, 10),
+        pair_test(3, SCAN_PASS_ALL_PAIRS, 0, 3, 10), pair_test(3, SCAN_PASS_ALL_PAIRS, 1, 2, 10),
+        pair_test(4, SCAN_PASS_CONFIRM, 0, 1, 2), pair_test(5, SCAN_PASS_CONFIRM, 0, 1, 2),
+    };
+    struct scan_node nodes[4];
+    struct scan_judgement j;
+    fresh_nodes(nodes, 4);
+    CHECK_INT(scan_judge(t, 8, 1, 0.8, 0, names, nodes, 4, &j), 0);
+    CHECK_STR(scan_verdict_name(nodes[0].verdict), "pass");
+    CHECK_STR(scan_verdict_name(nodes[1].verdict), "pass");
+    CHECK_INT(j.nlinks, 1);
+    CHECK_STR(scan_pass_name(SCAN_PASS_CONFIRM), "confirm");
+    scan_judgement_free(&j);
+}
+
+/* Two nodes lost in the round they tested each other: both failed, each
+ * reason naming the other. */
+static void partners_lost_together_say_so(void)
+{
+    struct scan_test t[] = {
+        pair_test(1, SCAN_PASS_ALL_PAIRS, 0, 1, 10), failed_test(1, SCAN_PASS_ALL_PAIRS, 2, 3, SCAN_FAILED),
+    };
+    struct scan_node nodes[4];
+    struct scan_judgement j;
+    fresh_nodes(nodes, 4);
+    nodes[2].lost_round = nodes[3].lost_round = 1;
+    CHECK_INT(scan_judge(t, 2, 1, 0.8, 0, names, nodes, 4, &j), 0);
+    CHECK_CONTAINS(nodes[2].reason, "in round 1 together with n3, its partner in that round");
+    CHECK_CONTAINS(nodes[3].reason, "together with n2");
+    CHECK_INT(j.failed, 2);
+    scan_judgement_free(&j);
+    fresh_nodes(nodes, 4);
+    nodes[2].lost_round = 1;
+    CHECK_INT(scan_judge(t, 2, 1, 0.8, 0, names, nodes, 4, &j), 0);
+    CHECK(strstr(nodes[2].reason, "together") == NULL);
+    scan_judgement_free(&j);
+}
+
 int main(void)
 {
     RUN(all_pairs_meet_once_in_disjoint_rounds);
@@ -368,5 +448,8 @@ int main(void)
     RUN(exhaustive_blames_the_common_factor_and_names_the_odd_link);
     RUN(exhaustive_ignores_tests_with_lost_nodes);
     RUN(low_intra_node_figure_counts_only_when_asked);
+    RUN(a_link_is_named_only_when_its_retest_is_bad);
+    RUN(confirmation_tests_decide_no_node);
+    RUN(partners_lost_together_say_so);
     return fbt_done();
 }
