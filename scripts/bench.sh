@@ -64,8 +64,10 @@ PY
 # Instructions per call: each program runs N and 2N calls under callgrind;
 # the difference over N cancels start-up and set-up. Only the functions an
 # 8-byte call runs a fixed number of times are counted (the entry point, the
-# algorithm, ob1's send and receive, vader's inline send, the mutexes):
-# polling while the peer catches up varies with timing, not with the code.
+# algorithm, ob1's send and receive, vader's inline send, the convertor),
+# where MPI_THREAD_MULTIPLE's locking and atomics land: polling while the
+# peer catches up (opal_progress, and the mutexes of the event loop under
+# it) varies with timing, not with the code.
 cg_iters=${FB_BENCH_CG_ITERS:-2000}
 echo
 echo "== instructions per 8-byte MPI_Allreduce call (callgrind, 2 ranks, $cg_iters and $((2 * cg_iters)) calls) =="
@@ -87,8 +89,9 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
   /usr/bin/python3 - "$work" "$cg_iters" <<'PY'
 import glob, re, subprocess, sys
 work, n = sys.argv[1], int(sys.argv[2])
-fixed = re.compile(r"^(PMPI_Allreduce|ompi_coll_\w*allreduce\w*|mca_pml_ob1_(send|isend|irecv|recv|recv_req_start|"
-                   r"recv_frag_callback_match)|mca_btl_vader_sendi|(__)?pthread_mutex_(lock|unlock|trylock)\w*)(@.*)?$")
+fixed = re.compile(r"^(PMPI_Allreduce|ompi_coll_\w*allreduce\w*|ompi_coll_base_sendrecv_actual|"
+                   r"mca_pml_ob1_(send|irecv|recv_req_start|recv_frag_callback_match)|mca_btl_vader_sendi|"
+                   r"opal_convertor_(prepare_for_send|prepare_for_recv|unpack))(@.*)?$")
 def fixed_ir(path):
     out = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", path],
                          capture_output=True, text=True, check=True).stdout
