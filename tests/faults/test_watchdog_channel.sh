@@ -53,9 +53,11 @@ int main(int argc, char **argv)
     return 0;
 }
 EOF
-mpicc -shared -fPIC -O1 -o "$T_DIR/levels.so" "$T_DIR/levels.c" 2>"$T_DIR/cc.log" &&
-  mpicc -O1 -o "$T_DIR/wants_multiple" "$T_DIR/wants_multiple.c" 2>>"$T_DIR/cc.log" ||
-  { not_ok "the thread-level recorder builds" "$(cat "$T_DIR/cc.log")"; exit 0; }
+if ! mpicc -shared -fPIC -O1 -o "$T_DIR/levels.so" "$T_DIR/levels.c" 2>"$T_DIR/cc.log" ||
+  ! mpicc -O1 -o "$T_DIR/wants_multiple" "$T_DIR/wants_multiple.c" 2>>"$T_DIR/cc.log"; then
+  not_ok "the thread-level recorder builds" "$(cat "$T_DIR/cc.log")"
+  exit 0
+fi
 
 # levels_single LOG RANKS: every one of RANKS ranks asked for SINGLE and
 # was granted less than MULTIPLE.
