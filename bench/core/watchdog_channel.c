@@ -298,9 +298,10 @@ static int read_line(struct line *l, int *closed)
     }
 }
 
+/* Connections not yet greeted: room for every rank and a few strangers. */
 struct pending {
-    int n;
-    struct line l[64];
+    int n, cap;
+    struct line *l;
 };
 
 static void take_new(int lfd, struct pending *p)
@@ -309,8 +310,8 @@ static void take_new(int lfd, struct pending *p)
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
-        if (p->n == (int)(sizeof p->l / sizeof p->l[0])) {
-            close(fd); /* not a rank of this job: ranks connect once each */
+        if (p->n == p->cap) {
+            close(fd); /* more than the job has ranks: not ranks of this job */
             continue;
         }
         p->l[p->n++] = (struct line){.fd = fd};
@@ -347,10 +348,13 @@ static int take_greetings(struct fb_wd_channel *ch, struct pending *p, const str
  * ranks agreed (req) that one cannot, or the bound passes. */
 static void accept_ranks(struct fb_wd_channel *ch, int lfd, MPI_Request *req, const int *worst, double deadline)
 {
-    struct pending p = {0};
     int missing = ch->nlines - 1, agreed = 0;
+    struct pending p = {.cap = ch->nlines + 16};
+    p.l = calloc((size_t)p.cap, sizeof *p.l);
+    struct pollfd *pf = calloc((size_t)p.cap + 1, sizeof *pf);
+    if (p.l == NULL || pf == NULL)
+        deadline = 0; /* out of memory: the ranks are reported missing */
     while (fb_now() < deadline) {
-        struct pollfd pf[65];
         for (int i = 0; i < p.n; i++)
             pf[i] = (struct pollfd){.fd = p.l[i].fd, .events = POLLIN};
         pf[p.n] = (struct pollfd){.fd = lfd, .events = POLLIN};
@@ -366,6 +370,8 @@ static void accept_ranks(struct fb_wd_channel *ch, int lfd, MPI_Request *req, co
     }
     for (int i = 0; i < p.n; i++)
         close(p.l[i].fd);
+    free(p.l);
+    free(pf);
     if (!agreed)
         MPI_Wait(req, MPI_STATUS_IGNORE); /* each rank's own try is bounded */
 }
