@@ -65,17 +65,22 @@ static int argv_has(int argc, char **argv, const char *flag)
     return 0;
 }
 
-static void start_watchdog(struct sweep *r, int wanted)
+/* A watchdog that cannot start (its channel unreachable, a malformed
+ * FB_WATCHDOG_ADDR) ends the run before it measures: every rank agrees on
+ * the code, rank 0 says why. */
+static int start_watchdog(struct sweep *r, int wanted)
 {
     struct fb_err err = {0};
     if (!wanted) {
         snprintf(r->wd_note, sizeof r->wd_note, "--no-watchdog: waits are not bounded (-T has no effect)");
-        return;
+        return 0;
     }
-    if (fb_watchdog_start(&r->wd, &r->world, sweep_record_fault, r, &err) != FB_OK) {
-        snprintf(r->wd_note, sizeof r->wd_note, "%s", err.msg);
-        fb_signals_unblock();
-    }
+    if (fb_watchdog_start(&r->wd, &r->world, sweep_record_fault, r, &err) == FB_OK)
+        return 0;
+    fb_signals_unblock();
+    if (r->world.rank == 0)
+        fprintf(stderr, "fabric-coll: %s\n", err.msg);
+    return (int)err.code;
 }
 
 /* `fabric-coll --list`: the collectives, one per line, for scripts that offer
@@ -95,8 +100,11 @@ int main(int argc, char **argv)
     int watchdog = !argv_has(argc, argv, "--no-watchdog");
     if (watchdog)
         fb_signals_block();
+    /* The watchdog thread never calls MPI (its heartbeats go over its own
+     * channel), so MPI runs single-threaded: Open MPI's FUNNELED and
+     * MULTIPLE levels put locks on the path of every operation. */
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, watchdog ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     static struct sweep r;
     pthread_mutex_init(&r.rec_lock, NULL);
     coll_config_defaults(&r.cfg);
@@ -106,8 +114,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "fabric-coll: %s\n", err.msg);
         MPI_Abort(MPI_COMM_WORLD, (int)err.code);
     }
-    start_watchdog(&r, watchdog);
-    code = run_phases(&r, argc, argv);
+    code = start_watchdog(&r, watchdog);
+    if (code == 0)
+        code = run_phases(&r, argc, argv);
     if (code < 0) {
         if (r.world.rank == 0 && r.cfg.help)
             coll_config_usage(stdout, argv[0]);

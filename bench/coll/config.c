@@ -53,7 +53,7 @@ const struct fb_opt coll_options[] = {
     {0, "cv-threshold", FB_OPT_DOUBLE, OFF(cv_threshold), "PERCENT", "with -N: sizes whose time varies more than this are flagged unstable (default 5)", 0, 1000, 0},
     {0, "split", FB_OPT_STRING, OFF(split), "SPLIT", "rank groups measured side by side: an NCCL_TESTS_SPLIT expression ('MOD 8'), intra-node, inter-node, or intra-inter (both, one results file each)", 0, 0, 0},
     {0, "runtime-source", FB_OPT_STRING, OFF(runtime_source_opt), "SPEC", "where the pods' wiring came from, recorded as runtime_source: delivered:KIND/NAMESPACE/NAME@GENERATION (namespace empty when cluster-scoped, generation - when none) or fabric-bench:FABRIC", 0, 0, 0},
-    {0, "no-watchdog", FB_OPT_FLAG, OFF(no_watchdog), NULL, "no bound on waits and plain MPI threading (the watchdog needs MPI_THREAD_MULTIPLE, which costs ~0.1 us per small message)", 0, 0, 0},
+    {0, "no-watchdog", FB_OPT_FLAG, OFF(no_watchdog), NULL, "no bound on waits: no watchdog thread and no watchdog channel (FB_WATCHDOG_ADDR)", 0, 0, 0},
     {0, "cap-memory", FB_OPT_FLAG, OFF(cap_memory), NULL, "lower -e to what fits in memory (with a warning) instead of refusing", 0, 0, 0},
     {'h', "help", FB_OPT_FLAG, OFF(help), NULL, "this help", 0, 0, 0},
     {0, "version", FB_OPT_FLAG, OFF(version), NULL, "print the version", 0, 0, 0},

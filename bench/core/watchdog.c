@@ -11,34 +11,26 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/watchdog_channel.h"
 
 #define TICK_S 0.1
 #define HEARTBEAT_S 1.0
 #define STALE_S 3.5       /* three missed heartbeats: stopped, dead or cut off */
 #define GRACE_S 5.0       /* how long other ranks leave rank 0 to act */
 #define FIRST_CONTACT_S 30.0
-#define ABORT_BACKSTOP_S 5
-#define TAG_HEARTBEAT 7301
+#define LAST_WORD_S 1.0   /* how long a rank's "done" may take to leave */
 
 extern char *program_invocation_short_name;
 
-struct heartbeat {
-    int32_t rank, done, expired, pad;
-    int64_t step, iteration;
-    int64_t ticks; /* fb_watchdog_tick calls since the step was armed */
-    double elapsed; /* seconds since the step was armed */
-    char phase[16];
-    char what[96];
-};
-
 struct peer {
     double last_seen;
-    struct heartbeat hb;
+    int gone; /* its line closed */
+    struct fb_wd_msg hb;
 };
 
 struct fb_watchdog {
     const struct fb_world *w;
-    MPI_Comm comm;
+    struct fb_wd_channel *ch;
     pthread_t thread;
     fb_fault_hook hook;
     void *ctx;
@@ -56,11 +48,9 @@ struct fb_watchdog {
     /* owned by the thread */
     double last_heartbeat;
     int expired_sent;
-    MPI_Request send_req;
-    struct heartbeat send_buf;
-    struct peer *peers;        /* rank 0 */
-    MPI_Request *recv_req;     /* rank 0 */
-    struct heartbeat *recv_buf; /* rank 0 */
+    int expired_rank;   /* rank 0: a rank that said its own deadline passed */
+    int ordered_to_end; /* the other ranks: rank 0 said the job ends */
+    struct peer *peers; /* rank 0 */
 };
 
 double fb_watchdog_bound(double ops, double bytes, double floor_Bps)
@@ -68,9 +58,10 @@ double fb_watchdog_bound(double ops, double bytes, double floor_Bps)
     return FIRST_CONTACT_S + 4.0 * ops * bytes / floor_Bps;
 }
 
-static void snapshot(struct fb_watchdog *wd, struct heartbeat *hb, double now)
+static void snapshot(struct fb_watchdog *wd, struct fb_wd_msg *hb, double now)
 {
     pthread_mutex_lock(&wd->lock);
+    hb->kind = FB_WD_HEARTBEAT;
     hb->rank = wd->w->rank;
     hb->step = wd->step;
     hb->iteration = atomic_load(&wd->iteration);
@@ -88,38 +79,43 @@ static void send_heartbeat(struct fb_watchdog *wd, double now, int expired)
         wd->peers[0].last_seen = now;
         return;
     }
-    if (wd->send_req != MPI_REQUEST_NULL) {
-        int done = 0;
-        MPI_Test(&wd->send_req, &done, MPI_STATUS_IGNORE);
-        if (!done)
-            return; /* rank 0 is not taking them: that is the news */
-    }
-    snapshot(wd, &wd->send_buf, now);
-    wd->send_buf.expired = expired;
-    MPI_Isend(&wd->send_buf, sizeof wd->send_buf, MPI_BYTE, 0, TAG_HEARTBEAT, wd->comm, &wd->send_req);
+    struct fb_wd_msg hb = {0};
+    snapshot(wd, &hb, now);
+    hb.expired = expired;
+    fb_wd_channel_send(wd->ch, &hb); /* not taken: rank 0 is not reading, which is the news */
 }
 
-/* Rank 0: take in every heartbeat that has arrived; returns a rank whose
- * own deadline has passed, or -1. */
-static int poll_heartbeats(struct fb_watchdog *wd, double now)
+/* What arrives on the channel: heartbeats at rank 0, the order to end at
+ * the others. A closed line says nothing by itself: a killed rank is
+ * Open MPI's to report, a stopped or cut-off one goes silent. */
+static void on_message(void *ctx, int from, const struct fb_wd_msg *m)
 {
-    int expired_rank = -1;
-    for (int r = 1; r < wd->w->size; r++) {
-        int got = 1;
-        while (got && wd->recv_req[r] != MPI_REQUEST_NULL) {
-            MPI_Test(&wd->recv_req[r], &got, MPI_STATUS_IGNORE);
-            if (!got)
-                break;
-            wd->peers[r].hb = wd->recv_buf[r];
-            wd->peers[r].last_seen = now;
-            if (wd->recv_buf[r].expired && expired_rank < 0)
-                expired_rank = r;
-            if (!wd->recv_buf[r].done)
-                MPI_Irecv(&wd->recv_buf[r], sizeof wd->recv_buf[r], MPI_BYTE, r, TAG_HEARTBEAT,
-                          wd->comm, &wd->recv_req[r]);
-        }
+    struct fb_watchdog *wd = ctx;
+    if (wd->w->rank != 0) {
+        wd->ordered_to_end |= m != NULL && m->kind == FB_WD_ABORT;
+        return;
     }
-    return expired_rank;
+    struct peer *p = &wd->peers[from];
+    if (m == NULL) {
+        p->gone = 1;
+        return;
+    }
+    p->hb = *m;
+    p->last_seen = fb_now();
+    if (m->expired && wd->expired_rank < 0)
+        wd->expired_rank = from;
+}
+
+static int is_done(const struct peer *p)
+{
+    return p->hb.kind == FB_WD_DONE;
+}
+
+/* Stopped, dead or cut off: three heartbeats missed, or its line closed
+ * without a last word. */
+static int is_silent(const struct peer *p, double now)
+{
+    return !is_done(p) && (p->gone || now - p->last_seen > STALE_S);
 }
 
 static void describe_rank(struct fb_watchdog *wd, int r, double now)
@@ -127,9 +123,9 @@ static void describe_rank(struct fb_watchdog *wd, int r, double now)
     const struct peer *p = &wd->peers[r];
     const char *prog = program_invocation_short_name;
     double silent = now - p->last_seen;
-    if (p->hb.done)
+    if (is_done(p))
         return;
-    if (silent > STALE_S)
+    if (is_silent(p, now))
         fprintf(stderr, "%s:   rank %d on %s: no heartbeat for %.0f s (stopped, killed or cut off)%s%s\n",
                 prog, r, wd->w->hosts[r], silent, p->hb.what[0] ? "; last at " : "", p->hb.what);
     else
@@ -138,7 +134,7 @@ static void describe_rank(struct fb_watchdog *wd, int r, double now)
                 (long long)p->hb.iteration, p->hb.elapsed);
 }
 
-static int behind(const struct heartbeat *a, const struct heartbeat *b)
+static int behind(const struct fb_wd_msg *a, const struct fb_wd_msg *b)
 {
     return a->step < b->step || (a->step == b->step && a->ticks < b->ticks);
 }
@@ -155,9 +151,9 @@ static int pick_culprit(struct fb_watchdog *wd, double now, int fallback)
     int best = fallback;
     for (int r = 0; r < wd->w->size; r++) {
         const struct peer *p = &wd->peers[r];
-        if (p->hb.done)
+        if (is_done(p))
             continue;
-        if (now - p->last_seen > STALE_S)
+        if (is_silent(p, now))
             return r;
         if (behind(&p->hb, &wd->peers[best].hb))
             best = r;
@@ -170,16 +166,16 @@ static int pick_culprit(struct fb_watchdog *wd, double now, int fallback)
  * may be a step the others have long left (set-up, an earlier size); the
  * operation that did not complete is then the one the live ranks wait in:
  * the place of the live rank furthest behind, when the culprit is behind it. */
-static const struct heartbeat *silent_culprit_place(struct fb_watchdog *wd, double now,
+static const struct fb_wd_msg *silent_culprit_place(struct fb_watchdog *wd, double now,
                                                     int culprit)
 {
-    const struct heartbeat *at = &wd->peers[culprit].hb;
-    if (now - wd->peers[culprit].last_seen <= STALE_S)
+    const struct fb_wd_msg *at = &wd->peers[culprit].hb;
+    if (!is_silent(&wd->peers[culprit], now))
         return at;
-    const struct heartbeat *live = NULL;
+    const struct fb_wd_msg *live = NULL;
     for (int r = 0; r < wd->w->size; r++) {
         const struct peer *p = &wd->peers[r];
-        if (r == culprit || p->hb.done || now - p->last_seen > STALE_S)
+        if (r == culprit || is_done(p) || is_silent(p, now))
             continue;
         if (live == NULL || behind(&p->hb, live))
             live = &p->hb;
@@ -187,12 +183,30 @@ static const struct heartbeat *silent_culprit_place(struct fb_watchdog *wd, doub
     return live != NULL && behind(at, live) ? live : at;
 }
 
-static void *exit_later(void *arg)
+/* The main thread may sit in an MPI call that never returns, and MPI at
+ * MPI_THREAD_SINGLE takes no call from this thread: the end goes through
+ * the channel. Rank 0 orders the others to end (each runs its hook, so
+ * NCCL communicators are aborted there too) and exits; the launcher sees
+ * the timeout exit code and ends whatever is left (a stopped rank). */
+static void end_job(struct fb_watchdog *wd)
 {
-    (void)arg;
-    sleep(ABORT_BACKSTOP_S);
+    if (wd->w->rank == 0) {
+        struct fb_wd_msg order = {.kind = FB_WD_ABORT, .rank = 0};
+        fb_wd_channel_tell_all(wd->ch, &order);
+    }
+    fflush(stdout);
+    fflush(stderr);
     _exit(FB_ERR_TIMEOUT);
-    return NULL;
+}
+
+/* Rank 0 said the job ends: it has said why and where. */
+static void end_on_order(struct fb_watchdog *wd)
+{
+    if (wd->hook)
+        wd->hook(wd->ctx, FB_ERR_TIMEOUT, "rank 0 ended the job: a wait did not complete within its bound");
+    fflush(stdout);
+    fflush(stderr);
+    _exit(FB_ERR_TIMEOUT);
 }
 
 /* The one block a person reads after a hang, then the end of the job. */
@@ -200,10 +214,10 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
 {
     const char *prog = program_invocation_short_name;
     char message[FB_HOST_MAX + 256], where[48] = "";
-    struct heartbeat me;
+    struct fb_wd_msg me;
     snapshot(wd, &me, now);
     /* Rank 0 knows where the culprit is: that is the place to name. */
-    const struct heartbeat *at = wd->w->rank == 0 ? silent_culprit_place(wd, now, culprit) : &me;
+    const struct fb_wd_msg *at = wd->w->rank == 0 ? silent_culprit_place(wd, now, culprit) : &me;
     if (strcmp(at->phase, "start") != 0 && at->phase[0] != '\0')
         snprintf(where, sizeof where, " (%s iteration %lld)", at->phase, (long long)at->iteration);
     snprintf(message, sizeof message, "%s%s did not complete within %.0f s (rank %d on %s)",
@@ -212,7 +226,7 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
     if (wd->w->rank == 0) {
         int silent = 0;
         for (int r = 0; r < wd->w->size; r++)
-            silent += !wd->peers[r].hb.done && now - wd->peers[r].last_seen > STALE_S;
+            silent += is_silent(&wd->peers[r], now);
         fprintf(stderr, "%s: where every rank is (%d not answering):\n", prog, silent);
         for (int r = 0; r < wd->w->size; r++)
             describe_rank(wd, r, now);
@@ -223,14 +237,7 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
     if (wd->hook)
         wd->hook(wd->ctx, FB_ERR_TIMEOUT, message);
     fprintf(stderr, "%s: stopping every rank (exit %d)\n", prog, FB_ERR_TIMEOUT);
-    fflush(stderr);
-    /* MPI_Abort waits on the launcher, which may itself wait on a host that
-     * is cut off: this process ends within the bound regardless. */
-    pthread_t backstop;
-    if (pthread_create(&backstop, NULL, exit_later, NULL) == 0)
-        pthread_detach(backstop);
-    MPI_Abort(wd->w->comm, FB_ERR_TIMEOUT);
-    _exit(FB_ERR_TIMEOUT);
+    end_job(wd);
 }
 
 static void handle_signal(struct fb_watchdog *wd, int sig)
@@ -256,31 +263,37 @@ static double armed_deadline(struct fb_watchdog *wd)
     return d;
 }
 
+static void check_deadlines(struct fb_watchdog *wd, double now)
+{
+    double deadline = armed_deadline(wd);
+    int expired = deadline > 0 && now > deadline;
+    if (now - wd->last_heartbeat >= HEARTBEAT_S || (expired && !wd->expired_sent)) {
+        send_heartbeat(wd, now, expired);
+        wd->last_heartbeat = now;
+        wd->expired_sent |= expired;
+    }
+    if (wd->w->rank == 0) {
+        if (expired)
+            report_and_abort(wd, now, pick_culprit(wd, now, 0));
+        if (wd->expired_rank > 0)
+            report_and_abort(wd, now, pick_culprit(wd, now, wd->expired_rank));
+    } else if (wd->ordered_to_end) {
+        end_on_order(wd);
+    } else if (expired && now > deadline + GRACE_S) {
+        report_and_abort(wd, now, wd->w->rank);
+    }
+}
+
 static void *watch(void *arg)
 {
     struct fb_watchdog *wd = arg;
-    struct timespec tick = {0, (long)(TICK_S * 1e9)};
+    const struct timespec now_only = {0, 0};
     while (!atomic_load(&wd->stop)) {
-        int sig = sigtimedwait(&wd->signals, NULL, &tick);
+        fb_wd_channel_poll(wd->ch, TICK_S, on_message, wd);
+        int sig = sigtimedwait(&wd->signals, NULL, &now_only);
         if (sig == SIGINT || sig == SIGTERM)
             handle_signal(wd, sig);
-        double now = fb_now();
-        double deadline = armed_deadline(wd);
-        int expired = deadline > 0 && now > deadline;
-        if (now - wd->last_heartbeat >= HEARTBEAT_S || (expired && !wd->expired_sent)) {
-            send_heartbeat(wd, now, expired);
-            wd->last_heartbeat = now;
-            wd->expired_sent |= expired;
-        }
-        if (wd->w->rank == 0) {
-            int peer_expired = poll_heartbeats(wd, now);
-            if (expired)
-                report_and_abort(wd, now, pick_culprit(wd, now, 0));
-            if (peer_expired > 0)
-                report_and_abort(wd, now, pick_culprit(wd, now, peer_expired));
-        } else if (expired && now > deadline + GRACE_S) {
-            report_and_abort(wd, now, wd->w->rank);
-        }
+        check_deadlines(wd, fb_now());
     }
     return NULL;
 }
@@ -306,65 +319,49 @@ void fb_signals_unblock(void)
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
+static void watchdog_free(struct fb_watchdog *wd)
+{
+    fb_wd_channel_close(wd->ch);
+    pthread_mutex_destroy(&wd->lock);
+    free(wd->peers);
+    free(wd);
+}
+
 enum fb_status fb_watchdog_start(struct fb_watchdog **out, const struct fb_world *w,
                                  fb_fault_hook hook, void *ctx, struct fb_err *err)
 {
     *out = NULL;
-    int provided = 0;
-    MPI_Query_thread(&provided);
-    if (provided < MPI_THREAD_MULTIPLE)
-        return fb_fail(err, FB_ERR_UNAVAIL, "MPI does not provide MPI_THREAD_MULTIPLE: waits are not bounded");
     struct fb_watchdog *wd = calloc(1, sizeof *wd);
     if (wd == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     wd->w = w;
     wd->hook = hook;
     wd->ctx = ctx;
-    wd->send_req = MPI_REQUEST_NULL;
+    wd->expired_rank = -1;
     pthread_mutex_init(&wd->lock, NULL);
     atomic_store(&wd->phase, "set-up");
-    MPI_Comm_dup(w->comm, &wd->comm);
-    double now = fb_now();
+    if (fb_wd_channel_open(&wd->ch, w, err) != FB_OK) {
+        watchdog_free(wd);
+        return err->code;
+    }
     if (w->rank == 0) {
         wd->peers = calloc((size_t)w->size, sizeof *wd->peers);
-        wd->recv_req = calloc((size_t)w->size, sizeof *wd->recv_req);
-        wd->recv_buf = calloc((size_t)w->size, sizeof *wd->recv_buf);
-        if (!wd->peers || !wd->recv_req || !wd->recv_buf)
+        if (wd->peers == NULL) {
+            watchdog_free(wd);
             return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-        for (int r = 0; r < w->size; r++) {
-            wd->peers[r].last_seen = now;
-            wd->recv_req[r] = MPI_REQUEST_NULL;
-            if (r > 0)
-                MPI_Irecv(&wd->recv_buf[r], sizeof wd->recv_buf[r], MPI_BYTE, r, TAG_HEARTBEAT,
-                          wd->comm, &wd->recv_req[r]);
         }
+        double now = fb_now();
+        for (int r = 0; r < w->size; r++)
+            wd->peers[r].last_seen = now;
     }
     signal_set(&wd->signals);
     pthread_sigmask(SIG_BLOCK, &wd->signals, NULL);
-    if (pthread_create(&wd->thread, NULL, watch, wd) != 0)
+    if (pthread_create(&wd->thread, NULL, watch, wd) != 0) {
+        watchdog_free(wd);
         return fb_fail(err, FB_ERR_INTERNAL, "cannot start the watchdog thread: %s", strerror(errno));
+    }
     *out = wd;
     return FB_OK;
-}
-
-/* Last heartbeat: every send matched before MPI_Finalize. */
-static void drain(struct fb_watchdog *wd)
-{
-    if (wd->w->rank != 0) {
-        if (wd->send_req != MPI_REQUEST_NULL)
-            MPI_Wait(&wd->send_req, MPI_STATUS_IGNORE);
-        struct heartbeat last = {.rank = wd->w->rank, .done = 1};
-        MPI_Send(&last, sizeof last, MPI_BYTE, 0, TAG_HEARTBEAT, wd->comm);
-        return;
-    }
-    for (int r = 1; r < wd->w->size; r++) {
-        while (wd->recv_req[r] != MPI_REQUEST_NULL) {
-            MPI_Wait(&wd->recv_req[r], MPI_STATUS_IGNORE);
-            if (!wd->recv_buf[r].done)
-                MPI_Irecv(&wd->recv_buf[r], sizeof wd->recv_buf[r], MPI_BYTE, r, TAG_HEARTBEAT,
-                          wd->comm, &wd->recv_req[r]);
-        }
-    }
 }
 
 void fb_watchdog_stop(struct fb_watchdog *wd)
@@ -373,13 +370,15 @@ void fb_watchdog_stop(struct fb_watchdog *wd)
         return;
     atomic_store(&wd->stop, 1);
     pthread_join(wd->thread, NULL);
-    drain(wd);
-    MPI_Comm_free(&wd->comm);
-    pthread_mutex_destroy(&wd->lock);
-    free(wd->peers);
-    free(wd->recv_req);
-    free(wd->recv_buf);
-    free(wd);
+    if (wd->w->rank != 0) {
+        /* Rank 0 may still be at work (writing results): it must not take
+         * this rank's silence from now on for a stop. */
+        struct fb_wd_msg last = {0};
+        snapshot(wd, &last, fb_now());
+        last.kind = FB_WD_DONE;
+        fb_wd_channel_send_last(wd->ch, &last, LAST_WORD_S);
+    }
+    watchdog_free(wd);
 }
 
 void fb_watchdog_arm(struct fb_watchdog *wd, double seconds, long step, const char *what)

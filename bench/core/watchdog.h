@@ -4,18 +4,20 @@
  * Each rank runs a watchdog thread. The main thread arms it with a deadline
  * and a description before anything that can block (a collective, a stream
  * synchronisation, a barrier) and ticks it as it goes. The thread sends rank
- * 0 a heartbeat every second with the rank's position; rank 0 therefore knows
- * which ranks stopped answering (killed, SIGSTOPped, cut off) and which are
- * merely behind. When a deadline passes, rank 0 prints one block naming the
- * operation, the iteration and the missing ranks and hosts, lets the program
- * record the fault in its results, and aborts the job with the timeout exit
- * code. If rank 0 itself is the one that stopped, the other ranks do it after
- * a grace period.
+ * 0 a heartbeat every second with the rank's position, over the watchdog's
+ * own TCP channel (core/watchdog_channel.h), never through MPI: MPI can run
+ * at MPI_THREAD_SINGLE and its operations cost what they cost without a
+ * watchdog. Rank 0 therefore knows which ranks stopped answering (killed,
+ * SIGSTOPped, cut off) and which are merely behind. When a deadline passes,
+ * rank 0 prints one block naming the operation, the iteration and the
+ * missing ranks and hosts, lets the program record the fault in its
+ * results, orders the other ranks over the channel to end (each runs the
+ * hook too) and exits with the timeout code; the launcher ends what is left.
+ * If rank 0 itself is the one that stopped, the other ranks do it after a
+ * grace period.
  *
  * The thread also owns SIGINT and SIGTERM: the program's fault hook runs
- * (results flushed, marked incomplete) and the process exits 130 or 143.
- *
- * Needs MPI_THREAD_MULTIPLE; fb_watchdog_start says so when MPI lacks it. */
+ * (results flushed, marked incomplete) and the process exits 130 or 143. */
 #ifndef FB_CORE_WATCHDOG_H
 #define FB_CORE_WATCHDOG_H
 
@@ -34,11 +36,16 @@ typedef void (*fb_fault_hook)(void *ctx, enum fb_status code, const char *messag
 void fb_signals_block(void);
 void fb_signals_unblock(void);
 
-/* Collective. Starts the watchdog thread (see fb_signals_block). */
+/* Collective. Opens the channel (FB_ERR_USAGE for a malformed
+ * FB_WATCHDOG_ADDR, FB_ERR_RUNTIME when a rank cannot reach rank 0; every
+ * rank returns the same status) and starts the watchdog thread (see
+ * fb_signals_block). */
 enum fb_status fb_watchdog_start(struct fb_watchdog **wd, const struct fb_world *w,
                                  fb_fault_hook hook, void *ctx, struct fb_err *err);
 
-/* Collective. Stops the thread after every rank's last heartbeat is in. */
+/* Stops the thread and closes the channel; a rank other than 0 first says
+ * it is done, so that rank 0, perhaps still writing results, does not take
+ * its silence for a stop. Not collective. */
 void fb_watchdog_stop(struct fb_watchdog *wd);
 
 /* Main thread: the next wait must end within `seconds`. `step` is this
