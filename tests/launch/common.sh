@@ -62,13 +62,19 @@ hosts_up() {
 
 # scan_doc OUT NAMES: a real fabric-scan document in OUT from one rank per
 # name of the comma-separated NAMES, each its own host and Kubernetes node
-# (tests/launch/as-host.sh; "-" a node without a name). Returns 1 after
-# saying not ok when the scan wrote nothing.
+# (tests/launch/as-host.sh; "-" a node without a name). The verdicts a
+# scan on this busy machine gives are its noise: every node is set to pass,
+# and each test sets the verdicts it needs. Returns 1 after saying not ok
+# when the scan wrote nothing.
 scan_doc() {
   fb_mpirun "$(tr ',' '\n' <<<"$2" | grep -c .)" --mca orte_abort_on_non_zero_status 0 \
     "$FB_ROOT/tests/launch/as-host.sh" "$2" "$FB_BIN/fabric-scan" --backend mpi -b 1M -n 3 -w 1 \
     --cluster fbl-scan -J "$1" >"$T_DIR/scan.log" 2>&1
-  if [ -s "$1" ] && jq -e '.kind == "scan"' "$1" >/dev/null 2>&1; then return 0; fi
+  if [ -s "$1" ] && jq -e '.kind == "scan"' "$1" >/dev/null 2>&1 &&
+    jq '.nodes |= map(.verdict = "pass" | .reason = null) | .suspects = {nodes: [], links: []}
+        | .summary.verdict = "pass"' "$1" >"$1.pass" && mv "$1.pass" "$1"; then
+    return 0
+  fi
   not_ok "fabric-scan writes a scan document for $2" "$(tail -c 400 "$T_DIR/scan.log" | tr '\n' ' ')"
   return 1
 }

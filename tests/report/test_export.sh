@@ -223,7 +223,7 @@ echo '{"schema": "fabric-bench.profile", "name": "x"}' >"$T_DIR/other.json"
 expect_error "a named document of another kind is exit 10 naming it" 10 "other.json: .* is no document export reads" "fabric-report export" "$R" export --format ctrf "$T_DIR/other.json"
 mkdir -p "$T_DIR/empty"
 cp "$T_DIR/other.json" "$T_DIR/empty/"
-expect_error "a directory without documents is exit 10" 10 "no results, check, probe or doctor documents" "fabric-report export" "$R" export --format openmetrics "$T_DIR/empty"
+expect_error "a directory without documents is exit 10" 10 "no results, check, probe, doctor or scan documents" "fabric-report export" "$R" export --format openmetrics "$T_DIR/empty"
 expect_error "an unknown format is a usage error" 2 "openmetrics, prometheus, junit or ctrf, not xml" "fabric-report export" "$R" export --format xml "$D"
 expect_error "an -o that cannot be written is exit 7 naming -o" 7 "-o FILE" "fabric-report export" "$R" export --format junit -o "$T_DIR/empty" "$D"
 expect_error "no documents is a usage error" 2 "export needs documents" "fabric-report export" "$R" export --format junit
