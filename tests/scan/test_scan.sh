@@ -303,7 +303,7 @@ if wait_for "$T_DIR/kill.err" 'round 0 ' 60 && pid=$(rank_pid 3); then
   jq_ok "kill -9 of sc3 mid-scan: sc3 failed, 'stopped answering', the others pass (or went down with it, said so)" "$T_DIR/kill.json" \
     '(.nodes[] | select(.host == "sc3") | .verdict == "failed" and (.reason | test("stopped answering the coordinator in round [0-9]")))
      and all(.nodes[] | select(.host != "sc3"); .verdict == "pass" or (.verdict == "failed" and (.reason | test("together with sc3"))))
-     and ([.nodes[] | select(.verdict == "pass")] | length) >= 4
+     and ([.nodes[] | select(.verdict == "pass")] | length) >= 4'
   jq_ok "... and the rounds after the loss still ran, between the others only" "$T_DIR/kill.json" \
     '(.nodes[] | select(.host == "sc3") | .reason | capture("round (?<r>[0-9]+)").r | tonumber) as $lost
      | [.tests[] | select(.round > $lost)] as $later
