@@ -2,7 +2,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/outfile.h"
 #include "core/units.h"
@@ -325,8 +327,10 @@ static void page_head(struct fb_str *out, const char *const *dirs, int ndirs, co
         fb_html_escape(out, dirs[i]);
         fb_str_addf(out, "</code>");
     }
-    fb_str_addf(out, "; fabric-report %s.</p>\n<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#compare\">"
-                     "Clusters compared</a> &middot; <a href=\"#history\">History</a></nav>\n", FB_VERSION);
+    fb_str_addf(out, "; fabric-report %s.</p>\n", FB_VERSION);
+    if (set->n > 0)
+        fb_str_addf(out, "<nav><a href=\"#verdicts\">Verdicts</a> &middot; <a href=\"#compare\">"
+                         "Clusters compared</a> &middot; <a href=\"#history\">History</a></nav>\n");
 }
 
 static enum fb_status page_body(const char *const *dirs, int ndirs, const struct fb_html_opts *o,
@@ -337,21 +341,45 @@ static enum fb_status page_body(const char *const *dirs, int ndirs, const struct
     if (st != FB_OK)
         return st;
     page_head(out, dirs, ndirs, set);
-    verdicts_section(set, &ps, out);
+    if (set->n > 0) {
+        verdicts_section(set, &ps, out);
+        st = compare_section(set, dirs, ndirs, o->noise, out, err);
+        if (st == FB_OK)
+            st = history_section(set, &o->hist, out, err);
+    }
     fb_profiles_free(&ps);
-    st = compare_section(set, dirs, ndirs, o->noise, out, err);
-    if (st == FB_OK)
-        st = history_section(set, &o->hist, out, err);
     if (st == FB_OK)
         st = fb_html_other_docs(dirs, ndirs, out, err);
     fb_str_addf(out, "</body></html>\n");
     return st;
 }
 
+/* True when every path is a directory and they hold documents of another
+ * kind the page shows (doctor, probe, scan): a tree of fleet scans alone
+ * still makes a page. */
+static bool only_other_docs(const char *const *dirs, int ndirs)
+{
+    for (int i = 0; i < ndirs; i++) {
+        struct stat sb;
+        if (stat(dirs[i], &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return false;
+    }
+    struct fb_str docs = {0};
+    struct fb_err ignored = {0};
+    bool any = fb_html_other_docs(dirs, ndirs, &docs, &ignored) == FB_OK && docs.len > 0;
+    fb_str_free(&docs);
+    return any;
+}
+
 enum fb_status fb_html_report(const char *const *dirs, int ndirs, const struct fb_html_opts *o, struct fb_err *err)
 {
     struct fb_result_set set;
     enum fb_status st = fb_result_set_load(dirs, ndirs, &set, err);
+    if (st == FB_ERR_INPUT && only_other_docs(dirs, ndirs)) {
+        memset(&set, 0, sizeof set);
+        *err = (struct fb_err){0};
+        st = FB_OK;
+    }
     if (st != FB_OK)
         return st;
     struct fb_str page = {0};
