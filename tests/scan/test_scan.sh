@@ -126,15 +126,17 @@ rate_kbit=$(awk -v m="$median" 'BEGIN { r = m * 8e6 / 20; if (r < 8000) r = 8000
 
 # ---- the coordinator and its workers under valgrind and ASan/UBSan ----
 # scan_with PREFIX... OUT: 3 hosts exhaustive, each rank run under PREFIX.
+# Under valgrind ranks run at uneven speeds: the threshold is set so low
+# that no figure is judged slow, and the scan passes unless a test fails.
 scan_with() {
   local out=${*: -1}
   timeout -k 10 300 "$TH" mpirun "$SET" -q -np 3 --host sc1,sc2,sc3 --map-by node \
     --mca orte_abort_on_non_zero_status 0 "${@:1:$#-1}" --backend mpi -b 256K -n 2 -w 1 --mode exhaustive \
-    -J "$out.json" >"$out.out" 2>"$out.err"
+    --threshold 0.001 -J "$out.json" >"$out.out" 2>"$out.err"
   echo $? >"$out.rc"
 }
 if command -v valgrind >/dev/null; then
-  scan_with valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+  scan_with valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
     --suppressions=/usr/share/openmpi/openmpi-valgrind.supp --suppressions="$FB_ROOT/tests/sanitize/mpi.supp" \
     "$S" "$T_DIR/vg"
   if [ "$(rc_of "$T_DIR/vg")" = 0 ] && ! grep -q '^==[0-9]*==' "$T_DIR/vg.err" && jq -e '.complete' "$T_DIR/vg.json" >/dev/null 2>&1; then
