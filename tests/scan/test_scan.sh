@@ -132,7 +132,7 @@ scan_with() {
   local out=${*: -1}
   timeout -k 10 300 "$TH" mpirun "$SET" -q -np 3 --host sc1,sc2,sc3 --map-by node \
     --mca orte_abort_on_non_zero_status 0 "${@:1:$#-1}" --backend mpi -b 256K -n 2 -w 1 --mode exhaustive \
-    --threshold 0.001 -J "$out.json" >"$out.out" 2>"$out.err"
+    --threshold 0.01 -J "$out.json" >"$out.out" 2>"$out.err"
   echo $? >"$out.rc"
 }
 if command -v valgrind >/dev/null; then
