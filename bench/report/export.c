@@ -376,6 +376,12 @@ static enum fb_status read_doctor(json_object *doc, const struct export_in *in, 
     return st;
 }
 
+/* The length of a JSON array; 0 for a member that is absent or not one. */
+static size_t array_length(json_object *a)
+{
+    return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+
 /* "host:device[rank]", as fabric-rdma names an endpoint. */
 static void end_label(json_object *end, char *buf, size_t len)
 {
@@ -427,8 +433,7 @@ static enum fb_status read_probe(json_object *doc, const struct export_in *in, s
     int64_t nodes = 0, ranks = 0;
     fb_json_get_int64(fb_json_member(doc, "topology"), "nodes", &nodes);
     fb_json_get_int64(fb_json_member(doc, "topology"), "ranks", &ranks);
-    size_t n = json_object_is_type(links, json_type_array) ? json_object_array_length(links) : 0;
-    for (size_t i = 0; st == FB_OK && i < n; i++)
+    for (size_t i = 0; st == FB_OK && i < array_length(links); i++)
         st = read_probe_link(json_object_array_get_idx(links, i), in, cluster, transport, suite, err);
     if (st == FB_OK)
         st = add_verdict(in, cluster, collective, transport, (long)nodes, (long)ranks, fb_verdict_name(verdict),
@@ -484,11 +489,6 @@ static enum fb_status read_scan_node(json_object *node, const struct export_in *
                                                         "rescan with --mode exhaustive to tell the node from its links"
                                                       : NULL};
     return st == FB_OK ? fb_export_add_case(in->x, &c, err) : st;
-}
-
-static size_t array_length(json_object *a)
-{
-    return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
 /* A suspect link: a failed test case named after its two hosts. */

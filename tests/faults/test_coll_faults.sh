@@ -7,6 +7,8 @@
 # before the fault.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/faults/sweep-job.sh
+. "$(dirname "$0")/sweep-job.sh"
 
 if ! is_root; then
   skip "fault injection across namespace hosts" "needs root for network namespaces"
@@ -39,34 +41,6 @@ start_sweep() {
   setsid "$th" mpirun fbw -np 3 --map-by node "$FB_BIN/fabric-coll" all_reduce -b 1K -e 256M -f 2 \
     -n 40 -c 0 --backend mpi -T "$bound" -J "$out" "$@" >"$T_OUT" 2>"$T_ERR" &
   pid=$!
-}
-
-# wait_rows N: until the results file holds N rows (or 10 bounds pass).
-wait_rows() {
-  local n
-  for _ in $(seq 1 $((bound * 50))); do
-    n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["rows"]))' "$out" 2>/dev/null || echo 0)
-    [ "$n" -ge "$1" ] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-
-# wait_end LIMIT: the job ends within LIMIT seconds; sets T_RC and $took.
-wait_end() {
-  local start=$SECONDS
-  for _ in $(seq 1 $(($1 * 5))); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 -- "-$pid" 2>/dev/null
-    T_RC=999
-  else
-    wait "$pid"
-    T_RC=$?
-  fi
-  took=$((SECONDS - start))
 }
 
 rank_pid() { # rank_pid HOST: the fabric-coll process on that namespace host
