@@ -85,11 +85,22 @@ struct fb_backend_ops {
      * rank i's (be->local_ranks of them, one group); may return before
      * they complete (NCCL). */
     enum fb_status (*run)(struct fb_backend *be, const struct fb_call *calls, struct fb_err *err);
-    /* Optional (NULL when unsupported): captures `ops` calls into one CUDA
-     * graph and launches it `launches` times, for -G. *seconds is the wall
-     * time of the launches alone, capture and instantiation excluded. */
-    enum fb_status (*run_graph)(struct fb_backend *be, const struct fb_call *calls, long ops,
-                                int launches, double *seconds, struct fb_err *err);
+    /* Optional (NULL when unsupported), for -G as nccl-tests runs it:
+     * graph_begin starts capturing every local rank's stream, so that the
+     * calls issued until graph_end are recorded instead of run; graph_end
+     * ends every capture that began (after a failed call too, so that no
+     * stream is left capturing) and instantiates one graph per stream;
+     * graph_launch enqueues them `launches` times without waiting (wait()
+     * does); graph_free releases them. Local, no communication. */
+    enum fb_status (*graph_begin)(struct fb_backend *be, struct fb_err *err);
+    enum fb_status (*graph_end)(struct fb_backend *be, struct fb_err *err);
+    enum fb_status (*graph_launch)(struct fb_backend *be, int launches, struct fb_err *err);
+    void (*graph_free)(struct fb_backend *be);
+    /* Optional (NULL: nothing to do): -m's calls of one iteration issued
+     * between batch_begin and batch_end go to the library as one batch
+     * (ncclGroupStart/End), as nccl-tests aggregates them. */
+    enum fb_status (*batch_begin)(struct fb_backend *be, const struct fb_call *calls, struct fb_err *err);
+    enum fb_status (*batch_end)(struct fb_backend *be, struct fb_err *err);
     /* Optional (NULL: -I 1 waits for each iteration instead): timing each
      * iteration on the backend's own clock (CUDA events on the stream), so
      * the iterations still overlap as without -I. marks(n) readies marks
@@ -130,6 +141,9 @@ struct fb_backend {
     const struct fb_backend_ops *ops;
     void *state;
     int graph_launches; /* -G: CUDA graph replays, 0 = off (NCCL only) */
+    /* Bytes of each buffer as allocated (fb_backend_ops.alloc): the room
+     * the per-iteration buffer shift moves the calls in (measure.c). */
+    size_t send_cap, recv_cap;
     struct fb_backend_flags flags;
     /* Ranks this process holds, local ranks 0 .. local_ranks-1: global
      * rank = process rank x local_ranks + local rank (nccl-tests' order);

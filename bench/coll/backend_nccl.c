@@ -26,6 +26,9 @@
 #pragma weak ncclCommDeregister
 #pragma weak ncclCommWindowRegister
 #pragma weak ncclCommWindowDeregister
+#pragma weak ncclAlltoAll
+#pragma weak ncclGather
+#pragma weak ncclScatter
 
 /* A wait spins this long (short calls end within it), then sleeps a
  * little per round so that long ones leave the CPU to NCCL's threads. */
@@ -58,6 +61,16 @@ struct nccl_ranks {
     int version; /* ncclGetVersion: the library this process runs with */
     struct fb_backend_flags flags;
     ncclUniqueId id;
+    /* Held while a communicator is read for ncclCommGetAsyncError and
+     * while cancel takes it away to abort it: the watchdog's abort never
+     * frees a communicator that a wait is asking. Never held across a call
+     * that may block. */
+    pthread_mutex_t comm_lock;
+    int batch_open; /* batch_begin opened a group */
+    /* -G: one graph per stream, between graph_begin and graph_free. */
+    int capturing;  /* streams whose capture began */
+    cudaGraph_t graphs[FB_LOCAL_RANKS_MAX];
+    cudaGraphExec_t execs[FB_LOCAL_RANKS_MAX];
     struct nccl_state rank[FB_LOCAL_RANKS_MAX];
 };
 
@@ -77,6 +90,13 @@ static enum fb_status nccl_check(ncclResult_t rc, ncclComm_t comm, const char *w
     const char *last = comm ? ncclGetLastError(comm) : ncclGetLastError(NULL);
     return fb_fail(err, FB_ERR_RUNTIME, "%s failed: %s%s%s", what, ncclGetErrorString(rc),
                    last && *last ? ": " : "", last ? last : "");
+}
+
+/* The first error of a group's calls, else ncclGroupEnd's. */
+static ncclResult_t group_end(ncclResult_t rc)
+{
+    ncclResult_t end = ncclGroupEnd();
+    return rc != ncclSuccess ? rc : end;
 }
 
 static enum fb_status nccl_available(struct fb_err *err)
@@ -350,6 +370,7 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     be->state = s;
     s->flags = be->flags;
+    pthread_mutex_init(&s->comm_lock, NULL);
     s->n = be->local_ranks > 0 ? be->local_ranks : 1;
     s->version = runtime_version();
     for (int i = 0; i < s->n; i++) {
@@ -363,7 +384,11 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
     enum fb_status st = fb_world_agree(w, err);
     if (st != FB_OK)
         return st;
-    if (w->rank == 0 && (st = nccl_check(ncclGetUniqueId(&s->id), NULL, "ncclGetUniqueId", err)) != FB_OK)
+    /* Rank 0 alone makes the id; a failure there must reach the others
+     * before they wait for the id in a collective rank 0 never enters. */
+    if (w->rank == 0)
+        nccl_check(ncclGetUniqueId(&s->id), NULL, "ncclGetUniqueId", err);
+    if ((st = fb_world_agree(w, err)) != FB_OK)
         return st;
     MPI_Bcast(&s->id, sizeof s->id, MPI_BYTE, 0, w->comm);
     if ((st = make_streams(s, err)) != FB_OK)
@@ -371,11 +396,67 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
     return nccl_check(init_all_comms(s), NULL, "ncclCommInitRank", err);
 }
 
+static enum fb_status stream_wait(struct nccl_ranks *all, struct nccl_state *s, struct fb_err *err);
+static enum fb_status alloc_buffer(struct nccl_state *d, char **p, size_t bytes, const char *what,
+                                   struct fb_err *err);
+static void free_buffer(struct nccl_state *d, char *p);
+
+/* nccl-tests allocates with ncclMemAlloc whenever NCCL has it (2.19),
+ * registration or not: NCCL's own paths (NVLS, graph registration) then
+ * see the same memory, so the figures are the same. */
+static int use_nccl_mem(const struct nccl_ranks *s)
+{
+    return s->version >= V2_19 && ncclMemAlloc != NULL && ncclMemFree != NULL;
+}
+
+/* One small all_reduce on every communicator of this process, waited for. */
+static enum fb_status warm_up_calls(struct nccl_ranks *s, char **tmp, size_t count, struct fb_err *err)
+{
+    ncclResult_t rc = ncclGroupStart();
+    for (int i = 0; i < s->n && rc == ncclSuccess; i++)
+        rc = ncclAllReduce(tmp[i], tmp[i], count, ncclFloat32, ncclSum, atomic_load(&s->rank[i].comm),
+                           s->rank[i].stream);
+    enum fb_status st = nccl_check(group_end(rc), atomic_load(&s->rank[0].comm), "warm-up ncclAllReduce", err);
+    for (int i = 0; i < s->n && st == FB_OK; i++)
+        st = stream_wait(s, &s->rank[i], err);
+    return st;
+}
+
+/* NCCL connects its peers, and allocates the connections' buffers on the
+ * GPU, at a communicator's first collective, not at init (runtime connect,
+ * the default since 2.22): one small all_reduce first, so that the free
+ * memory the sweep is sized against has them taken out. Connections of
+ * other algorithms that larger sizes open later come out of the reserve
+ * (GPU_RESERVE_BYTES). Collective over the communicators. */
+static enum fb_status warm_up_comms(struct nccl_ranks *s, struct fb_err *err)
+{
+    enum { WARM_COUNT = 1024 };
+    char *tmp[FB_LOCAL_RANKS_MAX] = {0};
+    enum fb_status st = FB_OK;
+    for (int i = 0; i < s->n && st == FB_OK; i++) {
+        s->rank[i].nccl_mem = use_nccl_mem(s);
+        st = cuda_check(cudaSetDevice(s->rank[i].device), "cudaSetDevice", err);
+        if (st == FB_OK)
+            st = alloc_buffer(&s->rank[i], &tmp[i], WARM_COUNT * sizeof(float), "warm-up buffer", err);
+        if (st == FB_OK)
+            st = cuda_check(cudaMemsetAsync(tmp[i], 0, WARM_COUNT * sizeof(float), s->rank[i].stream),
+                            "cudaMemsetAsync", err);
+    }
+    if (st == FB_OK)
+        st = warm_up_calls(s, tmp, WARM_COUNT, err);
+    for (int i = 0; i < s->n; i++)
+        if (tmp[i] != NULL && cudaSetDevice(s->rank[i].device) == cudaSuccess)
+            free_buffer(&s->rank[i], tmp[i]);
+    return st;
+}
+
 static enum fb_status nccl_free_memory(struct fb_backend *be, uint64_t *bytes, struct fb_err *err)
 {
     struct nccl_ranks *s = be->state;
-    enum fb_status st = FB_OK;
+    enum fb_status st = warm_up_comms(s, err);
     *bytes = UINT64_MAX;
+    if (st != FB_OK)
+        return st;
     for (int i = 0; i < s->n && st == FB_OK; i++) {
         size_t free_b = 0, total = 0;
         st = cuda_check(cudaSetDevice(s->rank[i].device), "cudaSetDevice", err);
@@ -387,8 +468,8 @@ static enum fb_status nccl_free_memory(struct fb_backend *be, uint64_t *bytes, s
     return st;
 }
 
-/* Registration wants memory NCCL can map (cuMem): with -R the buffers come
- * from ncclMemAlloc, as in nccl-tests; without, from cudaMalloc. */
+/* From ncclMemAlloc (cuMem memory NCCL can map and register) where NCCL
+ * has it, as in nccl-tests; else from cudaMalloc. */
 static enum fb_status alloc_buffer(struct nccl_state *d, char **p, size_t bytes, const char *what,
                                    struct fb_err *err)
 {
@@ -470,20 +551,13 @@ static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_
                                  struct fb_err *err)
 {
     struct nccl_ranks *s = be->state;
-    int nccl_mem = s->flags.register_mode > 0 && ncclMemAlloc != NULL && ncclMemFree != NULL;
+    int nccl_mem = use_nccl_mem(s);
     enum fb_status st = FB_OK;
     for (int i = 0; i < s->n && st == FB_OK; i++)
         st = alloc_rank(&s->rank[i], nccl_mem, send_bytes, recv_bytes, err);
     if (st == FB_OK)
         st = register_buffers(s, err);
     return st;
-}
-
-/* The first error of a group's calls, else ncclGroupEnd's. */
-static ncclResult_t group_end(ncclResult_t rc)
-{
-    ncclResult_t end = ncclGroupEnd();
-    return rc != ncclSuccess ? rc : end;
 }
 
 /* As nccl-tests: one group, each peer's uneven share (fb_alltoallv_count)
@@ -506,16 +580,40 @@ static ncclResult_t issue_alltoallv(struct nccl_state *s, ncclComm_t comm, const
     return group_end(rc);
 }
 
-/* gather and scatter as nccl-tests issues them: one group in which every
- * rank sends its block to the root and the root receives the n blocks in
- * rank order (gather), or the root sends block r to rank r and every rank
- * receives its own (scatter). */
+/* NCCL 2.28 has alltoall, gather and scatter as calls of their own, and
+ * nccl-tests uses them there: so do we, where the library this process
+ * runs with has them; before, the send/recv groups nccl-tests issued. */
+static int has_v2_28_calls(int version)
+{
+    return version >= V2_28 && ncclAlltoAll != NULL && ncclGather != NULL && ncclScatter != NULL;
+}
+
+/* alltoall before 2.28: every block to its rank in one group. */
+static ncclResult_t issue_alltoall_p2p(struct nccl_state *s, ncclComm_t comm, size_t n, size_t esz,
+                                       const char *send, char *recv, ncclDataType_t dt)
+{
+    ncclResult_t rc = ncclGroupStart();
+    for (int r = 0; r < s->size && rc == ncclSuccess; r++) {
+        rc = ncclSend(send + (size_t)r * n * esz, n, dt, r, comm, s->stream);
+        if (rc == ncclSuccess)
+            rc = ncclRecv(recv + (size_t)r * n * esz, n, dt, r, comm, s->stream);
+    }
+    return group_end(rc);
+}
+
+/* gather and scatter before 2.28, as nccl-tests issued them: one group in
+ * which every rank sends its block to the root and the root receives the
+ * n blocks in rank order (gather), or the root sends block r to rank r and
+ * every rank receives its own (scatter). */
 static ncclResult_t issue_rooted(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
-                                 const char *send, char *recv, ncclDataType_t dt, int to_root)
+                                 const char *send, char *recv, ncclDataType_t dt, int to_root, int version)
 {
     size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
     if (n == 0)
         return ncclSuccess;
+    if (has_v2_28_calls(version))
+        return to_root ? ncclGather(send, recv, n, dt, c->root, comm, s->stream)
+                       : ncclScatter(send, recv, n, dt, c->root, comm, s->stream);
     ncclResult_t rc = ncclGroupStart();
     if (to_root && rc == ncclSuccess)
         rc = ncclSend(send, n, dt, c->root, comm, s->stream);
@@ -527,38 +625,80 @@ static ncclResult_t issue_rooted(struct nccl_state *s, ncclComm_t comm, const st
     return group_end(rc);
 }
 
+/* The send and receive addresses of a rank's call. */
+static void call_buffers(const struct nccl_state *s, const struct fb_call *c, const char **send, char **recv)
+{
+    size_t esz = fb_dtype_info(c->dtype)->size;
+    *send = (c->in_place ? s->buf.recv : s->buf.send) + c->send_off * esz;
+    *recv = s->buf.recv + c->recv_off * esz;
+}
+
 /* nccl-tests' hypercube all-gather: this rank's block copied into place,
  * then one group per step k, exchanging with rank ^ 2^k the 2^k blocks
- * each side holds so far. */
-static ncclResult_t issue_hypercube(struct nccl_state *s, ncclComm_t comm, const struct fb_call *c,
-                                    const char *send, char *recv, ncclDataType_t dt)
+ * each side holds so far. The copy is ordered before the steps on the
+ * rank's stream. */
+static ncclResult_t hypercube_own_block(struct nccl_state *s, const struct fb_call *c)
 {
-    size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
+    const char *send;
+    char *recv;
+    call_buffers(s, c, &send, &recv);
+    size_t block = c->counts.param * fb_dtype_info(c->dtype)->size;
     char *mine = recv + (size_t)s->rank * block;
     if (mine != send && cudaMemcpyAsync(mine, send, block, cudaMemcpyDeviceToDevice, s->stream) != cudaSuccess)
         return ncclUnhandledCudaError;
+    return ncclSuccess;
+}
+
+/* Step `mask` of one rank, to be issued inside a group. */
+static ncclResult_t hypercube_step(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt, int mask)
+{
+    ncclComm_t comm = atomic_load(&s->comm);
+    if (comm == NULL)
+        return ncclInvalidUsage; /* aborted by the watchdog: the job is ending */
+    const char *send;
+    char *recv;
+    call_buffers(s, c, &send, &recv);
+    size_t n = c->counts.param, block = n * fb_dtype_info(c->dtype)->size;
+    int held = s->rank & ~(mask - 1), peer = s->rank ^ mask;
+    ncclResult_t rc = ncclSend(recv + (size_t)held * block, n * (size_t)mask, dt, peer, comm, s->stream);
+    if (rc == ncclSuccess)
+        rc = ncclRecv(recv + (size_t)(held ^ mask) * block, n * (size_t)mask, dt, peer, comm, s->stream);
+    return rc;
+}
+
+/* Every local rank's hypercube, step by step: each step is one group over
+ * the ranks of this process. Nested in one group over the ranks instead,
+ * all the steps would be one fused launch, in which step k+1 sends blocks
+ * that step k has not received yet (with one rank a process, the group
+ * per step is that rank's alone). */
+static ncclResult_t issue_hypercube(struct nccl_ranks *s, const struct fb_call *calls, ncclDataType_t dt)
+{
     ncclResult_t rc = ncclSuccess;
-    for (int mask = 1; mask < s->size && rc == ncclSuccess; mask <<= 1) {
-        int held = s->rank & ~(mask - 1), peer = s->rank ^ mask;
+    for (int i = 0; i < s->n && rc == ncclSuccess; i++) {
+        rc = cudaSetDevice(s->rank[i].device) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+        if (rc == ncclSuccess)
+            rc = hypercube_own_block(&s->rank[i], &calls[i]);
+    }
+    int size = s->rank[0].size;
+    for (int mask = 1; mask < size && rc == ncclSuccess; mask <<= 1) {
         rc = ncclGroupStart();
-        if (rc == ncclSuccess)
-            rc = ncclSend(recv + (size_t)held * block, n * (size_t)mask, dt, peer, comm, s->stream);
-        if (rc == ncclSuccess)
-            rc = ncclRecv(recv + (size_t)(held ^ mask) * block, n * (size_t)mask, dt, peer, comm, s->stream);
+        for (int i = 0; i < s->n && rc == ncclSuccess; i++)
+            rc = hypercube_step(&s->rank[i], &calls[i], dt, mask);
         rc = group_end(rc);
     }
     return rc;
 }
 
 static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
-                          ncclRedOp_t op)
+                          ncclRedOp_t op, int version)
 {
     ncclComm_t comm = atomic_load(&s->comm);
     if (comm == NULL)
         return ncclInvalidUsage; /* aborted by the watchdog: the job is ending */
     size_t esz = fb_dtype_info(c->dtype)->size;
-    const char *send = (c->in_place ? s->buf.recv : s->buf.send) + c->send_off * esz;
-    char *recv = s->buf.recv + c->recv_off * esz;
+    const char *send;
+    char *recv;
+    call_buffers(s, c, &send, &recv);
     size_t n = c->counts.param;
     switch (c->coll->id) {
     case FB_ALL_REDUCE: return ncclAllReduce(send, recv, n, dt, op, comm, s->stream);
@@ -566,16 +706,10 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
     case FB_REDUCE_SCATTER: return ncclReduceScatter(send, recv, n, dt, op, comm, s->stream);
     case FB_BROADCAST: return ncclBroadcast(send, recv, n, dt, c->root, comm, s->stream);
     case FB_REDUCE: return ncclReduce(send, recv, n, dt, op, c->root, comm, s->stream);
-    case FB_ALLTOALL: {
-        ncclResult_t rc = ncclGroupStart();
-        for (int r = 0; r < s->size && rc == ncclSuccess; r++) {
-            rc = ncclSend(send + (size_t)r * n * esz, n, dt, r, comm, s->stream);
-            if (rc == ncclSuccess)
-                rc = ncclRecv(recv + (size_t)r * n * esz, n, dt, r, comm, s->stream);
-        }
-        ncclResult_t end = ncclGroupEnd();
-        return rc != ncclSuccess ? rc : end;
-    }
+    case FB_ALLTOALL:
+        if (has_v2_28_calls(version))
+            return ncclAlltoAll(send, recv, n, dt, comm, s->stream);
+        return issue_alltoall_p2p(s, comm, n, esz, send, recv, dt);
     case FB_SENDRECV: {
         int next = (s->rank + 1) % s->size, prev = (s->rank - 1 + s->size) % s->size;
         ncclResult_t rc = ncclGroupStart();
@@ -587,9 +721,9 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
         return rc != ncclSuccess ? rc : end;
     }
     case FB_ALLTOALLV: return issue_alltoallv(s, comm, c, send, recv, dt);
-    case FB_GATHER: return issue_rooted(s, comm, c, send, recv, dt, 1);
-    case FB_SCATTER: return issue_rooted(s, comm, c, send, recv, dt, 0);
-    case FB_HYPERCUBE: return issue_hypercube(s, comm, c, send, recv, dt);
+    case FB_GATHER: return issue_rooted(s, comm, c, send, recv, dt, 1, version);
+    case FB_SCATTER: return issue_rooted(s, comm, c, send, recv, dt, 0, version);
+    case FB_HYPERCUBE: /* issued step by step over the ranks: nccl_run */
     case FB_NCOLLS: break;
     }
     return ncclInvalidArgument;
@@ -636,10 +770,10 @@ static enum fb_status nccl_supports(const struct fb_collective *c, enum fb_dtype
  * creates one per call and destroys it once the call is enqueued (inside
  * the group too). */
 static ncclResult_t issue_with_op(struct nccl_state *s, const struct fb_call *c, ncclDataType_t dt,
-                                  ncclRedOp_t op)
+                                  ncclRedOp_t op, int version)
 {
     if (!(c->coll->reduces && c->op == FB_MULSUM))
-        return issue(s, c, dt, op);
+        return issue(s, c, dt, op, version);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 11, 0)
     ncclComm_t comm = atomic_load(&s->comm);
     uint64_t scalar = 0; /* room for the widest type */
@@ -648,7 +782,7 @@ static ncclResult_t issue_with_op(struct nccl_state *s, const struct fb_call *c,
     ncclResult_t rc = ncclRedOpCreatePreMulSum(&pre, &scalar, dt, ncclScalarHostImmediate, comm);
     if (rc != ncclSuccess)
         return rc;
-    rc = issue(s, c, dt, pre);
+    rc = issue(s, c, dt, pre, version);
     ncclRedOpDestroy(pre, comm);
     return rc;
 #else
@@ -668,24 +802,49 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *call
      * (the run's type and operator were checked before the sweep). */
     if (!ncclt(c->dtype, &dt) || (c->coll->reduces && !ncclo(c->op, &op)))
         return nccl_supports(c->coll, c->dtype, c->op, err);
+    if (c->coll->id == FB_HYPERCUBE)
+        return nccl_check(issue_hypercube(s, calls, dt), atomic_load(&s->rank[0].comm), c->coll->name, err);
     if (s->n == 1)
-        return nccl_check(issue_with_op(&s->rank[0], c, dt, op), atomic_load(&s->rank[0].comm), c->coll->name, err);
+        return nccl_check(issue_with_op(&s->rank[0], c, dt, op, s->version), atomic_load(&s->rank[0].comm),
+                          c->coll->name, err);
     ncclResult_t rc = ncclGroupStart();
     int at = 0;
     for (; at < s->n && rc == ncclSuccess; at++) {
         rc = cudaSetDevice(s->rank[at].device) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
         if (rc == ncclSuccess)
-            rc = issue_with_op(&s->rank[at], &calls[at], dt, op);
+            rc = issue_with_op(&s->rank[at], &calls[at], dt, op, s->version);
     }
     ncclResult_t end = ncclGroupEnd();
     return nccl_check(rc != ncclSuccess ? rc : end, atomic_load(&s->rank[at > 0 ? at - 1 : 0].comm),
                       c->coll->name, err);
 }
 
+/* NCCL's asynchronous error on any communicator of this process, as
+ * nccl-tests polls every local one: a peer lost on one GPU's ring leaves
+ * the other GPUs' streams waiting too. The lock keeps cancel from aborting
+ * (freeing) a communicator while it is asked. */
+static enum fb_status async_errors(struct nccl_ranks *all, struct fb_err *err)
+{
+    enum fb_status st = FB_OK;
+    pthread_mutex_lock(&all->comm_lock);
+    for (int i = 0; i < all->n && st == FB_OK; i++) {
+        ncclComm_t comm = atomic_load(&all->rank[i].comm);
+        ncclResult_t async = ncclSuccess;
+        if (comm == NULL || ncclCommGetAsyncError(comm, &async) != ncclSuccess || async == ncclSuccess ||
+            async == ncclInProgress)
+            continue;
+        const char *last = ncclGetLastError(comm);
+        st = fb_fail(err, FB_ERR_RUNTIME, "NCCL failed during the call on rank %d (ncclCommGetAsyncError: %s)%s%s",
+                     all->rank[i].rank, ncclGetErrorString(async), last && *last ? ": " : "", last ? last : "");
+    }
+    pthread_mutex_unlock(&all->comm_lock);
+    return st;
+}
+
 /* The stream's work done, or NCCL's asynchronous error: a lost peer or a
  * broken network leaves the stream busy for ever (its kernels wait for data
  * that never comes), so the wait asks NCCL as it goes, as nccl-tests does. */
-static enum fb_status stream_wait(struct nccl_state *s, struct fb_err *err)
+static enum fb_status stream_wait(struct nccl_ranks *all, struct nccl_state *s, struct fb_err *err)
 {
     const struct timespec nap = {0, NAP_NS};
     double start = fb_now();
@@ -698,13 +857,9 @@ static enum fb_status stream_wait(struct nccl_state *s, struct fb_err *err)
             return FB_OK;
         if (rc != cudaErrorNotReady)
             return cuda_check(rc, "cudaStreamQuery", err);
-        ncclComm_t comm = atomic_load(&s->comm);
-        ncclResult_t async = ncclSuccess;
-        if (comm != NULL && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess) {
-            const char *last = ncclGetLastError(comm);
-            return fb_fail(err, FB_ERR_RUNTIME, "NCCL failed during the call (ncclCommGetAsyncError: %s)%s%s",
-                           ncclGetErrorString(async), last && *last ? ": " : "", last ? last : "");
-        }
+        enum fb_status st = async_errors(all, err);
+        if (st != FB_OK)
+            return st;
         if (fb_now() - start < SPIN_S)
             sched_yield();
         else
@@ -712,48 +867,81 @@ static enum fb_status stream_wait(struct nccl_state *s, struct fb_err *err)
     }
 }
 
-static void end_captures(struct nccl_ranks *s, int n, cudaGraph_t *graphs, enum fb_status *st,
-                         struct fb_err *err)
+/* -G: every stream's capture begun, in thread-local mode as nccl-tests
+ * does (other threads, NCCL's own among them, may still allocate). */
+static enum fb_status nccl_graph_begin(struct fb_backend *be, struct fb_err *err)
 {
-    for (int i = 0; i < n; i++) {
-        cudaError_t end = cudaStreamEndCapture(s->rank[i].stream, &graphs[i]);
-        if (*st == FB_OK)
-            *st = cuda_check(end, "cudaStreamEndCapture", err);
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    s->capturing = 0;
+    while (s->capturing < s->n && st == FB_OK) {
+        st = cuda_check(cudaStreamBeginCapture(s->rank[s->capturing].stream, cudaStreamCaptureModeThreadLocal),
+                        "cudaStreamBeginCapture", err);
+        if (st == FB_OK)
+            s->capturing++;
+    }
+    return st;
+}
+
+/* Every capture that began is ended, whatever happened before, so that no
+ * stream stays capturing; then one executable graph per stream. */
+static enum fb_status nccl_graph_end(struct fb_backend *be, struct fb_err *err)
+{
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    if (s->capturing < s->n)
+        st = fb_fail(err, FB_ERR_RUNTIME, "graph capture began on %d of %d GPUs", s->capturing, s->n);
+    for (int i = 0; i < s->capturing; i++) {
+        cudaError_t end = cudaStreamEndCapture(s->rank[i].stream, &s->graphs[i]);
+        if (st == FB_OK)
+            st = cuda_check(end, "cudaStreamEndCapture", err);
+    }
+    s->capturing = 0;
+    for (int i = 0; st == FB_OK && i < s->n; i++)
+        st = cuda_check(cudaGraphInstantiate(&s->execs[i], s->graphs[i], 0), "cudaGraphInstantiate", err);
+    return st;
+}
+
+static enum fb_status nccl_graph_launch(struct fb_backend *be, int launches, struct fb_err *err)
+{
+    struct nccl_ranks *s = be->state;
+    enum fb_status st = FB_OK;
+    for (int l = 0; st == FB_OK && l < launches; l++)
+        for (int i = 0; st == FB_OK && i < s->n; i++)
+            st = cuda_check(cudaGraphLaunch(s->execs[i], s->rank[i].stream), "cudaGraphLaunch", err);
+    return st;
+}
+
+static void nccl_graph_free(struct fb_backend *be)
+{
+    struct nccl_ranks *s = be->state;
+    for (int i = 0; i < s->n; i++) {
+        if (s->execs[i])
+            cudaGraphExecDestroy(s->execs[i]);
+        if (s->graphs[i])
+            cudaGraphDestroy(s->graphs[i]);
+        s->execs[i] = NULL;
+        s->graphs[i] = NULL;
     }
 }
 
-/* Launch overhead out of the measurement: the timed calls are captured
- * once, one graph per GPU stream, and replayed, as nccl-tests -G does. */
-static enum fb_status nccl_run_graph(struct fb_backend *be, const struct fb_call *calls, long ops,
-                                     int launches, double *seconds, struct fb_err *err)
+/* -m: an iteration's calls in one group, as nccl-tests aggregates them,
+ * except the hypercube's: its steps depend on each other and must stay
+ * launches of their own. */
+static enum fb_status nccl_batch_begin(struct fb_backend *be, const struct fb_call *calls, struct fb_err *err)
 {
     struct nccl_ranks *s = be->state;
-    cudaGraph_t graphs[FB_LOCAL_RANKS_MAX] = {0};
-    cudaGraphExec_t execs[FB_LOCAL_RANKS_MAX] = {0};
-    enum fb_status st = FB_OK;
-    int begun = 0;
-    for (; begun < s->n && st == FB_OK; begun++)
-        st = cuda_check(cudaStreamBeginCapture(s->rank[begun].stream, cudaStreamCaptureModeThreadLocal),
-                        "cudaStreamBeginCapture", err);
-    for (long i = 0; st == FB_OK && i < ops; i++)
-        st = nccl_run(be, calls, err);
-    end_captures(s, st == FB_OK ? s->n : begun - 1, graphs, &st, err);
-    for (int i = 0; st == FB_OK && i < s->n; i++)
-        st = cuda_check(cudaGraphInstantiate(&execs[i], graphs[i], 0), "cudaGraphInstantiate", err);
-    double t0 = fb_now();
-    for (int l = 0; st == FB_OK && l < launches; l++)
-        for (int i = 0; st == FB_OK && i < s->n; i++)
-            st = cuda_check(cudaGraphLaunch(execs[i], s->rank[i].stream), "cudaGraphLaunch", err);
-    for (int i = 0; st == FB_OK && i < s->n; i++)
-        st = stream_wait(&s->rank[i], err);
-    *seconds = fb_now() - t0;
-    for (int i = 0; i < s->n; i++) {
-        if (execs[i])
-            cudaGraphExecDestroy(execs[i]);
-        if (graphs[i])
-            cudaGraphDestroy(graphs[i]);
-    }
-    return st;
+    s->batch_open = calls[0].coll->id != FB_HYPERCUBE;
+    return s->batch_open ? nccl_check(ncclGroupStart(), NULL, "ncclGroupStart", err) : FB_OK;
+}
+
+static enum fb_status nccl_batch_end(struct fb_backend *be, struct fb_err *err)
+{
+    struct nccl_ranks *s = be->state;
+    if (!s->batch_open)
+        return FB_OK;
+    s->batch_open = 0;
+    return nccl_check(ncclGroupEnd(), atomic_load(&s->rank[0].comm), "ncclGroupEnd", err);
 }
 
 static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
@@ -761,7 +949,7 @@ static enum fb_status nccl_wait(struct fb_backend *be, struct fb_err *err)
     struct nccl_ranks *s = be->state;
     enum fb_status st = FB_OK;
     for (int i = 0; i < s->n && st == FB_OK; i++)
-        st = stream_wait(&s->rank[i], err);
+        st = stream_wait(s, &s->rank[i], err);
     return st;
 }
 
@@ -772,7 +960,14 @@ static enum fb_status nccl_write(struct fb_backend *be, int local, enum fb_buf w
     char *at = fb_buffer_span(&s->buf, which, off, bytes, "write", err);
     if (at == NULL)
         return err->code;
-    return cuda_check(cudaMemcpy(at, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D", err);
+    /* On the rank's own stream, so the calls that follow see the bytes: a
+     * plain cudaMemcpy goes to the legacy stream, which a non-blocking
+     * stream does not wait for, and from pageable memory it may return
+     * before its DMA lands. From pageable memory the source is staged
+     * before this returns, so the caller may reuse it at once. */
+    if (s->stream == NULL && cudaSetDevice(s->device) != cudaSuccess)
+        return cuda_check(cudaGetLastError(), "cudaSetDevice", err);
+    return cuda_check(cudaMemcpyAsync(at, src, bytes, cudaMemcpyHostToDevice, s->stream), "cudaMemcpyAsync H2D", err);
 }
 
 static enum fb_status nccl_read(struct fb_backend *be, int local, enum fb_buf which, size_t off, void *dst,
@@ -782,7 +977,12 @@ static enum fb_status nccl_read(struct fb_backend *be, int local, enum fb_buf wh
     const char *at = fb_buffer_span(&s->buf, which, off, bytes, "read", err);
     if (at == NULL)
         return err->code;
-    return cuda_check(cudaMemcpy(dst, at, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H", err);
+    /* Ordered after every call on the rank's stream, as the write is. */
+    if (s->stream == NULL && cudaSetDevice(s->device) != cudaSuccess)
+        return cuda_check(cudaGetLastError(), "cudaSetDevice", err);
+    enum fb_status st =
+        cuda_check(cudaMemcpyAsync(dst, at, bytes, cudaMemcpyDeviceToHost, s->stream), "cudaMemcpyAsync D2H", err);
+    return st == FB_OK ? cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err) : st;
 }
 
 static void nccl_describe(struct fb_backend *be, int local, json_object *device)
@@ -845,11 +1045,19 @@ static enum fb_status nccl_peak_memory(struct fb_backend *be, int local, uint64_
 static void nccl_cancel(struct fb_backend *be)
 {
     struct nccl_ranks *s = be->state;
-    for (int i = 0; s != NULL && i < s->n; i++) {
-        ncclComm_t comm = atomic_exchange(&s->rank[i].comm, NULL);
-        if (comm != NULL)
-            ncclCommAbort(comm);
-    }
+    ncclComm_t comms[FB_LOCAL_RANKS_MAX] = {0};
+    if (s == NULL)
+        return;
+    /* Taken away under the lock, aborted after it: a wait asking for
+     * errors then finds no communicator instead of a freed one, and the
+     * abort, which may take long, holds nothing. */
+    pthread_mutex_lock(&s->comm_lock);
+    for (int i = 0; i < s->n; i++)
+        comms[i] = atomic_exchange(&s->rank[i].comm, NULL);
+    pthread_mutex_unlock(&s->comm_lock);
+    for (int i = 0; i < s->n; i++)
+        if (comms[i] != NULL)
+            ncclCommAbort(comms[i]);
 }
 
 static void deregister(struct nccl_state *d, ncclComm_t comm, int mode)
@@ -867,10 +1075,14 @@ static void deregister(struct nccl_state *d, ncclComm_t comm, int mode)
     }
 }
 
-/* Several communicators of one process end together: finalized in one
- * group (NCCL's rule for them), then destroyed. */
+/* Buffers deregistered first (NCCL's order: deregister, then finalize and
+ * destroy); several communicators of one process end together: finalized
+ * in one group (NCCL's rule for them), then destroyed. */
 static void end_comms(struct nccl_ranks *s, ncclComm_t *comms)
 {
+    for (int i = 0; i < s->n; i++)
+        if (comms[i] != NULL)
+            deregister(&s->rank[i], comms[i], s->flags.register_mode);
     if (s->n > 1) {
         ncclGroupStart();
         for (int i = 0; i < s->n; i++)
@@ -879,10 +1091,8 @@ static void end_comms(struct nccl_ranks *s, ncclComm_t *comms)
         ncclGroupEnd();
     }
     for (int i = 0; i < s->n; i++) {
-        if (comms[i] == NULL)
-            continue;
-        deregister(&s->rank[i], comms[i], s->flags.register_mode);
-        ncclCommDestroy(comms[i]);
+        if (comms[i] != NULL)
+            ncclCommDestroy(comms[i]);
     }
 }
 
@@ -910,6 +1120,7 @@ static void nccl_fini(struct fb_backend *be, int abort)
         if (d->stream)
             cudaStreamDestroy(d->stream);
     }
+    pthread_mutex_destroy(&s->comm_lock);
     free(s);
     be->state = NULL;
 }
@@ -993,7 +1204,12 @@ const struct fb_backend_ops fb_backend_nccl = {
     .free_memory = nccl_free_memory,
     .alloc = nccl_alloc,
     .run = nccl_run,
-    .run_graph = nccl_run_graph,
+    .graph_begin = nccl_graph_begin,
+    .graph_end = nccl_graph_end,
+    .graph_launch = nccl_graph_launch,
+    .graph_free = nccl_graph_free,
+    .batch_begin = nccl_batch_begin,
+    .batch_end = nccl_batch_end,
     .marks = nccl_marks,
     .mark = nccl_mark,
     .spans = nccl_spans,

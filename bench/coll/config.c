@@ -222,6 +222,25 @@ static enum fb_status pick_root(struct coll_config *cfg, struct fb_err *err)
     return FB_OK;
 }
 
+/* -G captures the timed loop into CUDA graphs: only the nccl backend has
+ * them, CUDA cannot capture the legacy NULL stream, and a captured call
+ * cannot be waited for inside the capture. Refused here, before any GPU
+ * work, instead of a CUDA error in the middle of the sweep. */
+static enum fb_status check_graph_flags(const struct coll_config *cfg, struct fb_err *err)
+{
+    if (strcmp(cfg->backend->name, "nccl") != 0)
+        return fb_fail(err, FB_ERR_USAGE, "-G (CUDA graphs) needs the nccl backend; drop -G for --backend mpi");
+    if (cfg->stream_null)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "-G %ld with -y 1: CUDA cannot capture the NULL stream into a graph; drop -y 1 or -G",
+                       cfg->graph);
+    if (cfg->blocking != 0)
+        return fb_fail(err, FB_ERR_USAGE,
+                       "-G %ld with -z %ld: calls captured into a graph cannot be waited for one by one; drop -z or -G",
+                       cfg->graph, cfg->blocking);
+    return FB_OK;
+}
+
 /* nccl-tests turns -I and -K off, with a message, when their values make
  * no sense (src/common.cu, main): the same here, as a note. */
 static void settle_per_iter(struct coll_config *cfg)
@@ -339,8 +358,8 @@ enum fb_status coll_config_parse(struct coll_config *cfg, int argc, char **argv,
             settle_per_iter(cfg);
         if (st == FB_OK)
             st = pick_backend(cfg, err);
-        if (st == FB_OK && cfg->graph > 0 && strcmp(cfg->backend->name, "nccl") != 0)
-            st = fb_fail(err, FB_ERR_USAGE, "-G (CUDA graphs) needs the nccl backend; drop -G for --backend mpi");
+        if (st == FB_OK && cfg->graph > 0)
+            st = check_graph_flags(cfg, err);
         if (st == FB_OK)
             st = check_ranks_per_process(cfg, err);
     }

@@ -81,22 +81,81 @@ const char *fb_time_reduction_name(enum fb_time_reduction r)
     return names[r];
 }
 
-/* One iteration's -m calls, each waited for (and met at a barrier) as
+/* The furthest one buffer can move a call whose span ends at `end`
+ * bytes by steps of `stride`: how many placements fit in `cap`. */
+static long placements(size_t cap, size_t end, size_t stride)
+{
+    if (stride == 0 || end > cap)
+        return 1;
+    return (long)((cap - end) / stride) + 1;
+}
+
+/* Call `index` of a timed or warm-up run starts `index % steps` spans into
+ * its buffers, steps being as many spans as the buffers hold, as nccl-tests
+ * moves its buffers every call (startColl, src/common.cu): mid sizes then
+ * do not stay in a GPU's L2 cache, and a call that reads what an earlier
+ * one still writes is caught. In place, both roles move in the receive
+ * buffer by the larger span. Check iterations are call 0: no shift. */
+static void shift_calls(const struct fb_backend *be, const struct fb_call *calls, long index,
+                        struct fb_call *out)
+{
+    int n = be->local_ranks > 0 ? be->local_ranks : 1;
+    for (int i = 0; i < n; i++) {
+        const struct fb_call *c = &calls[i];
+        size_t esz = fb_dtype_info(c->dtype)->size;
+        size_t send_stride = c->in_place ? (c->counts.send > c->counts.recv ? c->counts.send : c->counts.recv)
+                                         : c->counts.send;
+        size_t recv_stride = c->in_place ? send_stride : c->counts.recv;
+        long steps = placements(be->recv_cap, (c->recv_off + recv_stride) * esz, recv_stride * esz);
+        if (!c->in_place) {
+            long s = placements(be->send_cap, (c->send_off + send_stride) * esz, send_stride * esz);
+            steps = s < steps ? s : steps;
+        }
+        size_t k = (size_t)(index % steps);
+        out[i] = *c;
+        out[i].send_off += k * send_stride;
+        out[i].recv_off += k * recv_stride;
+    }
+}
+
+/* Call `index` of this process's ranks, its buffers shifted. */
+static enum fb_status run_call(struct fb_backend *be, const struct fb_call *calls, long index, struct fb_err *err)
+{
+    struct fb_call shifted[FB_LOCAL_RANKS_MAX];
+    if (be->send_cap == 0 && be->recv_cap == 0)
+        return be->ops->run(be, calls, err); /* nothing allocated through fb_backend: no room to move */
+    shift_calls(be, calls, index, shifted);
+    return be->ops->run(be, shifted, err);
+}
+
+/* -m's calls of one iteration go to the library as one batch, as
+ * nccl-tests groups them; a batch cannot be waited for inside, so -z 1
+ * and -z 2 (a wait after every call) issue them one by one. */
+static int batched(const struct fb_backend *be, const struct fb_timing *tm)
+{
+    return tm->agg > 1 && be->ops->batch_begin != NULL && tm->blocking != 1 && tm->blocking != 2;
+}
+
+/* Iteration `it`'s -m calls, each waited for (and met at a barrier) as
  * -z 1 and -z 2 ask. */
 static enum fb_status run_iteration(struct fb_backend *be, const struct fb_world *w,
-                                    const struct fb_timing *tm, const struct fb_call *calls,
+                                    const struct fb_timing *tm, const struct fb_call *calls, long it,
                                     struct fb_err *err)
 {
-    for (long a = 0; a < tm->agg; a++) {
-        enum fb_status st = be->ops->run(be, calls, err);
+    int batch = batched(be, tm);
+    enum fb_status st = batch ? be->ops->batch_begin(be, calls, err) : FB_OK;
+    for (long a = 0; a < tm->agg && st == FB_OK; a++) {
+        st = run_call(be, calls, it * tm->agg + a, err);
         if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
             st = be->ops->wait(be, err);
-        if (st != FB_OK)
-            return st;
-        if (tm->blocking == 1)
+        if (st == FB_OK && tm->blocking == 1)
             MPI_Barrier(w->comm);
     }
-    return FB_OK;
+    if (batch) {
+        enum fb_status end = be->ops->batch_end(be, err);
+        st = st != FB_OK ? st : end;
+    }
+    return st;
 }
 
 /* `issued` (may be NULL) gets the clock when the last call is issued,
@@ -107,7 +166,7 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
 {
     for (long it = 0; it < iters; it++) {
         fb_watchdog_tick(tm->wd, it, phase);
-        enum fb_status st = run_iteration(be, w, tm, calls, err);
+        enum fb_status st = run_iteration(be, w, tm, calls, it, err);
         if (st == FB_OK && tm->blocking == 3) {
             st = be->ops->wait(be, err);
             if (st == FB_OK)
@@ -122,6 +181,61 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
     return be->ops->wait(be, err);
 }
 
+/* The calls of `iters` iterations captured into one graph per stream, as
+ * nccl-tests -G captures its timed loop; the captures are ended whatever
+ * happened, so that no stream is left capturing. */
+static enum fb_status capture_iterations(struct fb_backend *be, const struct fb_world *w,
+                                         const struct fb_timing *tm, const struct fb_call *calls, long iters,
+                                         struct fb_err *err)
+{
+    enum fb_status st = be->ops->graph_begin(be, err);
+    if (st != FB_OK)
+        return st;
+    for (long it = 0; it < iters && st == FB_OK; it++)
+        st = run_iteration(be, w, tm, calls, it, err);
+    struct fb_err end_err = {0};
+    enum fb_status end = be->ops->graph_end(be, st == FB_OK ? err : &end_err);
+    return st != FB_OK ? st : end;
+}
+
+/* -G: capture, instantiate, meet at a barrier (capture and instantiation
+ * skew between ranks is not timed, as in nccl-tests), then time the
+ * launches to their completion. */
+static enum fb_status run_graphs(struct fb_backend *be, const struct fb_world *w, const struct fb_timing *tm,
+                                 const struct fb_call *calls, double *seconds, struct fb_err *err)
+{
+    enum fb_status st = capture_iterations(be, w, tm, calls, tm->iters, err);
+    fb_watchdog_tick(tm->wd, 0, "barrier");
+    MPI_Barrier(w->comm); /* every rank, failed or not: the others wait here */
+    double t0 = fb_now();
+    fb_watchdog_tick(tm->wd, 0, "timed");
+    if (st == FB_OK)
+        st = be->ops->graph_launch(be, be->graph_launches, err);
+    if (st == FB_OK)
+        st = be->ops->wait(be, err);
+    *seconds = fb_now() - t0;
+    fb_watchdog_tick(tm->wd, tm->iters, "timed");
+    be->ops->graph_free(be);
+    return st;
+}
+
+/* The check iteration's call as it was measured: with -G through a graph
+ * of its own (nccl-tests validates the captured graph, not a plain call). */
+static enum fb_status run_checked_call(struct fb_backend *be, const struct fb_world *w, const struct fb_call *calls,
+                                       struct fb_err *err)
+{
+    if (!(be->graph_launches > 0 && be->ops->graph_begin != NULL))
+        return be->ops->run(be, calls, err);
+    const struct fb_timing one = {.iters = 1, .agg = 1};
+    enum fb_status st = capture_iterations(be, w, &one, calls, 1, err);
+    if (st == FB_OK)
+        st = be->ops->graph_launch(be, 1, err);
+    if (st == FB_OK)
+        st = be->ops->wait(be, err);
+    be->ops->graph_free(be);
+    return st;
+}
+
 /* -I 1 on a backend without its own clock (MPI, whose calls block) or
  * with -z 3: each iteration timed from its first call to its completion
  * (the barrier of -z 3 left out), per operation. */
@@ -132,7 +246,7 @@ static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_
     for (long it = 0; it < tm->iters; it++) {
         fb_watchdog_tick(tm->wd, it, "timed");
         double t0 = fb_now();
-        enum fb_status st = run_iteration(be, w, tm, call, err);
+        enum fb_status st = run_iteration(be, w, tm, call, it, err);
         if (st == FB_OK)
             st = be->ops->wait(be, err);
         if (st != FB_OK)
@@ -156,7 +270,7 @@ static enum fb_status run_timed_marked(struct fb_backend *be, const struct fb_wo
         st = be->ops->mark(be, 0, err);
     for (long it = 0; st == FB_OK && it < tm->iters; it++) {
         fb_watchdog_tick(tm->wd, it, "timed");
-        st = run_iteration(be, w, tm, call, err);
+        st = run_iteration(be, w, tm, call, it, err);
         if (st == FB_OK)
             st = be->ops->mark(be, it + 1, err);
     }
@@ -249,7 +363,7 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
         enum fb_status st = prepare_all(be, w, ck, calls, err);
         if (st == FB_OK) {
             MPI_Barrier(w->comm);
-            st = be->ops->run(be, calls, err);
+            st = run_checked_call(be, w, calls, err);
         }
         if (st == FB_OK)
             st = be->ops->wait(be, err);
@@ -284,10 +398,10 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     MPI_Barrier(w->comm);
     double t0 = fb_now(), elapsed = 0, issued = 0;
     long ops = tm->iters * tm->agg;
-    int graphs = be->graph_launches > 0 && be->ops->run_graph != NULL;
+    int graphs = be->graph_launches > 0 && be->ops->graph_begin != NULL;
     double *iter_s = NULL;
     if (graphs) {
-        st = be->ops->run_graph(be, calls, ops, be->graph_launches, &elapsed, err);
+        st = run_graphs(be, w, tm, calls, &elapsed, err);
         issued = t0 + elapsed;
     } else if (tm->per_iter) {
         iter_s = calloc((size_t)tm->iters, sizeof *iter_s);

@@ -181,8 +181,11 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
     r->mem_before_alloc = sweep_peak_memory(r);
     size_t unalign = (size_t)r->cfg.unalign * FB_UNALIGN_ELT_MAX; /* -u: room for the offset */
     enum fb_status st = r->be.ops->alloc(&r->be, send + unalign, recv + unalign, err);
-    if (st == FB_OK)
+    if (st == FB_OK) {
+        r->be.send_cap = send + unalign;
+        r->be.recv_cap = recv + unalign;
         sweep_sample_memory(r);
+    }
     r->mem_after_alloc = sweep_peak_memory(r);
     if (st == FB_OK)
         st = fb_checker_init(&r->checker, STAGE_BYTES, err);

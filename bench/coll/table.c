@@ -1,5 +1,6 @@
 #include "coll/table.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,8 +89,12 @@ static void placement(FILE *out, const struct fb_measurement *r, int cputime)
     fb_table_number(cputime ? r->cpu_time_us : r->time_us, 7, t);
     fb_table_number(r->algbw_GBps, 6, a);
     fb_table_number(r->busbw_GBps, 6, b);
+    /* The exact count: nccl-tests prints it with %6g, which shows a
+     * million wrong elements as 1e+06 (readers taking the digits before
+     * the 'e' see 1) and 1234567 as 1.23457e+06. An integer reads the
+     * same below a million and right above it. */
     if (r->wrong >= 0)
-        fprintf(out, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
+        fprintf(out, "  %7s  %6s  %6s  %6" PRId64, t, a, b, r->wrong);
     else
         fprintf(out, "  %7s  %6s  %6s    N/A", t, a, b);
     if (r->iter.times_us != NULL)

@@ -42,8 +42,13 @@ static enum fb_status fill_ones(struct nccl_state *s, struct fb_err *err)
         return fb_fail(err, FB_ERR_MEMORY, "out of host memory for %zu floats", s->count);
     for (size_t i = 0; i < s->count; i++)
         host[i] = 1.0f;
-    enum fb_status st = cuda_ok(cudaMemcpy(s->send, host, s->count * sizeof *host, cudaMemcpyHostToDevice),
-                                "cudaMemcpy", err);
+    /* On the test stream and waited for: a plain cudaMemcpy lands through
+     * the legacy stream, which the non-blocking test stream never waits for. */
+    enum fb_status st = cuda_ok(
+        cudaMemcpyAsync(s->send, host, s->count * sizeof *host, cudaMemcpyHostToDevice, s->stream), "cudaMemcpyAsync",
+        err);
+    if (st == FB_OK)
+        st = cuda_ok(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
     free(host);
     return st;
 }
@@ -91,7 +96,10 @@ static int share_id(const struct fb_world *w, const int *ranks, int nranks, int 
 }
 
 /* Polls until the communicator's pending work is done (ncclSuccess), it
- * failed, or the deadline passed (ncclInProgress). */
+ * failed, or the deadline passed (ncclInProgress). A non-blocking
+ * communicator takes no call before the previous one has got this far
+ * (NCCL refuses it: ncclInvalidArgument), and until then the call may not
+ * even be on the stream yet. */
 static ncclResult_t wait_comm(ncclComm_t comm, double deadline)
 {
     struct timespec pause = {0, 50 * 1000};
@@ -122,17 +130,46 @@ static int wait_stream(const struct nccl_state *s, ncclComm_t comm, double deadl
     }
 }
 
+/* 1 when the call returned or completed its enqueueing, 0 when the
+ * deadline passed first, -1 when it failed. */
+static int call_done(ncclResult_t rc, ncclComm_t comm, double deadline, const char *call, char *error, size_t len)
+{
+    if (rc == ncclInProgress)
+        rc = wait_comm(comm, deadline);
+    if (rc == ncclSuccess)
+        return 1;
+    if (rc == ncclInProgress) {
+        snprintf(error, len, "%s: not enqueued within the test's bound", call);
+        return 0;
+    }
+    const char *last = ncclGetLastError(comm);
+    snprintf(error, len, "%s: %s%s%s", call, ncclGetErrorString(rc), last && *last ? ": " : "", last ? last : "");
+    return -1;
+}
+
 static int run_iterations(struct nccl_state *s, ncclComm_t comm, int iters, double deadline, char *error,
                           size_t len)
 {
     for (int i = 0; i < iters; i++) {
         ncclResult_t rc = ncclAllReduce(s->send, s->recv, s->count, ncclFloat, ncclSum, comm, s->stream);
-        if (rc != ncclSuccess && rc != ncclInProgress) {
-            snprintf(error, len, "ncclAllReduce: %s", ncclGetErrorString(rc));
-            return -1;
-        }
+        int done = call_done(rc, comm, deadline, "ncclAllReduce", error, len);
+        if (done != 1)
+            return done;
     }
     return wait_stream(s, comm, deadline, error, len);
+}
+
+/* A non-blocking communicator finalizes asynchronously too: wait for it
+ * (bounded), then free it; aborted when it does not finish in time. */
+static void end_comm(ncclComm_t comm, double deadline)
+{
+    ncclResult_t rc = ncclCommFinalize(comm);
+    if (rc == ncclInProgress)
+        rc = wait_comm(comm, deadline);
+    if (rc == ncclSuccess)
+        ncclCommDestroy(comm);
+    else
+        ncclCommAbort(comm);
 }
 
 static int join(ncclComm_t *comm, const struct fb_world *w, const int *ranks, int nranks,
@@ -181,7 +218,7 @@ static void nccl_test(struct scan_engine *e, const int *ranks, int nranks, int t
     if (rc == 0 && out->error[0] == '\0')
         snprintf(out->error, sizeof out->error, "no progress within the test's bound");
     if (comm != NULL && rc == 1)
-        ncclCommDestroy(comm);
+        end_comm(comm, fb_now() + 10.0);
     else if (comm != NULL) { /* a stream stuck on an aborted communicator is left behind */
         ncclCommAbort(comm);
         cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);

@@ -396,6 +396,30 @@ static void test_table_row_columns(void)
     free(text);
 }
 
+/* #wrong is the exact count: %g would print a million as 1e+06 (a reader
+ * of the digits sees 1) and 1234567 as 1.23457e+06. */
+static void test_table_wrong_count_is_exact(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct fb_call call = {0};
+    call.coll = fb_collective_find("all_reduce");
+    call.dtype = FB_FLOAT;
+    call.op = FB_SUM;
+    call.counts = call.coll->counts(1ULL << 30, 4, 2);
+    struct fb_measurement oop = {.time_us = 100, .algbw_GBps = 1, .busbw_GBps = 1, .wrong = 1000000};
+    struct fb_measurement ip = {.time_us = 100, .algbw_GBps = 1, .busbw_GBps = 1, .wrong = 1234567};
+    struct coll_config cfg;
+    coll_config_defaults(&cfg);
+    fb_table_row(f, &cfg, &call, &oop, &ip);
+    fclose(f);
+    CHECK(strstr(text, " 1000000  ") != NULL);
+    CHECK(strstr(text, " 1234567\n") != NULL);
+    CHECK(strstr(text, "e+06") == NULL);
+    free(text);
+}
+
 static json_object *row(uint64_t bytes, double oop_bw, double ip_bw, int wrong)
 {
     json_object *r = json_object_new_object(), *o = json_object_new_object(), *i = json_object_new_object();
@@ -538,6 +562,7 @@ int main(void)
     RUN(test_memory_fit_names_largest_size);
     RUN(test_table_number_cells);
     RUN(test_table_row_columns);
+    RUN(test_table_wrong_count_is_exact);
     RUN(test_summary_separates_small_sizes);
     RUN(test_budget_shares_what_is_left);
     RUN(test_fallback_band_and_socket);
