@@ -149,15 +149,16 @@ expect_exit "FB_STANDIN_HANG_RANK=1: fabric-report check says INCOMPLETE (exit 2
 
 # A peer lost mid-sweep: NCCL's asynchronous error ends the wait (exit 9)
 # long before the watchdog would. With -n 1 -w 1 every call is followed by
-# a wait, so the failure is always met in one.
-FB_STANDIN_FAIL=async FB_STANDIN_AFTER=14 sg 3 all_reduce -b 1K -e 64K -f 4 -n 1 -w 1 -c 1 -T 8 -J "$T_DIR/async.json"
+# a wait, so the failure is always met in one. Call 1 is the set-up's
+# warm-up (NCCL connects there), so call 15 is the third size's second.
+FB_STANDIN_FAIL=async FB_STANDIN_AFTER=15 sg 3 all_reduce -b 1K -e 64K -f 4 -n 1 -w 1 -c 1 -T 8 -J "$T_DIR/async.json"
 if [ "$T_RC" -eq 9 ] && grep -q 'NCCL failed during the call on rank [0-9]* (ncclCommGetAsyncError: ' "$T_ERR"; then
   ok "FB_STANDIN_FAIL=async: exit 9 from ncclCommGetAsyncError, not a timeout"
 else
   not_ok "FB_STANDIN_FAIL=async: exit 9" "exit $T_RC: $(head -c 500 "$T_ERR")"
 fi
 expect_grep "FB_STANDIN_FAIL=async: the failing rank says why" \
-  'rank 2 on .*ncclCommGetAsyncError: unhandled system error.*network failure injected at operation 14' "$T_ERR"
+  'rank 2 on .*ncclCommGetAsyncError: unhandled system error.*network failure injected at operation 15' "$T_ERR"
 checked "FB_STANDIN_FAIL=async: the results file keeps the sizes done before" "$T_DIR/async.json" --incomplete --rows 2
 FB_STANDIN_FAIL=init sg 3 all_reduce -b 1K -e 1K -n 1 -J "$T_DIR/init.json"
 if [ "$T_RC" -eq 9 ] && [ "$(grep -c . "$T_ERR")" -eq 1 ] &&

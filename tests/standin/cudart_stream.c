@@ -26,6 +26,7 @@ struct op {
     struct CUevent_st *ev;
     uint64_t gen;
     struct CUgraphExec_st *exec;
+    void *staged; /* a host source copied at the call, freed once run */
     struct op *next;
 };
 
@@ -149,6 +150,7 @@ static void *worker(void *arg)
         s->head = op->next;
         if (s->head == NULL)
             s->tail = NULL;
+        free(op->staged);
         free(op);
         s->completed++;
         pthread_cond_broadcast(&s->cond);
@@ -373,7 +375,19 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
         (kind == cudaMemcpyDeviceToDevice && !(dev_dst && dev_src)))
         return fbsi_cuda_ret(cudaErrorInvalidValue);
     struct op op = {.kind = OP_COPY, .dst = dst, .src = src, .n = count};
-    return enqueue(stream, &op);
+    /* From host memory CUDA stages the source before the call returns: the
+     * caller may reuse it at once, and the copy lands in stream order. */
+    if (kind == cudaMemcpyHostToDevice && count > 0) {
+        op.staged = malloc(count);
+        if (op.staged == NULL)
+            return fbsi_cuda_ret(cudaErrorMemoryAllocation);
+        memcpy(op.staged, src, count);
+        op.src = op.staged;
+    }
+    cudaError_t e = enqueue(stream, &op);
+    if (e != cudaSuccess)
+        free(op.staged);
+    return e;
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)

@@ -976,3 +976,37 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
     struct call k = {C_RECV, NULL, recvbuff, count, datatype, ncclSum, peer, 0, 0};
     return enqueue(comm, stream, &k, 0, count);
 }
+
+/* NCCL 2.28's rooted calls, made of the point-to-point calls above in one
+ * group (so each goes through the same checks and transfers). */
+ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream)
+{
+    ncclResult_t r = fbsi_needs_version(comm, "ncclGather", 2, 28);
+    if (r != ncclSuccess || comm == NULL)
+        return r != ncclSuccess ? r : ncclInvalidArgument;
+    size_t block = count * fbsi_type_size(datatype);
+    r = ncclGroupStart();
+    if (r == ncclSuccess)
+        r = ncclSend(sendbuff, count, datatype, root, comm, stream);
+    for (int i = 0; comm->rank == root && i < comm->nranks && r == ncclSuccess; i++)
+        r = ncclRecv((char *)recvbuff + (size_t)i * block, count, datatype, i, comm, stream);
+    ncclResult_t end = ncclGroupEnd();
+    return r != ncclSuccess ? r : end;
+}
+
+ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream)
+{
+    ncclResult_t r = fbsi_needs_version(comm, "ncclScatter", 2, 28);
+    if (r != ncclSuccess || comm == NULL)
+        return r != ncclSuccess ? r : ncclInvalidArgument;
+    size_t block = count * fbsi_type_size(datatype);
+    r = ncclGroupStart();
+    for (int i = 0; comm->rank == root && i < comm->nranks && r == ncclSuccess; i++)
+        r = ncclSend((const char *)sendbuff + (size_t)i * block, count, datatype, i, comm, stream);
+    if (r == ncclSuccess)
+        r = ncclRecv(recvbuff, count, datatype, root, comm, stream);
+    ncclResult_t end = ncclGroupEnd();
+    return r != ncclSuccess ? r : end;
+}
