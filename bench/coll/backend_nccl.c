@@ -99,6 +99,14 @@ static ncclResult_t group_end(ncclResult_t rc)
     return rc != ncclSuccess ? rc : end;
 }
 
+/* nccl-tests allocates with ncclMemAlloc whenever NCCL has it (2.19),
+ * registration or not: NCCL's own paths (NVLS, graph registration) then
+ * see the same memory, so the figures are the same. */
+static int use_nccl_mem(const struct nccl_ranks *s)
+{
+    return s->version >= V2_19 && ncclMemAlloc != NULL && ncclMemFree != NULL;
+}
+
 static enum fb_status nccl_available(struct fb_err *err)
 {
     int n = 0;
@@ -320,10 +328,10 @@ static ncclResult_t init_comms(struct nccl_ranks *s, int first, int count)
         if (rc == ncclSuccess)
             rc = ncclCommInitRankConfig(&comms[i], d->size, s->id, d->rank, &config);
     }
-    ncclResult_t end = ncclGroupEnd();
+    rc = group_end(rc);
     for (int i = first; i < first + count; i++)
         atomic_store(&s->rank[i].comm, comms[i]);
-    return rc != ncclSuccess ? rc : end;
+    return rc;
 }
 
 struct init_thread {
@@ -374,6 +382,7 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
     s->n = be->local_ranks > 0 ? be->local_ranks : 1;
     s->version = runtime_version();
     for (int i = 0; i < s->n; i++) {
+        s->rank[i].nccl_mem = use_nccl_mem(s);
         s->rank[i].rank = w->rank * s->n + i;
         s->rank[i].size = w->size * s->n;
         snprintf(s->rank[i].host, sizeof s->rank[i].host, "%s", w->host);
@@ -401,14 +410,6 @@ static enum fb_status alloc_buffer(struct nccl_state *d, char **p, size_t bytes,
                                    struct fb_err *err);
 static void free_buffer(struct nccl_state *d, char *p);
 
-/* nccl-tests allocates with ncclMemAlloc whenever NCCL has it (2.19),
- * registration or not: NCCL's own paths (NVLS, graph registration) then
- * see the same memory, so the figures are the same. */
-static int use_nccl_mem(const struct nccl_ranks *s)
-{
-    return s->version >= V2_19 && ncclMemAlloc != NULL && ncclMemFree != NULL;
-}
-
 /* One small all_reduce on every communicator of this process, waited for. */
 static enum fb_status warm_up_calls(struct nccl_ranks *s, char **tmp, size_t count, struct fb_err *err)
 {
@@ -434,7 +435,6 @@ static enum fb_status warm_up_comms(struct nccl_ranks *s, struct fb_err *err)
     char *tmp[FB_LOCAL_RANKS_MAX] = {0};
     enum fb_status st = FB_OK;
     for (int i = 0; i < s->n && st == FB_OK; i++) {
-        s->rank[i].nccl_mem = use_nccl_mem(s);
         st = cuda_check(cudaSetDevice(s->rank[i].device), "cudaSetDevice", err);
         if (st == FB_OK)
             st = alloc_buffer(&s->rank[i], &tmp[i], WARM_COUNT * sizeof(float), "warm-up buffer", err);
@@ -489,10 +489,10 @@ static void free_buffer(struct nccl_state *d, char *p)
         cudaFree(p);
 }
 
-static enum fb_status alloc_rank(struct nccl_state *d, int nccl_mem, size_t send_bytes, size_t recv_bytes,
+static enum fb_status alloc_rank(struct nccl_state *d, size_t send_bytes, size_t recv_bytes,
                                  struct fb_err *err)
 {
-    d->nccl_mem = nccl_mem;
+    int nccl_mem = d->nccl_mem;
     enum fb_status st = cuda_check(cudaSetDevice(d->device), "cudaSetDevice", err);
     if (st == FB_OK)
         st = alloc_buffer(d, &d->buf.send, send_bytes, nccl_mem ? "ncclMemAlloc (send)" : "cudaMalloc (send)", err);
@@ -542,8 +542,7 @@ static enum fb_status register_buffers(struct nccl_ranks *s, struct fb_err *err)
     ncclResult_t rc = ncclGroupStart();
     for (int i = 0; i < s->n && rc == ncclSuccess; i++)
         rc = register_one(&s->rank[i], mode);
-    ncclResult_t end = ncclGroupEnd();
-    return nccl_check(rc != ncclSuccess ? rc : end, atomic_load(&s->rank[0].comm),
+    return nccl_check(group_end(rc), atomic_load(&s->rank[0].comm),
                       mode == 2 ? "ncclCommWindowRegister" : "ncclCommRegister", err);
 }
 
@@ -551,10 +550,9 @@ static enum fb_status nccl_alloc(struct fb_backend *be, size_t send_bytes, size_
                                  struct fb_err *err)
 {
     struct nccl_ranks *s = be->state;
-    int nccl_mem = use_nccl_mem(s);
     enum fb_status st = FB_OK;
     for (int i = 0; i < s->n && st == FB_OK; i++)
-        st = alloc_rank(&s->rank[i], nccl_mem, send_bytes, recv_bytes, err);
+        st = alloc_rank(&s->rank[i], send_bytes, recv_bytes, err);
     if (st == FB_OK)
         st = register_buffers(s, err);
     return st;
@@ -717,8 +715,7 @@ static ncclResult_t issue(struct nccl_state *s, const struct fb_call *c, ncclDat
             rc = ncclSend(send, n, dt, next, comm, s->stream);
         if (rc == ncclSuccess)
             rc = ncclRecv(recv, n, dt, prev, comm, s->stream);
-        ncclResult_t end = ncclGroupEnd();
-        return rc != ncclSuccess ? rc : end;
+        return group_end(rc);
     }
     case FB_ALLTOALLV: return issue_alltoallv(s, comm, c, send, recv, dt);
     case FB_GATHER: return issue_rooted(s, comm, c, send, recv, dt, 1, version);
@@ -814,9 +811,7 @@ static enum fb_status nccl_run(struct fb_backend *be, const struct fb_call *call
         if (rc == ncclSuccess)
             rc = issue_with_op(&s->rank[at], &calls[at], dt, op, s->version);
     }
-    ncclResult_t end = ncclGroupEnd();
-    return nccl_check(rc != ncclSuccess ? rc : end, atomic_load(&s->rank[at > 0 ? at - 1 : 0].comm),
-                      c->coll->name, err);
+    return nccl_check(group_end(rc), atomic_load(&s->rank[at > 0 ? at - 1 : 0].comm), c->coll->name, err);
 }
 
 /* NCCL's asynchronous error on any communicator of this process, as

@@ -130,8 +130,8 @@ static int wait_stream(const struct nccl_state *s, ncclComm_t comm, double deadl
     }
 }
 
-/* 1 when the call returned or completed its enqueueing, 0 when the
- * deadline passed first, -1 when it failed. */
+/* 1 when the call (a collective's enqueueing, an init) has completed, 0
+ * when the deadline passed first, -1 when it failed. */
 static int call_done(ncclResult_t rc, ncclComm_t comm, double deadline, const char *call, char *error, size_t len)
 {
     if (rc == ncclInProgress)
@@ -139,7 +139,7 @@ static int call_done(ncclResult_t rc, ncclComm_t comm, double deadline, const ch
     if (rc == ncclSuccess)
         return 1;
     if (rc == ncclInProgress) {
-        snprintf(error, len, "%s: not enqueued within the test's bound", call);
+        snprintf(error, len, "%s: not done within the test's bound", call);
         return 0;
     }
     const char *last = ncclGetLastError(comm);
@@ -181,12 +181,7 @@ static int join(ncclComm_t *comm, const struct fb_world *w, const int *ranks, in
     while (ranks[me] != w->rank)
         me++;
     ncclResult_t rc = ncclCommInitRankConfig(comm, nranks, *id, me, &config);
-    if (rc == ncclInProgress)
-        rc = wait_comm(*comm, deadline);
-    if (rc == ncclSuccess)
-        return 1;
-    snprintf(error, len, "ncclCommInitRankConfig: %s", ncclGetErrorString(rc));
-    return rc == ncclInProgress ? 0 : -1;
+    return call_done(rc, *comm, deadline, "ncclCommInitRankConfig", error, len);
 }
 
 static void nccl_test(struct scan_engine *e, const int *ranks, int nranks, int tag,

@@ -12,15 +12,8 @@ gs=$FB_ROOT/scripts/gpu-standin.sh
 standin_built "NCCL-only flags on the GPU stand-in" || exit 0
 
 # sg NP ARGS...: fabric-coll on NP processes under the stand-in, its NCCL
-# log in $T_DIR/log (emptied first).
-sg() {
-  local np=$1
-  shift
-  rm -rf "$T_DIR/log" && mkdir -p "$T_DIR/log"
-  NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T_DIR/log/nccl.%h.%p run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" \
-    -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_DEBUG_FILE -x FB_STANDIN_NCCL_VERSION -x NCCL_TESTS_DEVICE \
-    -x FB_STANDIN_CORRUPT_RANK "$FB_BIN/fabric-coll" "$@"
-}
+# log in $T_DIR/log (sg_logged, tests/lib.sh).
+sg() { sg_logged "$@"; }
 # standin_lines: what each rank's communicator was asked, rank order.
 standin_lines() { cat "$T_DIR"/log/nccl.* | grep -o 'standin: rank [0-9]*: set up.*' | sort -t' ' -k3n; }
 # expect_standin NAME N REGEX: N ranks' destroy lines match REGEX.

@@ -11,15 +11,8 @@ gs=$FB_ROOT/scripts/gpu-standin.sh
 standin_built "the NCCL path on the strict stand-in" || exit 0
 
 # sg NP ARGS...: fabric-coll on NP processes under the stand-in, its NCCL
-# log in $T_DIR/log (emptied first).
-sg() {
-  local np=$1
-  shift
-  rm -rf "$T_DIR/log" && mkdir -p "$T_DIR/log"
-  NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T_DIR/log/nccl.%h.%p run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np "$np" \
-    -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_DEBUG_FILE -x FB_STANDIN_NCCL_VERSION -x FB_STANDIN_CORRUPT_RANK \
-    "$FB_BIN/fabric-coll" "$@"
-}
+# log in $T_DIR/log (sg_logged, tests/lib.sh).
+sg() { sg_logged "$@"; }
 ran_ok() { # NAME: the run exited 0
   [ "$T_RC" -eq 0 ] && return 0
   not_ok "$1" "exit $T_RC: $(grep -v Warning "$T_ERR" | head -c 500)"

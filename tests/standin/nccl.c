@@ -978,35 +978,36 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
 }
 
 /* NCCL 2.28's rooted calls, made of the point-to-point calls above in one
- * group (so each goes through the same checks and transfers). */
-ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-                        ncclComm_t comm, cudaStream_t stream)
+ * group (so each goes through the same checks and transfers): every rank
+ * sends its block to the root, which receives block i from rank i
+ * (gather), or the root sends block i to rank i (scatter). */
+static ncclResult_t rooted(const char *api, int to_root, const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
 {
-    ncclResult_t r = fbsi_needs_version(comm, "ncclGather", 2, 28);
+    ncclResult_t r = fbsi_needs_version(comm, api, 2, 28);
     if (r != ncclSuccess || comm == NULL)
         return r != ncclSuccess ? r : ncclInvalidArgument;
     size_t block = count * fbsi_type_size(datatype);
     r = ncclGroupStart();
-    if (r == ncclSuccess)
+    if (to_root && r == ncclSuccess)
         r = ncclSend(sendbuff, count, datatype, root, comm, stream);
     for (int i = 0; comm->rank == root && i < comm->nranks && r == ncclSuccess; i++)
-        r = ncclRecv((char *)recvbuff + (size_t)i * block, count, datatype, i, comm, stream);
+        r = to_root ? ncclRecv((char *)recvbuff + (size_t)i * block, count, datatype, i, comm, stream)
+                    : ncclSend((const char *)sendbuff + (size_t)i * block, count, datatype, i, comm, stream);
+    if (!to_root && r == ncclSuccess)
+        r = ncclRecv(recvbuff, count, datatype, root, comm, stream);
     ncclResult_t end = ncclGroupEnd();
     return r != ncclSuccess ? r : end;
+}
+
+ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream)
+{
+    return rooted("ncclGather", 1, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
 ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream)
 {
-    ncclResult_t r = fbsi_needs_version(comm, "ncclScatter", 2, 28);
-    if (r != ncclSuccess || comm == NULL)
-        return r != ncclSuccess ? r : ncclInvalidArgument;
-    size_t block = count * fbsi_type_size(datatype);
-    r = ncclGroupStart();
-    for (int i = 0; comm->rank == root && i < comm->nranks && r == ncclSuccess; i++)
-        r = ncclSend((const char *)sendbuff + (size_t)i * block, count, datatype, i, comm, stream);
-    if (r == ncclSuccess)
-        r = ncclRecv(recvbuff, count, datatype, root, comm, stream);
-    ncclResult_t end = ncclGroupEnd();
-    return r != ncclSuccess ? r : end;
+    return rooted("ncclScatter", 0, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }

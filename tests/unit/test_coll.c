@@ -374,7 +374,10 @@ static void test_table_number_cells(void)
     CHECK_STR(b, "338.82");
 }
 
-static void test_table_row_columns(void)
+/* The table row of a float sum all_reduce of `bytes` on `nranks`, with the
+ * defaults' columns; the caller frees it. */
+static char *all_reduce_row(uint64_t bytes, int nranks, const struct fb_measurement *oop,
+                            const struct fb_measurement *ip)
 {
     char *text = NULL;
     size_t len = 0;
@@ -383,13 +386,19 @@ static void test_table_row_columns(void)
     call.coll = fb_collective_find("all_reduce");
     call.dtype = FB_FLOAT;
     call.op = FB_SUM;
-    call.counts = call.coll->counts(8589934592ULL, 4, 16);
-    struct fb_measurement oop = {.time_us = 47535, .algbw_GBps = 180.71, .busbw_GBps = 338.82, .wrong = 0};
-    struct fb_measurement ip = {.time_us = 47743, .algbw_GBps = 179.92, .busbw_GBps = 337.35, .wrong = -1};
+    call.counts = call.coll->counts(bytes, 4, nranks);
     struct coll_config cfg;
     coll_config_defaults(&cfg);
-    fb_table_row(f, &cfg, &call, &oop, &ip);
+    fb_table_row(f, &cfg, &call, oop, ip);
     fclose(f);
+    return text;
+}
+
+static void test_table_row_columns(void)
+{
+    struct fb_measurement oop = {.time_us = 47535, .algbw_GBps = 180.71, .busbw_GBps = 338.82, .wrong = 0};
+    struct fb_measurement ip = {.time_us = 47743, .algbw_GBps = 179.92, .busbw_GBps = 337.35, .wrong = -1};
+    char *text = all_reduce_row(8589934592ULL, 16, &oop, &ip);
     /* v2.19 cells: as many decimals as fit in 7 characters. */
     CHECK_STR(text, "  8589934592    2147483648     float     sum      -1  47535.0  180.71  338.82       0"
                     "  47743.0  179.92  337.35    N/A\n");
@@ -400,20 +409,9 @@ static void test_table_row_columns(void)
  * of the digits sees 1) and 1234567 as 1.23457e+06. */
 static void test_table_wrong_count_is_exact(void)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    struct fb_call call = {0};
-    call.coll = fb_collective_find("all_reduce");
-    call.dtype = FB_FLOAT;
-    call.op = FB_SUM;
-    call.counts = call.coll->counts(1ULL << 30, 4, 2);
     struct fb_measurement oop = {.time_us = 100, .algbw_GBps = 1, .busbw_GBps = 1, .wrong = 1000000};
     struct fb_measurement ip = {.time_us = 100, .algbw_GBps = 1, .busbw_GBps = 1, .wrong = 1234567};
-    struct coll_config cfg;
-    coll_config_defaults(&cfg);
-    fb_table_row(f, &cfg, &call, &oop, &ip);
-    fclose(f);
+    char *text = all_reduce_row(1ULL << 30, 2, &oop, &ip);
     CHECK(strstr(text, " 1000000  ") != NULL);
     CHECK(strstr(text, " 1234567\n") != NULL);
     CHECK(strstr(text, "e+06") == NULL);
