@@ -153,7 +153,8 @@ sg() {
 
 # sg_logged NP ARGS...: as sg, with NCCL's INFO log of every rank in
 # $T_DIR/log (emptied first) and the stand-in's knobs a test may set
-# (FB_STANDIN_NCCL_VERSION, FB_STANDIN_CORRUPT_RANK, NCCL_TESTS_DEVICE)
+# (FB_STANDIN_NCCL_VERSION, FB_STANDIN_CORRUPT_RANK, FB_STANDIN_CORRUPT_ELEMS,
+# NCCL_TESTS_DEVICE)
 # passed to every rank.
 sg_logged() {
   local np=$1
@@ -161,7 +162,7 @@ sg_logged() {
   rm -rf "$T_DIR/log" && mkdir -p "$T_DIR/log"
   NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$T_DIR/log/nccl.%h.%p run "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 120 \
     "${FB_MPIRUN[@]}" -q -np "$np" -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_DEBUG_FILE -x FB_STANDIN_NCCL_VERSION \
-    -x NCCL_TESTS_DEVICE -x FB_STANDIN_CORRUPT_RANK "$FB_BIN/fabric-coll" "$@"
+    -x NCCL_TESTS_DEVICE -x FB_STANDIN_CORRUPT_RANK -x FB_STANDIN_CORRUPT_ELEMS "$FB_BIN/fabric-coll" "$@"
 }
 
 # Validates a JSON file against a schema in docs/ with Debian's python3-jsonschema.

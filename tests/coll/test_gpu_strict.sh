@@ -77,3 +77,78 @@ if [ "$T_RC" -eq 3 ] && grep -Eq '^ +1024 +256 +float +sum +-1 +[0-9.]+ +[0-9.]+
 else
   not_ok "wrong results: exit 3, #wrong an integer count" "exit $T_RC: $(grep -E '^ +1024' "$T_OUT")"
 fi
+FB_STANDIN_CORRUPT_RANK=1 FB_STANDIN_CORRUPT_ELEMS=1500000 sg 2 all_reduce -b 8M -e 8M -n 1 -w 0 -c 1 -J "$T_DIR/many.json"
+if [ "$T_RC" -eq 3 ] && grep -Eq '^ +8388608 +2097152 +float +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +1500000 ' "$T_OUT"; then
+  ok "1.5 million wrong elements: #wrong printed 1500000, not 1.5e+06"
+else
+  not_ok "1.5 million wrong elements: #wrong printed 1500000" "exit $T_RC: $(grep -E '^ +8388608' "$T_OUT")"
+fi
+
+# --- what reached NCCL: each communicator's `standin: rank R: entry
+# points ...` line (docs/standin.md) --------------------------------------
+# stat FIELD: the number after FIELD on every rank's line, one a line.
+stat() { grep -h 'standin: rank [0-9]*: entry points' "$T_DIR"/log/nccl.* | sed -nE "s/.*$1 ([0-9]+).*/\\1/p"; }
+# ranks_min NAME NP FIELD MIN: NP ranks said it, each at least MIN.
+ranks_min() {
+  local vals
+  vals=$(stat "$3")
+  if [ "$(wc -w <<<"$vals")" -eq "$2" ] && awk -v m="$4" '$1 < m { bad = 1 } END { exit bad }' <<<"$vals"; then
+    ok "$1"
+  else
+    not_ok "$1" "$3 per rank: $(tr '\n' ' ' <<<"$vals") (want $2 ranks, each >= $4)"
+  fi
+}
+# ranks_say NAME NP ERE: NP ranks' lines match it.
+ranks_say() {
+  local n
+  n=$(grep -h 'standin: rank [0-9]*: entry points' "$T_DIR"/log/nccl.* | grep -Ec "$3")
+  if [ "$n" -eq "$2" ]; then ok "$1"; else
+    not_ok "$1" "$n of $2 ranks: $(grep -h 'entry points' "$T_DIR"/log/nccl.* | head -1 | sed 's/.*standin: //')"
+  fi
+}
+
+# -m 4: the four calls of each iteration in one group, as nccl-tests;
+# 4 sizes x 4 iterations x in and out of place = 32 groups at least.
+sg 2 all_reduce -b 1K -e 64K -f 4 -n 4 -w 1 -m 4 -c 1 -J "$T_DIR/m.json"
+ran_ok "-m 4 on 2 ranks" && ranks_min "-m 4: every rank launched 32 or more fused groups of calls" 2 'fused groups' 32
+
+# Buffers shift on every call, so mid sizes do not stay in a GPU's L2;
+# from ncclMemAlloc on NCCL >= 2.19 whatever -R says, as nccl-tests.
+sg 2 all_reduce -b 1K -e 64K -f 4 -n 4 -w 1 -c 1 -J "$T_DIR/s.json"
+if ran_ok "all_reduce 1K..64K on 2 ranks"; then
+  ranks_min "buffers shift per call: 9 or more distinct buffer addresses on every rank" 2 'distinct buffer addresses' 9
+  ranks_say "NCCL 2.28: every call on ncclMemAlloc memory" 2 'ncclMemAlloc memory ([0-9]+) of \1;'
+fi
+FB_STANDIN_NCCL_VERSION=2.18.3 sg 2 all_reduce -b 1K -e 4K -f 4 -n 2 -c 1 -J "$T_DIR/old.json"
+ran_ok "NCCL 2.18.3" && ranks_say "NCCL 2.18.3 (no ncclMemAlloc): cudaMalloc memory" 2 'ncclMemAlloc memory 0 of [1-9]'
+
+# 2.28's own calls; send/recv groups before.
+for c in alltoall:ncclAlltoAll gather:ncclGather scatter:ncclScatter; do
+  sg 3 "${c%%:*}" -b 3K -e 12K -f 4 -n 2 -c 1 -J "$T_DIR/e.json"
+  ran_ok "${c%%:*} on 3 ranks" && ranks_say "${c%%:*} on NCCL 2.28: ${c#*:}, no ncclSend" 3 "${c#*:}=[1-9].*; launches" &&
+    ranks_say "... and no ncclSend on any rank" 0 'ncclSend='
+done
+FB_STANDIN_NCCL_VERSION=2.27.7 sg 3 alltoall -b 3K -e 12K -f 4 -n 2 -c 1 -J "$T_DIR/e.json"
+ran_ok "alltoall on NCCL 2.27.7" && ranks_say "alltoall on NCCL 2.27.7: send/recv groups, no ncclAlltoAll" 3 \
+  'entry points( ncclAllReduce=[0-9]+)? ncclSend=[1-9][0-9]* ncclRecv=[1-9][0-9]*;'
+
+# Teardown in NCCL's order: deregister, then finalize and destroy, with
+# several communicators a process.
+sg 1 all_reduce -g 2 -R 1 -b 1K -e 4K -n 2 -c 1 -J "$T_DIR/r.json"
+if ran_ok "-g 2 -R 1"; then
+  ranks_say "-g 2 -R 1: nothing deregistered after ncclCommFinalize" 2 'deregistered after finalize 0$'
+  if grep -h 'buffers registered' "$T_DIR"/log/nccl.* | grep -qv ' 0 buffers registered'; then
+    ok "... and buffers were registered"
+  else not_ok "... and buffers were registered" "$(grep -h 'buffers registered' "$T_DIR"/log/nccl.* | head -1)"; fi
+fi
+
+# A failed ncclGetUniqueId on rank 0 is agreed before the id broadcast:
+# every rank stops at once, exit 9, one line naming the call.
+start=$SECONDS
+FB_STANDIN_FAIL=id sg 2 all_reduce -b 1K -e 4K -n 1 -J "$T_DIR/id.json"
+if [ "$T_RC" -eq 9 ] && [ $((SECONDS - start)) -lt 30 ] && grep -q 'ncclGetUniqueId failed' "$T_ERR"; then
+  ok "ncclGetUniqueId failing on rank 0: exit 9 at once, naming the call"
+else
+  not_ok "ncclGetUniqueId failing: exit 9 at once" "exit $T_RC after $((SECONDS - start)) s: $(head -c 300 "$T_ERR")"
+fi
+

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -96,6 +97,10 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 {
     if (uniqueId == NULL)
         return ncclInvalidArgument;
+    if (strcmp(fbsi_env_str("FB_STANDIN_FAIL", ""), "id") == 0) {
+        fbsi_set_error(NULL, "ncclGetUniqueId: failure injected (FB_STANDIN_FAIL=id)");
+        return ncclSystemError;
+    }
     return fbsi_unique_id(uniqueId);
 }
 
@@ -106,6 +111,8 @@ static void read_faults(struct ncclComm *c, int *fail_init)
     const char *fail = fbsi_env_str("FB_STANDIN_FAIL", "");
     int fail_rank = (int)fbsi_env_long("FB_STANDIN_FAIL_RANK", c->nranks - 1);
     c->faults.corrupt = fbsi_env_long("FB_STANDIN_CORRUPT_RANK", -1) == c->rank;
+    long elems = fbsi_env_long("FB_STANDIN_CORRUPT_ELEMS", 1);
+    c->faults.corrupt_elems = elems < 1 ? 1 : (size_t)elems;
     c->faults.hang = fbsi_env_long("FB_STANDIN_HANG_RANK", -1) == c->rank;
     c->faults.fail_async = strcmp(fail, "async") == 0 && fail_rank == c->rank;
     c->faults.after = fbsi_env_long("FB_STANDIN_AFTER", DEFAULT_AFTER);
@@ -140,6 +147,7 @@ static struct ncclComm *comm_new(int nranks, int rank, int dev)
     atomic_init(&c->registered, 0);
     atomic_init(&c->windows, 0);
     atomic_init(&c->null_stream, 0);
+    fbsi_stats_init(&c->stats);
     char bus[32] = "";
     cudaDeviceGetPCIBusId(bus, (int)sizeof bus, dev);
     char hex[32];
@@ -166,6 +174,7 @@ static void comm_free(struct ncclComm *c)
     pthread_mutex_destroy(&c->exec);
     pthread_mutex_destroy(&c->state);
     pthread_cond_destroy(&c->cond);
+    fbsi_stats_free(&c->stats);
     free(c->scratch);
     free(c->fd), free(c->peers), free(c->send_seq), free(c->recv_seq);
     free(c);
@@ -320,6 +329,8 @@ static ncclResult_t run_pending_inits(void)
     return r;
 }
 
+static ncclResult_t defer_init(struct ncclComm *c, const ncclUniqueId *id, int fail_init);
+
 static ncclResult_t init_rank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, const ncclConfig_t *config)
 {
     int dev = 0;
@@ -338,10 +349,15 @@ static ncclResult_t init_rank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
     /* A library older than the field reads only what it knows. */
     if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT && fbsi_version() >= NCCL_VERSION(2, 27, 0))
         c->cta_policy = config->CTAPolicy;
+    c->nonblocking = config != NULL && config->blocking == 0;
     int fail_init = 0;
     read_faults(c, &fail_init);
     if (fail_init)
         fbsi_set_error(c, "rank %d: initialisation failure injected (FB_STANDIN_FAIL=init)", rank);
+    if (c->nonblocking && group_depth == 0) {
+        *comm = c;
+        return defer_init(c, &commId, fail_init);
+    }
     if (group_depth > 0) {
         struct pending_init *p = fbsi_grow(inits, &inits_cap, inits_n, sizeof *p);
         if (p == NULL) {
@@ -367,10 +383,12 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
     return init_rank(comm, nranks, commId, rank, NULL);
 }
 
+/* config.blocking = 0 outside a group: ncclInProgress, the init going on
+ * in a thread until ncclCommGetAsyncError says how it ended. Inside a
+ * group the inits complete at ncclGroupEnd, blocking. */
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t *config)
 {
-    /* blocking, whatever the config says: the result is final */
     return init_rank(comm, nranks, commId, rank, config);
 }
 
@@ -400,6 +418,15 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
     return r != ncclSuccess ? r : end;
 }
 
+/* A non-blocking communicator's operations still being handed on. */
+static void wait_deferred(struct ncclComm *c)
+{
+    pthread_mutex_lock(&c->state);
+    while (c->deferred > 0)
+        pthread_cond_wait(&c->cond, &c->state);
+    pthread_mutex_unlock(&c->state);
+}
+
 static int idle(const struct ncclComm *c)
 {
     return c->pending == NULL && c->running == 0;
@@ -414,10 +441,19 @@ static void wait_idle(struct ncclComm *c)
     pthread_mutex_unlock(&c->state);
 }
 
+static ncclResult_t defer_finalize(struct ncclComm *c);
+static ncclResult_t ready_for_call(struct ncclComm *c, const char *api);
+
 ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     if (comm == NULL)
         return ncclInvalidArgument;
+    ncclResult_t r = ready_for_call(comm, "ncclCommFinalize");
+    if (r != ncclSuccess)
+        return r;
+    atomic_store(&comm->stats.finalized, 1);
+    if (comm->nonblocking)
+        return defer_finalize(comm);
     wait_idle(comm);
     return atomic_load(&comm->async_error);
 }
@@ -530,6 +566,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
         return ncclInvalidArgument;
     if (atomic_load(&comm->aborted))
         return ncclInvalidUsage;
+    wait_deferred(comm);
     wait_idle(comm);
     if (comm->init_failed) {
         comm_free(comm);
@@ -547,6 +584,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
               atomic_load(&comm->null_stream));
     fbsi_info(comm->cuda_dev, "standin: %ld calls carried out, %ld of them replayed from CUDA graphs",
               comm->tasks_run, comm->replayed);
+    fbsi_stats_log(comm);
     log_end(comm, "Destroy");
     comm_free(comm);
     return ncclSuccess;
@@ -576,7 +614,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
     if (comm == NULL || asyncError == NULL)
         return ncclInvalidArgument;
-    *asyncError = (ncclResult_t)atomic_load(&comm->async_error);
+    ncclResult_t r = (ncclResult_t)atomic_load(&comm->async_error);
+    if (r == ncclSuccess) {
+        pthread_mutex_lock(&comm->state);
+        r = comm->deferred > 0 ? ncclInProgress : ncclSuccess;
+        pthread_mutex_unlock(&comm->state);
+    }
+    *asyncError = r;
     return ncclSuccess;
 }
 
@@ -654,6 +698,11 @@ static int execute(struct ncclComm *c, const struct task *t)
     int stall = 0, hang = 0;
     pthread_mutex_lock(&c->exec);
     long n = ++c->tasks_run;
+    if (t->n > 1) {
+        pthread_mutex_lock(&c->stats.lock);
+        c->stats.fused++;
+        pthread_mutex_unlock(&c->stats.lock);
+    }
     if (atomic_load(&c->aborted)) {
         /* skipped: the communicator is gone */
     } else if (atomic_load(&c->async_error) != ncclSuccess) {
@@ -798,6 +847,133 @@ static ncclResult_t submit(struct ncclComm *c, cudaStream_t stream, const struct
     return ncclSuccess;
 }
 
+/* --- non-blocking communicators (config.blocking = 0) ------------------------ */
+
+/* An operation of a non-blocking communicator, handed on by a thread of
+ * its own a little later (NCCL enqueues such work in the background):
+ * until it has been, ncclCommGetAsyncError says ncclInProgress, the
+ * stream may not have the work yet, and the next call is refused. */
+enum deferred_kind { D_INIT, D_SUBMIT, D_FINALIZE };
+struct deferred {
+    struct ncclComm *c;
+    enum deferred_kind kind;
+    ncclUniqueId id; /* D_INIT */
+    int fail_init;
+    cudaStream_t stream; /* D_SUBMIT: the calls, owned */
+    struct call *calls;
+    size_t n;
+};
+
+/* Long beside the microseconds between two calls of a caller who does not
+ * poll, so that one is caught every time. */
+#define DEFER_NS 2000000L
+
+static void *deferred_main(void *arg)
+{
+    struct deferred *d = arg;
+    struct ncclComm *c = d->c;
+    ncclResult_t r = ncclSuccess;
+    struct timespec pause = {0, DEFER_NS};
+    nanosleep(&pause, NULL);
+    if (!atomic_load(&c->aborted)) {
+        switch (d->kind) {
+        case D_INIT:
+            r = join_comm(c, &d->id, d->fail_init);
+            c->init_failed = r != ncclSuccess;
+            break;
+        case D_SUBMIT: r = submit(c, d->stream, d->calls, d->n); break;
+        case D_FINALIZE: wait_idle(c); break;
+        }
+    }
+    int none = ncclSuccess;
+    if (r != ncclSuccess)
+        atomic_compare_exchange_strong(&c->async_error, &none, (int)r);
+    free(d->calls);
+    free(d);
+    pthread_mutex_lock(&c->state);
+    c->deferred--;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->state);
+    return NULL;
+}
+
+/* Takes d. */
+static ncclResult_t defer(struct deferred *d)
+{
+    struct ncclComm *c = d->c;
+    pthread_attr_t attr;
+    pthread_t tid;
+    pthread_mutex_lock(&c->state);
+    c->deferred++;
+    pthread_mutex_unlock(&c->state);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int started = pthread_create(&tid, &attr, deferred_main, d) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        deferred_main(d);
+        return (ncclResult_t)atomic_load(&c->async_error);
+    }
+    return ncclInProgress;
+}
+
+static ncclResult_t defer_new(struct ncclComm *c, enum deferred_kind kind, struct deferred **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL) {
+        fbsi_set_error(c, "out of host memory");
+        return ncclSystemError;
+    }
+    **out = (struct deferred){.c = c, .kind = kind};
+    return ncclSuccess;
+}
+
+static ncclResult_t defer_init(struct ncclComm *c, const ncclUniqueId *id, int fail_init)
+{
+    struct deferred *d;
+    ncclResult_t r = defer_new(c, D_INIT, &d);
+    if (r != ncclSuccess)
+        return r;
+    d->id = *id;
+    d->fail_init = fail_init;
+    return defer(d);
+}
+
+static ncclResult_t defer_finalize(struct ncclComm *c)
+{
+    struct deferred *d;
+    ncclResult_t r = defer_new(c, D_FINALIZE, &d);
+    return r != ncclSuccess ? r : defer(d);
+}
+
+/* Takes calls. */
+static ncclResult_t defer_submit(struct ncclComm *c, cudaStream_t stream, struct call *calls, size_t n)
+{
+    struct deferred *d;
+    ncclResult_t r = defer_new(c, D_SUBMIT, &d);
+    if (r != ncclSuccess) {
+        free(calls);
+        return r;
+    }
+    d->stream = stream;
+    d->calls = calls;
+    d->n = n;
+    return defer(d);
+}
+
+/* NCCL's own words for a call on a non-blocking communicator whose last
+ * operation has not completed. */
+static ncclResult_t ready_for_call(struct ncclComm *c, const char *api)
+{
+    pthread_mutex_lock(&c->state);
+    int busy = c->nonblocking && c->deferred > 0;
+    pthread_mutex_unlock(&c->state);
+    if (!busy)
+        return ncclSuccess;
+    fbsi_set_error(c, "%s: Attempt to use communicator before the previous operation returned ncclSuccess", api);
+    return ncclInvalidArgument;
+}
+
 /* --- groups and the calls ---------------------------------------------------- */
 
 ncclResult_t ncclGroupStart(void)
@@ -815,15 +991,23 @@ ncclResult_t ncclGroupEnd(void)
     if (--group_depth > 0)
         return ncclSuccess;
     ncclResult_t r = inits_n > 0 ? run_pending_inits() : ncclSuccess;
+    int in_progress = 0;
     for (size_t i = 0; i < group_n; i++) {
+        struct group_part *g = &group[i];
+        if (r == ncclSuccess && g->comm->nonblocking) {
+            r = defer_submit(g->comm, g->stream, g->calls, g->n);
+            in_progress |= r == ncclInProgress;
+            r = r == ncclInProgress ? ncclSuccess : r;
+            continue;
+        }
         if (r == ncclSuccess)
-            r = submit(group[i].comm, group[i].stream, group[i].calls, group[i].n);
-        free(group[i].calls);
+            r = submit(g->comm, g->stream, g->calls, g->n);
+        free(g->calls);
     }
     free(group);
     group = NULL;
     group_n = group_cap = 0;
-    return r;
+    return r == ncclSuccess && in_progress ? ncclInProgress : r;
 }
 
 static ncclResult_t group_add(struct ncclComm *c, cudaStream_t stream, const struct call *k)
@@ -875,6 +1059,9 @@ static ncclResult_t check_call(struct ncclComm *c, const struct call *k, size_t 
     ncclResult_t async = (ncclResult_t)atomic_load(&c->async_error);
     if (async != ncclSuccess)
         return async;
+    ncclResult_t ready = ready_for_call(c, name);
+    if (ready != ncclSuccess)
+        return ready;
     if (esz == 0) {
         fbsi_set_error(c, "%s: datatype %d is not carried by the stand-in", name, (int)k->dt);
         return ncclInvalidArgument;
@@ -896,9 +1083,27 @@ static ncclResult_t check_call(struct ncclComm *c, const struct call *k, size_t 
     return ncclSuccess;
 }
 
-static ncclResult_t enqueue(struct ncclComm *c, cudaStream_t stream, const struct call *call, size_t send_elems,
-                            size_t recv_elems)
+/* A lone call of a non-blocking communicator: handed on later. */
+static ncclResult_t submit_lone(struct ncclComm *c, cudaStream_t stream, const struct call *k)
 {
+    if (!c->nonblocking)
+        return submit(c, stream, k, 1);
+    struct call *copy = malloc(sizeof *copy);
+    if (copy == NULL) {
+        fbsi_set_error(c, "out of host memory");
+        return ncclSystemError;
+    }
+    *copy = *k;
+    return defer_submit(c, stream, copy, 1);
+}
+
+/* `e` names the entry point the caller called (E_COUNT: a call made
+ * inside another entry point, not counted again). */
+static ncclResult_t enqueue(struct ncclComm *c, cudaStream_t stream, const struct call *call, size_t send_elems,
+                            size_t recv_elems, enum entry_point e)
+{
+    if (e != E_COUNT)
+        fbsi_stats_entry(c, e);
     /* A PreMulSum operator's scalar is read now, as NCCL reads a
      * ncclScalarHostImmediate one: the operator may be destroyed next. */
     struct call premul = *call;
@@ -911,35 +1116,37 @@ static ncclResult_t enqueue(struct ncclComm *c, cudaStream_t stream, const struc
     ncclResult_t r = check_call(c, k, send_elems, recv_elems);
     if (r != ncclSuccess)
         return r;
-    return group_depth > 0 ? group_add(c, stream, k) : submit(c, stream, k, 1);
+    size_t esz = fbsi_type_size(k->dt);
+    fbsi_stats_call(c, k, send_elems * esz, recv_elems * esz);
+    return group_depth > 0 ? group_add(c, stream, k) : submit_lone(c, stream, k);
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     struct call k = {C_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, 0, 0};
-    return enqueue(comm, stream, &k, count, count);
+    return enqueue(comm, stream, &k, count, count, E_ALLREDUCE);
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream)
 {
     struct call k = {C_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, 0, 0};
-    return enqueue(comm, stream, &k, sendcount, comm ? sendcount * (size_t)comm->nranks : 0);
+    return enqueue(comm, stream, &k, sendcount, comm ? sendcount * (size_t)comm->nranks : 0, E_ALLGATHER);
 }
 
 ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     struct call k = {C_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, 0, 0};
-    return enqueue(comm, stream, &k, comm ? recvcount * (size_t)comm->nranks : 0, recvcount);
+    return enqueue(comm, stream, &k, comm ? recvcount * (size_t)comm->nranks : 0, recvcount, E_REDUCESCATTER);
 }
 
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream)
 {
     struct call k = {C_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, 0, 0};
-    return enqueue(comm, stream, &k, comm && comm->rank == root ? count : 0, count);
+    return enqueue(comm, stream, &k, comm && comm->rank == root ? count : 0, count, E_BROADCAST);
 }
 
 ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
@@ -952,7 +1159,7 @@ ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, nccl
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
     struct call k = {C_REDUCE, sendbuff, recvbuff, count, datatype, op, root, 0, 0};
-    return enqueue(comm, stream, &k, count, comm && comm->rank == root ? count : 0);
+    return enqueue(comm, stream, &k, count, comm && comm->rank == root ? count : 0, E_REDUCE);
 }
 
 ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
@@ -960,42 +1167,55 @@ ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, nc
 {
     struct call k = {C_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0, 0, 0};
     size_t all = comm ? count * (size_t)comm->nranks : 0;
-    return enqueue(comm, stream, &k, all, all);
+    return enqueue(comm, stream, &k, all, all, E_ALLTOALL);
+}
+
+static ncclResult_t send_to(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                           cudaStream_t stream, enum entry_point e)
+{
+    struct call k = {C_SEND, sendbuff, NULL, count, datatype, ncclSum, peer, 0, 0};
+    return enqueue(comm, stream, &k, count, 0, e);
+}
+
+static ncclResult_t recv_from(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                              cudaStream_t stream, enum entry_point e)
+{
+    struct call k = {C_RECV, NULL, recvbuff, count, datatype, ncclSum, peer, 0, 0};
+    return enqueue(comm, stream, &k, 0, count, e);
 }
 
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream)
 {
-    struct call k = {C_SEND, sendbuff, NULL, count, datatype, ncclSum, peer, 0, 0};
-    return enqueue(comm, stream, &k, count, 0);
+    return send_to(sendbuff, count, datatype, peer, comm, stream, E_SEND);
 }
 
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream)
 {
-    struct call k = {C_RECV, NULL, recvbuff, count, datatype, ncclSum, peer, 0, 0};
-    return enqueue(comm, stream, &k, 0, count);
+    return recv_from(recvbuff, count, datatype, peer, comm, stream, E_RECV);
 }
 
 /* NCCL 2.28's rooted calls, made of the point-to-point calls above in one
  * group (so each goes through the same checks and transfers): every rank
  * sends its block to the root, which receives block i from rank i
  * (gather), or the root sends block i to rank i (scatter). */
-static ncclResult_t rooted(const char *api, int to_root, const void *sendbuff, void *recvbuff, size_t count,
+static ncclResult_t rooted(enum entry_point e, int to_root, const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
 {
-    ncclResult_t r = fbsi_needs_version(comm, api, 2, 28);
+    ncclResult_t r = fbsi_needs_version(comm, e == E_GATHER ? "ncclGather" : "ncclScatter", 2, 28);
     if (r != ncclSuccess || comm == NULL)
         return r != ncclSuccess ? r : ncclInvalidArgument;
+    fbsi_stats_entry(comm, e);
     size_t block = count * fbsi_type_size(datatype);
     r = ncclGroupStart();
     if (to_root && r == ncclSuccess)
-        r = ncclSend(sendbuff, count, datatype, root, comm, stream);
+        r = send_to(sendbuff, count, datatype, root, comm, stream, E_COUNT);
     for (int i = 0; comm->rank == root && i < comm->nranks && r == ncclSuccess; i++)
-        r = to_root ? ncclRecv((char *)recvbuff + (size_t)i * block, count, datatype, i, comm, stream)
-                    : ncclSend((const char *)sendbuff + (size_t)i * block, count, datatype, i, comm, stream);
+        r = to_root ? recv_from((char *)recvbuff + (size_t)i * block, count, datatype, i, comm, stream, E_COUNT)
+                    : send_to((const char *)sendbuff + (size_t)i * block, count, datatype, i, comm, stream, E_COUNT);
     if (!to_root && r == ncclSuccess)
-        r = ncclRecv(recvbuff, count, datatype, root, comm, stream);
+        r = recv_from(recvbuff, count, datatype, root, comm, stream, E_COUNT);
     ncclResult_t end = ncclGroupEnd();
     return r != ncclSuccess ? r : end;
 }
@@ -1003,11 +1223,11 @@ static ncclResult_t rooted(const char *api, int to_root, const void *sendbuff, v
 ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream)
 {
-    return rooted("ncclGather", 1, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    return rooted(E_GATHER, 1, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
 ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream)
 {
-    return rooted("ncclScatter", 0, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    return rooted(E_SCATTER, 0, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }

@@ -297,27 +297,58 @@ ncclResult_t fbsi_run_collective(struct ncclComm *c, const struct call *k)
     return ncclInternalError;
 }
 
-/* Sends and receives of one group: one step, all at once. */
+static int overlaps(const char *a, size_t na, const char *b, size_t nb)
+{
+    return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+/* Whether a send's bytes are also received into by the same group. */
+static int received_into(const struct call *k, size_t n, const char *buf, size_t bytes)
+{
+    for (size_t j = 0; j < n; j++)
+        if (k[j].kind == C_RECV && overlaps(buf, bytes, k[j].recv, k[j].count * fbsi_type_size(k[j].dt)))
+            return 1;
+    return 0;
+}
+
+/* Sends and receives of one group: one step, all at once, as one fused
+ * launch on a GPU. A send whose bytes the group also receives into reads
+ * them as they were before the group, as a real launch may: so a caller
+ * that puts dependent steps into one group (nested groups are one group)
+ * sends what the earlier step has not received yet, every time. */
 ncclResult_t fbsi_run_p2p(struct ncclComm *c, const struct call *k, size_t n)
 {
     struct plan p;
     int ok = 1;
+    char **before = calloc(n, sizeof *before);
     fbsi_plan_init(&p, c);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && (ok = ok && before != NULL); i++) {
         size_t bytes = k[i].count * fbsi_type_size(k[i].dt);
         int send = k[i].kind == C_SEND;
-        ok = ok && fbsi_plan_add(&p, k[i].root, send, C_SEND, send ? k[i].send : k[i].recv, bytes);
+        const void *buf = send ? k[i].send : k[i].recv;
+        if (send && received_into(k, n, buf, bytes)) {
+            ok = (before[i] = malloc(bytes)) != NULL;
+            buf = ok ? memcpy(before[i], buf, bytes) : buf;
+        }
+        ok = ok && fbsi_plan_add(&p, k[i].root, send, C_SEND, buf, bytes);
     }
-    return run_plan(&p, ok);
+    ncclResult_t r = run_plan(&p, ok);
+    for (size_t i = 0; before != NULL && i < n; i++)
+        free(before[i]);
+    free(before);
+    return r;
 }
 
-/* FB_STANDIN_CORRUPT_RANK: the first element this rank receives gets a
- * high bit flipped, so its value is wrong in every type. */
+/* FB_STANDIN_CORRUPT_RANK: the first FB_STANDIN_CORRUPT_ELEMS elements
+ * (default 1) this rank receives get a high bit flipped, so their values
+ * are wrong in every type. */
 void fbsi_corrupt(const struct ncclComm *c, const struct call *k)
 {
     size_t esz = fbsi_type_size(k->dt);
     int has_output = k->kind != C_SEND && (k->kind != C_REDUCE || c->rank == k->root);
     if (!has_output || k->count == 0 || esz == 0)
         return;
-    ((unsigned char *)k->recv)[esz - 1] ^= 0x40;
+    size_t n = c->faults.corrupt_elems < k->count ? c->faults.corrupt_elems : k->count;
+    for (size_t i = 0; i < n; i++)
+        ((unsigned char *)k->recv)[i * esz + esz - 1] ^= 0x40;
 }

@@ -52,9 +52,26 @@ struct peer_info {
 /* What the FB_STANDIN_* knobs ask of this rank (docs/standin.md). */
 struct faults {
     int corrupt;    /* FB_STANDIN_CORRUPT_RANK is this rank */
+    size_t corrupt_elems; /* FB_STANDIN_CORRUPT_ELEMS: how many elements of each call */
     int hang;       /* FB_STANDIN_HANG_RANK is this rank */
     int fail_async; /* FB_STANDIN_FAIL=async on this rank */
     long after;     /* FB_STANDIN_AFTER: the operation the fault starts at */
+};
+
+/* What the caller asked of NCCL, counted for the `standin: rank R: entry
+ * points ...` line at destroy (nccl_stats.c, docs/standin.md). */
+enum entry_point { E_ALLREDUCE, E_ALLGATHER, E_REDUCESCATTER, E_BROADCAST, E_REDUCE, E_ALLTOALL, E_GATHER,
+                   E_SCATTER, E_SEND, E_RECV, E_COUNT };
+#define FBSI_ADDR_SLOTS 1024
+struct stats {
+    pthread_mutex_t lock;
+    long entry[E_COUNT];
+    long calls, on_mem_alloc; /* calls, and those whose buffers all came from ncclMemAlloc */
+    long fused;               /* tasks carried out that held more than one call */
+    const void *addr[FBSI_ADDR_SLOTS]; /* distinct buffer addresses (open addressing) */
+    int naddr;
+    atomic_int finalized;   /* ncclCommFinalize was called */
+    atomic_long late_dereg; /* deregistrations after it */
 };
 
 struct ncclComm {
@@ -88,6 +105,15 @@ struct ncclComm {
     atomic_int registered;   /* ncclCommRegister buffers */
     atomic_int windows;      /* ncclCommWindowRegister windows with NCCL_WIN_COLL_SYMMETRIC */
     atomic_long null_stream; /* calls enqueued on the NULL stream */
+    struct stats stats;
+
+    /* config.blocking = 0: calls return ncclInProgress and are enqueued
+     * later by a thread of their own (`busy` until then, when the next
+     * call is refused, as NCCL refuses it); `deferred` such threads are
+     * still running, which destroy waits for (under `state`). */
+    int nonblocking;
+    atomic_int busy;
+    int deferred;
 };
 
 /* nccl_mem.c: the version this stand-in says it is (FB_STANDIN_NCCL_VERSION,
@@ -146,6 +172,13 @@ ncclResult_t fbsi_run_p2p(struct ncclComm *c, const struct call *k, size_t n);
 void fbsi_corrupt(const struct ncclComm *c, const struct call *k);
 float fbsi_bf16_load(uint16_t h);
 uint16_t fbsi_bf16_store(float f);
+
+/* nccl_stats.c: the counts said at destroy. */
+void fbsi_stats_init(struct stats *s);
+void fbsi_stats_free(struct stats *s);
+void fbsi_stats_entry(struct ncclComm *c, enum entry_point e);
+void fbsi_stats_call(struct ncclComm *c, const struct call *k, size_t send_bytes, size_t recv_bytes);
+void fbsi_stats_log(struct ncclComm *c);
 
 /* nccl_redop.c: elements of any type as doubles (the 8-bit floats too),
  * and the PreMulSum operators of each communicator. */

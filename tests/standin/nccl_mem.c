@@ -150,6 +150,8 @@ static ncclResult_t drop_registration(struct ncclComm *c, void *handle, int wind
         fbsi_set_error(c, "%s: not a handle of this communicator", api);
         return ncclInvalidArgument;
     }
+    if (atomic_load(&c->stats.finalized))
+        atomic_fetch_add(&c->stats.late_dereg, 1);
     free(g);
     return ncclSuccess;
 }
