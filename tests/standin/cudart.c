@@ -32,6 +32,8 @@ static struct {
     uint64_t used[MAX_DEVICES];
     struct alloc *allocs;
     size_t nallocs, cap;
+    struct alloc *pinned; /* cudaMallocHost's */
+    size_t npinned, pinned_cap;
 } g = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local int current_device;
@@ -190,12 +192,25 @@ cudaError_t cudaDriverGetVersion(int *version)
 
 /* --- memory --------------------------------------------------------- */
 
+static struct alloc *find_in(struct alloc *v, size_t n, const void *p)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((const char *)p >= v[i].base && (const char *)p < v[i].base + v[i].size)
+            return &v[i];
+    return NULL;
+}
+
 static struct alloc *find_alloc(const void *p)
 {
-    for (size_t i = 0; i < g.nallocs; i++)
-        if ((const char *)p >= g.allocs[i].base && (const char *)p < g.allocs[i].base + g.allocs[i].size)
-            return &g.allocs[i];
-    return NULL;
+    return find_in(g.allocs, g.nallocs, p);
+}
+
+int fbsi_is_pinned(const void *p)
+{
+    pthread_mutex_lock(&g.lock);
+    int pinned = find_in(g.pinned, g.npinned, p) != NULL;
+    pthread_mutex_unlock(&g.lock);
+    return pinned;
 }
 
 int fbsi_is_device_span(const void *p, size_t n)
@@ -223,6 +238,9 @@ cudaError_t cudaMalloc(void **devPtr, size_t size)
     if (ndev() == 0)
         return fbsi_cuda_ret(cudaErrorNoDevice);
     *devPtr = NULL;
+    cudaError_t unsafe = fbsi_capture_unsafe();
+    if (unsafe != cudaSuccess)
+        return fbsi_cuda_ret(unsafe);
     if (size == 0)
         return cudaSuccess;
     pthread_mutex_lock(&g.lock);
@@ -241,13 +259,25 @@ cudaError_t cudaMalloc(void **devPtr, size_t size)
     return fbsi_cuda_ret(e);
 }
 
+/* cudaFree synchronises the device first, as CUDA does: no work still
+ * queued there uses the memory once it is gone. */
 cudaError_t cudaFree(void *devPtr)
 {
     if (devPtr == NULL)
         return cudaSuccess;
+    cudaError_t e = fbsi_capture_unsafe();
+    if (e != cudaSuccess)
+        return fbsi_cuda_ret(e);
     pthread_mutex_lock(&g.lock);
     struct alloc *a = find_alloc(devPtr);
-    cudaError_t e = cudaErrorInvalidValue;
+    int device = a != NULL && a->base == devPtr ? a->device : -2;
+    pthread_mutex_unlock(&g.lock);
+    if (device == -2)
+        return fbsi_cuda_ret(cudaErrorInvalidValue);
+    fbsi_device_sync(device);
+    pthread_mutex_lock(&g.lock);
+    a = find_alloc(devPtr);
+    e = cudaErrorInvalidValue;
     if (a != NULL && a->base == devPtr) {
         g.used[a->device] -= a->size;
         free(a->base);
@@ -297,36 +327,86 @@ static cudaError_t check_copy(void *dst, const void *src, size_t n, enum cudaMem
     return cudaErrorInvalidMemcpyDirection;
 }
 
+/* From pageable memory to the device, CUDA returns once the source is
+ * staged and the copy lands later, in the legacy stream's order; the
+ * stand-in takes the latest legal moment: the copy is held on the current
+ * device's legacy stream until something orders work after it (see
+ * cudart_stream.c). Every other direction, and a source from
+ * cudaMallocHost, is synchronous: the legacy stream's work first, then the
+ * copy. */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-    if (count == 0)
-        return cudaSuccess;
-    cudaError_t e = check_copy(dst, src, count, kind);
-    if (e == cudaSuccess)
-        memmove(dst, src, count);
-    return fbsi_cuda_ret(e);
+    cudaError_t e = fbsi_capture_unsafe();
+    if (e != cudaSuccess || count == 0)
+        return fbsi_cuda_ret(e);
+    e = check_copy(dst, src, count, kind);
+    if (e != cudaSuccess)
+        return fbsi_cuda_ret(e);
+    int to_device = kind == cudaMemcpyHostToDevice ||
+                    (kind == cudaMemcpyDefault && fbsi_is_device_span(dst, count) && !fbsi_is_device_span(src, count));
+    if (to_device && !fbsi_is_pinned(src)) {
+        void *staged = malloc(count);
+        if (staged == NULL)
+            return fbsi_cuda_ret(cudaErrorMemoryAllocation);
+        memcpy(staged, src, count);
+        return fbsi_legacy_copy_held(dst, staged, count);
+    }
+    fbsi_legacy_sync(current_device);
+    memmove(dst, src, count);
+    return cudaSuccess;
 }
 
+/* Asynchronous to the host, on the legacy stream: held there as a pageable
+ * cudaMemcpy is. */
 cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
-    if (count == 0)
-        return cudaSuccess;
+    cudaError_t e = fbsi_capture_unsafe();
+    if (e != cudaSuccess || count == 0)
+        return fbsi_cuda_ret(e);
     if (!fbsi_is_device_span(devPtr, count))
         return fbsi_cuda_ret(cudaErrorInvalidValue);
-    memset(devPtr, value, count);
-    return cudaSuccess;
+    return fbsi_legacy_set_held(devPtr, value, count);
 }
 
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
     *ptr = NULL;
-    if (size > 0 && posix_memalign(ptr, ALIGN, size) != 0)
+    if (size == 0)
+        return cudaSuccess;
+    void *p = NULL;
+    if (posix_memalign(&p, ALIGN, size) != 0)
         return fbsi_cuda_ret(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&g.lock);
+    struct alloc *v = fbsi_grow(g.pinned, &g.pinned_cap, g.npinned, sizeof *v);
+    if (v != NULL) {
+        g.pinned = v;
+        g.pinned[g.npinned++] = (struct alloc){p, size, -1};
+    }
+    pthread_mutex_unlock(&g.lock);
+    if (v == NULL) {
+        free(p);
+        return fbsi_cuda_ret(cudaErrorMemoryAllocation);
+    }
+    *ptr = p;
     return cudaSuccess;
 }
 
+/* An implicit sync of every device first (an async copy of any of them may
+ * still write there); a pointer that is not from cudaMallocHost is
+ * refused, as CUDA does. */
 cudaError_t cudaFreeHost(void *ptr)
 {
+    if (ptr == NULL)
+        return cudaSuccess;
+    fbsi_device_sync(-1);
+    pthread_mutex_lock(&g.lock);
+    struct alloc *a = find_in(g.pinned, g.npinned, ptr);
+    int mine = a != NULL && a->base == ptr;
+    if (mine)
+        *a = g.pinned[--g.npinned];
+    pthread_mutex_unlock(&g.lock);
+    if (!mine)
+        return fbsi_cuda_ret(cudaErrorInvalidValue);
     free(ptr);
     return cudaSuccess;
 }

@@ -4,6 +4,7 @@
 #define FBSI_CUDART_INTERNAL_H
 
 #include <cuda_runtime.h>
+#include <stddef.h>
 
 /* Every entry point returns through this: it keeps the thread's last error
  * for cudaGetLastError, as the real runtime does. */
@@ -14,5 +15,33 @@ int fbsi_current_device(void);
 
 /* Whether [p, p + n) lies inside one live device allocation. */
 int fbsi_is_device_span(const void *p, size_t n);
+
+/* Whether p lies inside a cudaMallocHost allocation. */
+int fbsi_is_pinned(const void *p);
+
+/* A potentially unsafe call (cudaMalloc, cudaFree, cudaMemcpy, cudaMemset,
+ * cudaDeviceSynchronize, the legacy stream's query and sync) while a
+ * capture forbids it: one in cudaStreamCaptureModeGlobal from any thread,
+ * or in cudaStreamCaptureModeThreadLocal begun by this one. Such captures
+ * are invalidated and the answer is cudaErrorStreamCaptureUnsupported;
+ * otherwise cudaSuccess. */
+cudaError_t fbsi_capture_unsafe(void);
+
+/* Work queued on the current device's legacy stream, HELD: it runs only
+ * once something orders work after that stream (see cudart_stream.c).
+ * The copy's source `staged` is malloc'd memory the op owns (freed once it
+ * ran, or here on failure). */
+cudaError_t fbsi_legacy_copy_held(void *dst, void *staged, size_t n);
+cudaError_t fbsi_legacy_set_held(void *dst, int value, size_t n);
+
+/* Releases the held work of `device`'s legacy stream and waits for all its
+ * work, as a synchronous cudaMemcpy does. */
+void fbsi_legacy_sync(int device);
+
+/* Releases and waits for every stream of `device` (-1: of every device),
+ * the work queued so far; a capturing stream's recorded work is not waited
+ * for (it is not running). The implicit sync of cudaFree and
+ * cudaDeviceSynchronize. */
+void fbsi_device_sync(int device);
 
 #endif

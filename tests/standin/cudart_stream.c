@@ -2,7 +2,15 @@
  * thread of its own, so work completes asynchronously to the host, as on a
  * GPU (cudaStreamQuery says cudaErrorNotReady until it has). Events are
  * markers in a queue; graph capture records what is enqueued instead of
- * running it, and a launch replays the recording on the stream. */
+ * running it, and a launch replays the recording on the stream.
+ *
+ * The legacy NULL stream's schedule is the latest CUDA allows: a pageable
+ * cudaMemcpy to the device and a cudaMemset are HELD there (cudart.c)
+ * until something orders work after that stream: a later op on it, its
+ * query or sync, a device sync, an op on a blocking stream of its device
+ * (which first waits for the legacy stream's work, as CUDA's implicit
+ * sync), a synchronous cudaMemcpy, cudaFree/cudaFreeHost. A non-blocking
+ * stream never waits for it, so it reads the bytes from before. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -13,7 +21,7 @@
 #include "common.h"
 #include "cudart_internal.h"
 
-enum op_kind { OP_HOST, OP_COPY, OP_SET, OP_EVENT, OP_WAIT_EVENT, OP_GRAPH };
+enum op_kind { OP_HOST, OP_COPY, OP_SET, OP_EVENT, OP_WAIT_EVENT, OP_WAIT_STREAM, OP_GRAPH };
 
 struct op {
     enum op_kind kind;
@@ -27,6 +35,9 @@ struct op {
     uint64_t gen;
     struct CUgraphExec_st *exec;
     void *staged; /* a host source copied at the call, freed once run */
+    struct CUstream_st *stream; /* OP_WAIT_STREAM: the legacy stream, until it completed gen ops */
+    uint64_t seq;               /* its number in its stream's queue, from 1 */
+    int held;                   /* runs only once seq <= the stream's released */
     struct op *next;
 };
 
@@ -36,6 +47,8 @@ struct CUevent_st {
     unsigned flags;
     uint64_t recorded, done; /* generations: done == recorded when complete */
     double when;
+    int device;          /* current at its creation */
+    uint64_t capture_id; /* last recorded inside that capture (0: outside one) */
 };
 
 struct CUgraph_st {
@@ -57,19 +70,40 @@ struct CUstream_st {
     pthread_t worker;
     int destroyed;
     unsigned flags;
+    int device; /* current at its creation */
+    int legacy; /* the device's legacy NULL stream */
+    uint64_t released; /* held ops up to this seq may run */
     struct CUgraph_st *capture; /* non-NULL while capturing */
-    int capture_invalid;
+    uint64_t capture_id;
+    atomic_int capture_invalid;
     struct CUstream_st *next; /* the registry */
 };
 
-/* Every live stream, for cudaDeviceSynchronize; and the legacy default
- * stream, made on first use. */
+/* Every live stream, for cudaDeviceSynchronize. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *registry;
-/* The NULL stream, one per device as in CUDA (a call on it goes to the
- * calling thread's current device's): made when first used. */
+/* The legacy NULL stream (0, cudaStreamLegacy), one per device as in CUDA
+ * (a call on it goes to the calling thread's current device's): made when
+ * first used, read without a lock. cudaStreamPerThread is one blocking
+ * stream per thread and device, destroyed when the thread exits. */
 #define DEFAULT_STREAMS 16
-static struct CUstream_st *default_streams[DEFAULT_STREAMS];
+static _Atomic(struct CUstream_st *) legacy_streams[DEFAULT_STREAMS];
+static pthread_mutex_t legacy_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t per_thread_once = PTHREAD_ONCE_INIT;
+static pthread_key_t per_thread_key;
+
+/* The active captures, for the modes' rules on unsafe calls and on events
+ * recorded inside one. */
+struct capture {
+    uint64_t id;
+    struct CUstream_st *s;
+    enum cudaStreamCaptureMode mode;
+    pthread_t owner;
+    struct capture *next;
+};
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct capture *captures;
+static uint64_t capture_serial;
 
 static double now_s(void)
 {
@@ -120,6 +154,12 @@ static void run_op(const struct op *op)
         event_complete(op->ev, op->gen ? op->gen : op->ev->recorded);
         break;
     case OP_WAIT_EVENT: event_wait(op->ev, op->gen); break;
+    case OP_WAIT_STREAM:
+        pthread_mutex_lock(&op->stream->lock);
+        while (op->stream->completed < op->gen)
+            pthread_cond_wait(&op->stream->cond, &op->stream->lock);
+        pthread_mutex_unlock(&op->stream->lock);
+        break;
     case OP_GRAPH:
         for (size_t i = 0; i < op->exec->n; i++)
             run_op(&op->exec->nodes[i]);
@@ -128,12 +168,27 @@ static void run_op(const struct op *op)
     }
 }
 
+/* The head of the queue is a held op not yet released. */
+static int held(const struct CUstream_st *s)
+{
+    return s->head != NULL && s->head->held && s->head->seq > s->released && !s->destroyed;
+}
+
+/* Every held op queued so far may run. Under the stream's lock. */
+static void release_locked(struct CUstream_st *s)
+{
+    if (s->released < s->enqueued) {
+        s->released = s->enqueued;
+        pthread_cond_broadcast(&s->cond);
+    }
+}
+
 static void *worker(void *arg)
 {
     struct CUstream_st *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (s->head == NULL && !s->destroyed)
+        while ((s->head == NULL && !s->destroyed) || held(s))
             pthread_cond_wait(&s->cond, &s->lock);
         if (s->head == NULL)
             break;
@@ -159,7 +214,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static cudaError_t stream_new(struct CUstream_st **out, unsigned flags)
+static cudaError_t stream_new(struct CUstream_st **out, unsigned flags, int device, int legacy)
 {
     struct CUstream_st *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -167,6 +222,9 @@ static cudaError_t stream_new(struct CUstream_st **out, unsigned flags)
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->flags = flags;
+    s->device = device;
+    s->legacy = legacy;
+    atomic_init(&s->capture_invalid, 0);
     if (pthread_create(&s->worker, NULL, worker, s) != 0) {
         free(s);
         return cudaErrorMemoryAllocation;
@@ -179,33 +237,131 @@ static cudaError_t stream_new(struct CUstream_st **out, unsigned flags)
     return cudaSuccess;
 }
 
-/* NULL, cudaStreamLegacy and cudaStreamPerThread are the current
- * device's default stream. */
+static int device_index(int dev)
+{
+    return dev >= 0 && dev < DEFAULT_STREAMS ? dev : 0;
+}
+
+/* The legacy stream of `dev`; made if `create`, else NULL until used. */
+static struct CUstream_st *legacy_of(int dev, int create)
+{
+    dev = device_index(dev);
+    struct CUstream_st *d = atomic_load(&legacy_streams[dev]);
+    if (d != NULL || !create)
+        return d;
+    pthread_mutex_lock(&legacy_lock);
+    d = atomic_load(&legacy_streams[dev]);
+    if (d == NULL && stream_new(&d, cudaStreamDefault, dev, 1) == cudaSuccess)
+        atomic_store(&legacy_streams[dev], d);
+    pthread_mutex_unlock(&legacy_lock);
+    return d;
+}
+
+struct per_thread {
+    struct CUstream_st *s[DEFAULT_STREAMS];
+};
+
+static void stream_destroy(struct CUstream_st *s);
+
+static void per_thread_exit(void *arg)
+{
+    struct per_thread *pt = arg;
+    for (int i = 0; i < DEFAULT_STREAMS; i++)
+        if (pt->s[i] != NULL)
+            stream_destroy(pt->s[i]);
+    free(pt);
+}
+
+static void per_thread_init(void)
+{
+    pthread_key_create(&per_thread_key, per_thread_exit);
+}
+
+/* cudaStreamPerThread: the calling thread's own blocking stream of `dev`. */
+static struct CUstream_st *per_thread_of(int dev)
+{
+    dev = device_index(dev);
+    pthread_once(&per_thread_once, per_thread_init);
+    struct per_thread *pt = pthread_getspecific(per_thread_key);
+    if (pt == NULL) {
+        if ((pt = calloc(1, sizeof *pt)) == NULL)
+            return NULL;
+        pthread_setspecific(per_thread_key, pt);
+    }
+    if (pt->s[dev] == NULL && stream_new(&pt->s[dev], cudaStreamDefault, dev, 0) != cudaSuccess)
+        pt->s[dev] = NULL;
+    return pt->s[dev];
+}
+
+/* NULL and cudaStreamLegacy are the current device's legacy stream,
+ * cudaStreamPerThread the calling thread's stream of it. */
 static struct CUstream_st *resolve(cudaStream_t s)
 {
-    if (s != NULL && s != cudaStreamLegacy && s != cudaStreamPerThread)
-        return s;
-    int dev = fbsi_current_device();
-    if (dev < 0 || dev >= DEFAULT_STREAMS)
-        dev = 0;
-    pthread_mutex_lock(&registry_lock);
-    struct CUstream_st *d = default_streams[dev];
-    pthread_mutex_unlock(&registry_lock);
-    if (d != NULL)
-        return d;
-    if (stream_new(&d, cudaStreamDefault) != cudaSuccess)
-        return NULL;
-    pthread_mutex_lock(&registry_lock);
-    if (default_streams[dev] == NULL)
-        default_streams[dev] = d;
-    d = default_streams[dev];
-    pthread_mutex_unlock(&registry_lock);
-    return d;
+    if (s == NULL || s == cudaStreamLegacy)
+        return legacy_of(fbsi_current_device(), 1);
+    if (s == cudaStreamPerThread)
+        return per_thread_of(fbsi_current_device());
+    return s;
+}
+
+static int is_legacy(cudaStream_t s)
+{
+    return s == NULL || s == cudaStreamLegacy;
 }
 
 static int is_default(cudaStream_t s)
 {
-    return s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread;
+    return is_legacy(s) || s == cudaStreamPerThread;
+}
+
+/* --- capture modes ---------------------------------------------------- */
+
+cudaError_t fbsi_capture_unsafe(void)
+{
+    int hit = 0;
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&capture_lock);
+    for (struct capture *c = captures; c; c = c->next) {
+        if (c->mode == cudaStreamCaptureModeGlobal ||
+            (c->mode == cudaStreamCaptureModeThreadLocal && pthread_equal(c->owner, self))) {
+            atomic_store(&c->s->capture_invalid, 1);
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&capture_lock);
+    return hit ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+/* Whether capture `id` is active; if so, it is invalidated (a query or
+ * sync of an event recorded inside it). */
+static int spoil_capture(uint64_t id)
+{
+    int found = 0;
+    if (id == 0)
+        return 0;
+    pthread_mutex_lock(&capture_lock);
+    for (struct capture *c = captures; c && !found; c = c->next) {
+        if (c->id == id) {
+            atomic_store(&c->s->capture_invalid, 1);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&capture_lock);
+    return found;
+}
+
+static void capture_forget(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&capture_lock);
+    for (struct capture **p = &captures; *p; p = &(*p)->next) {
+        if ((*p)->s == s) {
+            struct capture *c = *p;
+            *p = c->next;
+            free(c);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&capture_lock);
 }
 
 static cudaError_t graph_add(struct CUgraph_st *g, const struct op *op)
@@ -218,52 +374,93 @@ static cudaError_t graph_add(struct CUgraph_st *g, const struct op *op)
     return cudaSuccess;
 }
 
-/* Queues `op` on the stream, or records it when the stream is capturing. */
+static int push_locked(struct CUstream_st *s, const struct op *op)
+{
+    struct op *q = malloc(sizeof *q);
+    if (q == NULL)
+        return 0;
+    *q = *op;
+    q->next = NULL;
+    q->seq = ++s->enqueued;
+    if (s->tail)
+        s->tail->next = q;
+    else
+        s->head = q;
+    s->tail = q;
+    pthread_cond_broadcast(&s->cond);
+    return 1;
+}
+
+/* Queues `op` on the stream, or records it when the stream is capturing.
+ * An op on the legacy stream releases the held ops before it; one on a
+ * blocking stream releases its device's legacy stream and waits for what
+ * that stream has queued (CUDA's implicit sync). */
 static cudaError_t enqueue(cudaStream_t stream, const struct op *op)
 {
     struct CUstream_st *s = resolve(stream);
     if (s == NULL)
         return fbsi_cuda_ret(cudaErrorMemoryAllocation);
     pthread_mutex_lock(&s->lock);
+    int capturing = s->capture != NULL;
+    pthread_mutex_unlock(&s->lock);
+    struct op wait = {.kind = OP_WAIT_STREAM};
+    if (!capturing && !s->legacy && !(s->flags & cudaStreamNonBlocking) &&
+        (wait.stream = legacy_of(s->device, 0)) != NULL) {
+        pthread_mutex_lock(&wait.stream->lock);
+        release_locked(wait.stream);
+        wait.gen = wait.stream->completed < wait.stream->enqueued ? wait.stream->enqueued : 0;
+        pthread_mutex_unlock(&wait.stream->lock);
+    }
+    pthread_mutex_lock(&s->lock);
     cudaError_t e = cudaSuccess;
     if (s->capture != NULL) {
         e = graph_add(s->capture, op);
     } else {
-        struct op *q = malloc(sizeof *q);
-        if (q == NULL) {
+        if (s->legacy)
+            release_locked(s);
+        if ((wait.gen > 0 && !push_locked(s, &wait)) || !push_locked(s, op))
             e = cudaErrorMemoryAllocation;
-        } else {
-            *q = *op;
-            q->next = NULL;
-            if (s->tail)
-                s->tail->next = q;
-            else
-                s->head = q;
-            s->tail = q;
-            s->enqueued++;
-            pthread_cond_broadcast(&s->cond);
-        }
     }
     pthread_mutex_unlock(&s->lock);
     return fbsi_cuda_ret(e);
+}
+
+static cudaError_t legacy_held(const struct op *op)
+{
+    cudaError_t e = enqueue(NULL, op);
+    if (e != cudaSuccess)
+        free(op->staged);
+    return e;
+}
+
+cudaError_t fbsi_legacy_copy_held(void *dst, void *staged, size_t n)
+{
+    struct op op = {.kind = OP_COPY, .dst = dst, .src = staged, .n = n, .staged = staged, .held = 1};
+    return legacy_held(&op);
+}
+
+cudaError_t fbsi_legacy_set_held(void *dst, int value, size_t n)
+{
+    struct op op = {.kind = OP_SET, .dst = dst, .value = value, .n = n, .held = 1};
+    return legacy_held(&op);
 }
 
 /* --- streams -------------------------------------------------------- */
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
-    return fbsi_cuda_ret(stream_new(pStream, flags));
+    return fbsi_cuda_ret(stream_new(pStream, flags, fbsi_current_device(), 0));
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
-    return fbsi_cuda_ret(stream_new(pStream, cudaStreamDefault));
+    return fbsi_cuda_ret(stream_new(pStream, cudaStreamDefault, fbsi_current_device(), 0));
 }
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
 {
     (void)priority;
-    return fbsi_cuda_ret(stream_new(pStream, flags));
+    return fbsi_cuda_ret(stream_new(pStream, flags, fbsi_current_device(), 0));
 }
 
 static void unregister(struct CUstream_st *s)
@@ -284,7 +481,13 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     if (is_default(stream))
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
-    struct CUstream_st *s = stream;
+    stream_destroy(stream);
+    return cudaSuccess;
+}
+
+static void stream_destroy(struct CUstream_st *s)
+{
+    capture_forget(s);
     unregister(s);
     pthread_mutex_lock(&s->lock);
     s->destroyed = 1;
@@ -293,13 +496,14 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     pthread_mutex_unlock(&s->lock);
     if (!idle) {
         pthread_detach(s->worker);
-        return cudaSuccess; /* the stream is leaked to its still-running worker */
+        return; /* the stream is leaked to its still-running worker */
     }
     pthread_join(s->worker, NULL);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
+    if (s->capture != NULL)
+        cudaGraphDestroy(s->capture);
     free(s);
-    return cudaSuccess;
 }
 
 /* A synchronising call on a capturing stream is an error that also
@@ -308,18 +512,27 @@ static int refuse_while_capturing(struct CUstream_st *s)
 {
     if (s->capture == NULL)
         return 0;
-    s->capture_invalid = 1;
+    atomic_store(&s->capture_invalid, 1);
     return 1;
 }
 
+/* A query, as a sync, releases the stream's held work: the caller orders
+ * itself after it. */
 cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
+    cudaError_t e = is_legacy(stream) ? fbsi_capture_unsafe() : cudaSuccess;
+    if (e != cudaSuccess)
+        return fbsi_cuda_ret(e);
     struct CUstream_st *s = resolve(stream);
     if (s == NULL)
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
     pthread_mutex_lock(&s->lock);
-    cudaError_t e = refuse_while_capturing(s) ? cudaErrorStreamCaptureUnsupported
-                    : s->completed == s->enqueued ? cudaSuccess : cudaErrorNotReady;
+    if (refuse_while_capturing(s)) {
+        e = cudaErrorStreamCaptureUnsupported;
+    } else {
+        release_locked(s);
+        e = s->completed == s->enqueued ? cudaSuccess : cudaErrorNotReady;
+    }
     pthread_mutex_unlock(&s->lock);
     /* The stand-in's device is this machine's CPUs: a caller polling a busy
      * stream gives them up a moment, or it starves the work it waits for. */
@@ -331,13 +544,16 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
     return fbsi_cuda_ret(e);
 }
 
-static cudaError_t drain(struct CUstream_st *s)
+/* Releases the stream's held work and waits for what it has queued;
+ * `strict`: a capturing stream is refused (and its capture spoilt). */
+static cudaError_t drain(struct CUstream_st *s, int strict)
 {
     pthread_mutex_lock(&s->lock);
-    if (refuse_while_capturing(s)) {
+    if (strict && refuse_while_capturing(s)) {
         pthread_mutex_unlock(&s->lock);
         return cudaErrorStreamCaptureUnsupported;
     }
+    release_locked(s);
     uint64_t target = s->enqueued;
     while (s->completed < target)
         pthread_cond_wait(&s->cond, &s->lock);
@@ -345,19 +561,37 @@ static cudaError_t drain(struct CUstream_st *s)
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+void fbsi_legacy_sync(int device)
 {
-    struct CUstream_st *s = resolve(stream);
-    return fbsi_cuda_ret(s ? drain(s) : cudaErrorInvalidResourceHandle);
+    struct CUstream_st *s = legacy_of(device, 0);
+    if (s != NULL)
+        drain(s, 0);
 }
 
+void fbsi_device_sync(int device)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (struct CUstream_st *s = registry; s; s = s->next)
+        if (device < 0 || s->device == device)
+            drain(s, 0);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    cudaError_t e = is_legacy(stream) ? fbsi_capture_unsafe() : cudaSuccess;
+    if (e != cudaSuccess)
+        return fbsi_cuda_ret(e);
+    struct CUstream_st *s = resolve(stream);
+    return fbsi_cuda_ret(s ? drain(s, 1) : cudaErrorInvalidResourceHandle);
+}
+
+/* The current device's streams, as in CUDA. */
 cudaError_t cudaDeviceSynchronize(void)
 {
-    cudaError_t e = cudaSuccess;
-    pthread_mutex_lock(&registry_lock);
-    for (struct CUstream_st *s = registry; s && e == cudaSuccess; s = s->next)
-        e = drain(s);
-    pthread_mutex_unlock(&registry_lock);
+    cudaError_t e = fbsi_capture_unsafe();
+    if (e == cudaSuccess)
+        fbsi_device_sync(fbsi_current_device());
     return fbsi_cuda_ret(e);
 }
 
@@ -408,6 +642,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
     pthread_mutex_init(&ev->lock, NULL);
     pthread_cond_init(&ev->cond, NULL);
     ev->flags = flags;
+    ev->device = fbsi_current_device();
     *event = ev;
     return cudaSuccess;
 }
@@ -434,22 +669,39 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     struct CUstream_st *s = resolve(stream);
     if (s == NULL)
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
+    /* The NULL stream is the current device's: an event of another device
+     * cannot be recorded there either. */
+    if (s->device != event->device)
+        return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
     struct op op = {.kind = OP_EVENT, .ev = event};
     pthread_mutex_lock(&s->lock);
     int capturing = s->capture != NULL;
+    uint64_t capture_id = s->capture_id;
     pthread_mutex_unlock(&s->lock);
-    if (!capturing) {
-        pthread_mutex_lock(&event->lock);
+    pthread_mutex_lock(&event->lock);
+    if (!capturing)
         op.gen = ++event->recorded;
-        pthread_mutex_unlock(&event->lock);
-    }
+    event->capture_id = capturing ? capture_id : 0;
+    pthread_mutex_unlock(&event->lock);
     return enqueue(stream, &op);
+}
+
+/* An event recorded inside a capture that is still active stands for no
+ * work: querying or synchronising it is refused and spoils the capture. */
+static int captured(cudaEvent_t event)
+{
+    pthread_mutex_lock(&event->lock);
+    uint64_t id = event->capture_id;
+    pthread_mutex_unlock(&event->lock);
+    return spoil_capture(id);
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event)
 {
     if (event == NULL)
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
+    if (captured(event))
+        return fbsi_cuda_ret(cudaErrorStreamCaptureUnsupported);
     pthread_mutex_lock(&event->lock);
     int done = event->done >= event->recorded;
     pthread_mutex_unlock(&event->lock);
@@ -460,6 +712,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
     if (event == NULL)
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
+    if (captured(event))
+        return fbsi_cuda_ret(cudaErrorStreamCaptureUnsupported);
     pthread_mutex_lock(&event->lock);
     uint64_t gen = event->recorded;
     pthread_mutex_unlock(&event->lock);
@@ -471,7 +725,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     if (start == NULL || end == NULL)
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
-    if ((start->flags | end->flags) & cudaEventDisableTiming)
+    if ((start->flags | end->flags) & cudaEventDisableTiming || start->device != end->device)
         return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
     if (cudaEventQuery(start) != cudaSuccess || cudaEventQuery(end) != cudaSuccess)
         return fbsi_cuda_ret(cudaErrorNotReady);
@@ -494,26 +748,43 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 
 /* --- graphs --------------------------------------------------------- */
 
+/* The legacy stream cannot be captured (cudaStreamPerThread can). */
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    (void)mode;
-    if (is_default(stream))
+    if (is_legacy(stream))
         return fbsi_cuda_ret(cudaErrorStreamCaptureUnsupported);
-    struct CUstream_st *s = stream;
+    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+        mode != cudaStreamCaptureModeRelaxed)
+        return fbsi_cuda_ret(cudaErrorInvalidValue);
+    struct CUstream_st *s = resolve(stream);
     struct CUgraph_st *g = calloc(1, sizeof *g);
-    if (g == NULL)
+    struct capture *c = calloc(1, sizeof *c);
+    if (s == NULL || g == NULL || c == NULL) {
+        free(g), free(c);
         return fbsi_cuda_ret(cudaErrorMemoryAllocation);
+    }
+    pthread_mutex_lock(&capture_lock);
+    *c = (struct capture){.id = ++capture_serial, .s = s, .mode = mode, .owner = pthread_self()};
+    pthread_mutex_unlock(&capture_lock);
     pthread_mutex_lock(&s->lock);
     cudaError_t e = cudaSuccess;
     if (s->capture != NULL) {
         e = cudaErrorIllegalState;
-        free(g);
     } else {
         s->capture = g;
-        s->capture_invalid = 0;
+        s->capture_id = c->id;
+        atomic_store(&s->capture_invalid, 0);
     }
     pthread_mutex_unlock(&s->lock);
-    return fbsi_cuda_ret(e);
+    if (e != cudaSuccess) {
+        free(g), free(c);
+        return fbsi_cuda_ret(e);
+    }
+    pthread_mutex_lock(&capture_lock);
+    c->next = captures;
+    captures = c;
+    pthread_mutex_unlock(&capture_lock);
+    return cudaSuccess;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph)
@@ -528,13 +799,17 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 {
     *pGraph = NULL;
-    if (is_default(stream))
+    if (is_legacy(stream))
         return fbsi_cuda_ret(cudaErrorIllegalState);
-    struct CUstream_st *s = stream;
+    struct CUstream_st *s = resolve(stream);
+    if (s == NULL)
+        return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
+    capture_forget(s);
     pthread_mutex_lock(&s->lock);
     struct CUgraph_st *g = s->capture;
-    int invalid = s->capture_invalid;
+    int invalid = atomic_load(&s->capture_invalid);
     s->capture = NULL;
+    s->capture_id = 0;
     pthread_mutex_unlock(&s->lock);
     if (g == NULL)
         return fbsi_cuda_ret(cudaErrorIllegalState);
@@ -549,12 +824,15 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
 {
     *pCaptureStatus = cudaStreamCaptureStatusNone;
-    if (is_default(stream))
+    if (is_legacy(stream))
         return cudaSuccess;
-    struct CUstream_st *s = stream;
+    struct CUstream_st *s = resolve(stream);
+    if (s == NULL)
+        return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
     pthread_mutex_lock(&s->lock);
     if (s->capture != NULL)
-        *pCaptureStatus = s->capture_invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+        *pCaptureStatus = atomic_load(&s->capture_invalid) ? cudaStreamCaptureStatusInvalidated
+                                                           : cudaStreamCaptureStatusActive;
     pthread_mutex_unlock(&s->lock);
     return cudaSuccess;
 }

@@ -1,7 +1,9 @@
 /* The stand-in's own checks, for the calls fabric-bench makes little or no
  * use of: events, stream queries, graph capture rules, memory accounting,
- * the last error, ncclCommSplit, ranks that disagree about a call,
- * ncclCommInitAll and the rules of symmetric windows. An
+ * the last error, the legacy stream's held copies and sets, the devices of
+ * events and streams, the capture modes' refusals, ncclCommSplit, ranks
+ * that disagree about a call, ncclCommInitAll and the rules of symmetric
+ * windows. An
  * MPI program (MPI carries the unique id), built and run by
  * tests/coll/test_gpu_standin.sh against the stand-in; prints "ok - " and
  * "not ok - " lines in the test protocol (rank 0 the first, any rank the
@@ -9,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -78,6 +81,341 @@ static void graphs(cudaStream_t s)
     cudaError_t end = cudaStreamEndCapture(s, &g);
     check(sync == cudaErrorStreamCaptureUnsupported && end == cudaErrorStreamCaptureInvalidated && g == NULL,
           "synchronising a capturing stream fails and spoils the capture", cudaGetErrorName(sync));
+}
+
+/* --- the legacy stream: held copies and sets ---------------------------- */
+
+/* What a stream reads of *a now: its copy into *b, then back to the host. */
+static int peek(cudaStream_t s, const int *a, int *b)
+{
+    int h = -1;
+    cudaMemcpyAsync(b, a, sizeof h, cudaMemcpyDeviceToDevice, s);
+    cudaMemcpyAsync(&h, b, sizeof h, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    return h;
+}
+
+/* *a = v through a non-blocking stream, landed. */
+static void put(cudaStream_t s, int *a, int v)
+{
+    cudaMemcpyAsync(a, &v, sizeof v, cudaMemcpyHostToDevice, s);
+    cudaStreamSynchronize(s);
+}
+
+/* A pageable cudaMemcpy to the device (or a cudaMemset) lands in the
+ * legacy stream's order, at the latest legal moment: a non-blocking stream
+ * reads the old bytes until something orders work after the legacy stream. */
+static void held_copies(cudaStream_t nb)
+{
+    int *a = NULL, *b = NULL, *tmp = NULL, *pin = NULL, v, old, now;
+    cudaStream_t bs;
+    cudaEvent_t ev;
+    cudaMalloc((void **)&a, sizeof *a);
+    cudaMalloc((void **)&b, sizeof *b);
+    cudaStreamCreate(&bs);
+    cudaEventCreate(&ev);
+
+    put(nb, a, 1);
+    v = 2;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
+    v = 99; /* the source was staged at the call */
+    old = peek(nb, a, b);
+    cudaStreamSynchronize(0);
+    now = peek(nb, a, b);
+    check(old == 1 && now == 2,
+          "a pageable cudaMemcpy H2D: a non-blocking stream reads the old bytes; cudaStreamSynchronize(0) lands it, "
+          "as staged at the call",
+          old != 1 ? "the non-blocking stream saw the copy" : "not landed, or not as staged");
+
+    put(nb, a, 1);
+    v = 3;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
+    old = peek(nb, a, b);
+    now = peek(bs, a, b);
+    check(old == 1 && now == 3, "a held cudaMemcpy H2D: a blocking stream's later copy sees the new bytes",
+          old != 1 ? "the non-blocking stream saw the copy" : "the blocking stream did not");
+
+    put(nb, a, 1);
+    v = 4;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyDefault);
+    old = peek(nb, a, b);
+    cudaDeviceSynchronize();
+    now = peek(nb, a, b);
+    check(old == 1 && now == 4, "a pageable cudaMemcpyDefault host to device is held; cudaDeviceSynchronize lands it",
+          old != 1 ? "the non-blocking stream saw the copy" : "not landed");
+
+    put(nb, a, 1);
+    cudaMemset(a, 0x7f, sizeof *a);
+    old = peek(nb, a, b);
+    now = peek(bs, a, b);
+    cudaStreamSynchronize(0);
+    put(nb, a, 1);
+    cudaMemset(a, 0x11, sizeof *a);
+    int old2 = peek(nb, a, b);
+    cudaStreamSynchronize(0);
+    int now2 = peek(nb, a, b);
+    check(old == 1 && now == 0x7f7f7f7f && old2 == 1 && now2 == 0x11111111,
+          "cudaMemset is held likewise: old bytes on a non-blocking stream, new on a blocking one and after "
+          "cudaStreamSynchronize(0)",
+          old != 1 || old2 != 1 ? "the non-blocking stream saw the set" : "the set did not land");
+
+    put(nb, a, 1);
+    v = 5;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
+    old = peek(nb, a, b);
+    now = -1;
+    cudaMemcpy(&now, a, sizeof now, cudaMemcpyDeviceToHost);
+    check(old == 1 && now == 5, "a D2H cudaMemcpy after a held H2D one sees its value (legacy stream order)",
+          old != 1 ? "the non-blocking stream saw the copy" : "the D2H copy read the old bytes");
+
+    put(nb, a, 1);
+    v = 6;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
+    old = peek(nb, a, b);
+    cudaEventRecord(ev, 0);
+    cudaEventSynchronize(ev);
+    now = peek(nb, a, b);
+    check(old == 1 && now == 6, "an event recorded on the NULL stream after a held copy, synchronised: landed",
+          old != 1 ? "the non-blocking stream saw the copy" : "not landed");
+
+    put(nb, a, 1);
+    v = 7;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
+    old = peek(nb, a, b);
+    cudaMalloc((void **)&tmp, sizeof *tmp);
+    cudaFree(tmp);
+    now = peek(nb, a, b);
+    check(old == 1 && now == 7, "cudaFree syncs the device: a held copy lands",
+          old != 1 ? "the non-blocking stream saw the copy" : "not landed");
+
+    put(nb, a, 1);
+    v = 8;
+    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
+    old = peek(nb, a, b);
+    cudaMallocHost((void **)&pin, sizeof *pin);
+    *pin = 9;
+    cudaMemcpy(a, pin, sizeof *pin, cudaMemcpyHostToDevice);
+    now = peek(nb, a, b);
+    check(old == 1 && now == 9, "from cudaMallocHost memory cudaMemcpy is synchronous, after the held copy before it",
+          old != 1 ? "the non-blocking stream saw the pageable copy" : "not landed in order");
+    cudaFreeHost(pin);
+
+    cudaStreamSynchronize(0);
+    cudaEventDestroy(ev);
+    cudaStreamDestroy(bs);
+    cudaFree(a);
+    cudaFree(b);
+}
+
+/* --- devices of events and streams ------------------------------------- */
+
+static void devices(cudaStream_t nb, int ndev)
+{
+    int d0 = 0, d1;
+    cudaGetDevice(&d0);
+    d1 = (d0 + 1) % ndev;
+    cudaEvent_t e0, e1;
+    cudaStream_t s1;
+    int *x1 = NULL, *y1 = NULL;
+    cudaEventCreate(&e0);
+    cudaSetDevice(d1);
+    cudaEventCreate(&e1);
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    cudaMalloc((void **)&x1, sizeof *x1);
+    cudaMalloc((void **)&y1, sizeof *y1);
+    cudaSetDevice(d0);
+    cudaError_t on_other = cudaEventRecord(e1, nb), on_null = cudaEventRecord(e1, NULL);
+    cudaGetLastError();
+    /* Allowed across devices: record on its own device's stream, then wait,
+     * query and sync from the other; copies to and syncs of another
+     * device's stream. */
+    cudaSetDevice(d1);
+    cudaError_t own = cudaEventRecord(e1, s1);
+    cudaSetDevice(d0);
+    cudaError_t wait = cudaStreamWaitEvent(nb, e1, 0), sync = cudaEventSynchronize(e1), query = cudaEventQuery(e1),
+                copy = cudaMemcpyAsync(y1, x1, sizeof *x1, cudaMemcpyDeviceToDevice, s1),
+                ssync = cudaStreamSynchronize(s1), nsync = cudaStreamSynchronize(nb);
+    check(on_other == cudaErrorInvalidResourceHandle && on_null == cudaErrorInvalidResourceHandle,
+          "cudaEventRecord of another device's event, on a stream or the NULL stream: cudaErrorInvalidResourceHandle",
+          cudaGetErrorName(on_other != cudaErrorInvalidResourceHandle ? on_other : on_null));
+    check(on_other == cudaErrorInvalidResourceHandle && own == cudaSuccess && wait == cudaSuccess &&
+              sync == cudaSuccess && query == cudaSuccess && copy == cudaSuccess && ssync == cudaSuccess &&
+              nsync == cudaSuccess,
+          "across devices: cudaStreamWaitEvent, cudaEventSynchronize/Query, cudaMemcpyAsync to and "
+          "cudaStreamSynchronize of another device's stream are allowed (cudaEventRecord there is not)",
+          "a cross-device call refused, or the record allowed");
+    cudaEventRecord(e0, nb);
+    cudaEventSynchronize(e0);
+    float ms = 0;
+    cudaError_t el = cudaEventElapsedTime(&ms, e0, e1);
+    cudaGetLastError();
+    check(el == cudaErrorInvalidResourceHandle,
+          "cudaEventElapsedTime of events of two devices: cudaErrorInvalidResourceHandle", cudaGetErrorName(el));
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(s1);
+    cudaFree(x1);
+    cudaFree(y1);
+}
+
+/* --- capture refusals ---------------------------------------------------- */
+
+static void *malloc_elsewhere(void *arg)
+{
+    void *p = NULL;
+    cudaError_t *e = arg;
+    *e = cudaMalloc(&p, 64);
+    cudaFree(p);
+    return NULL;
+}
+
+/* cudaMalloc's answer from another thread. */
+static cudaError_t other_thread_malloc(void)
+{
+    cudaError_t e = cudaErrorUnknown;
+    pthread_t t;
+    if (pthread_create(&t, NULL, malloc_elsewhere, &e) == 0)
+        pthread_join(t, NULL);
+    return e;
+}
+
+enum unsafe { U_MALLOC, U_FREE, U_MEMCPY, U_MEMSET, U_DEVSYNC, U_SYNC0, U_QUERY0, U_N };
+static const char *const unsafe_names[U_N] = {"cudaMalloc", "cudaFree", "cudaMemcpy", "cudaMemset",
+                                              "cudaDeviceSynchronize", "cudaStreamSynchronize(0)",
+                                              "cudaStreamQuery(0)"};
+
+static cudaError_t unsafe_call(enum unsafe u, int *dev, void **fresh)
+{
+    int h = 0;
+    switch (u) {
+    case U_MALLOC: return cudaMalloc(fresh, 64);
+    case U_FREE: return cudaFree(dev);
+    case U_MEMCPY: return cudaMemcpy(&h, dev, sizeof h, cudaMemcpyDeviceToHost);
+    case U_MEMSET: return cudaMemset(dev, 0, sizeof h);
+    case U_DEVSYNC: return cudaDeviceSynchronize();
+    case U_SYNC0: return cudaStreamSynchronize(0);
+    case U_QUERY0: return cudaStreamQuery(0);
+    case U_N: break;
+    }
+    return cudaErrorInvalidValue;
+}
+
+/* One capture in `mode` around one unsafe call: the call's answer and
+ * cudaStreamEndCapture's. */
+static void around(cudaStream_t cs, enum cudaStreamCaptureMode mode, enum unsafe u, cudaError_t *call,
+                   cudaError_t *end)
+{
+    int *dev = NULL;
+    void *fresh = NULL;
+    cudaGraph_t g = NULL;
+    cudaMalloc((void **)&dev, sizeof *dev);
+    cudaStreamBeginCapture(cs, mode);
+    *call = unsafe_call(u, dev, &fresh);
+    *end = cudaStreamEndCapture(cs, &g);
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    if (*end == cudaSuccess && g == NULL)
+        *end = cudaErrorUnknown;
+    if (u != U_FREE || *call != cudaSuccess)
+        cudaFree(dev);
+    cudaFree(fresh);
+    cudaStreamSynchronize(0);
+    cudaGetLastError();
+}
+
+static void count_up(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void capture_rules(void)
+{
+    cudaStream_t cs;
+    cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
+    cudaError_t leg0 = cudaStreamBeginCapture(0, cudaStreamCaptureModeThreadLocal),
+                leg = cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeThreadLocal);
+    int n = 0;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaError_t pt = cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal);
+    cudaLaunchHostFunc(cudaStreamPerThread, count_up, &n);
+    cudaError_t pt_end = cudaStreamEndCapture(cudaStreamPerThread, &g);
+    int ran_in_capture = n;
+    if (g != NULL && cudaGraphInstantiate(&x, g, 0) == cudaSuccess) {
+        cudaGraphLaunch(x, cudaStreamPerThread);
+        cudaGraphLaunch(x, cudaStreamPerThread);
+        cudaStreamSynchronize(cudaStreamPerThread);
+        cudaGraphExecDestroy(x);
+    }
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    cudaGetLastError();
+    check(leg0 == cudaErrorStreamCaptureUnsupported && leg == cudaErrorStreamCaptureUnsupported && pt == cudaSuccess &&
+              pt_end == cudaSuccess && ran_in_capture == 0 && n == 2,
+          "capture of the legacy stream (0, cudaStreamLegacy) is cudaErrorStreamCaptureUnsupported; "
+          "cudaStreamPerThread is captured and replayed",
+          pt != cudaSuccess ? cudaGetErrorName(pt) : "legacy capture allowed or per-thread replay wrong");
+
+    static const enum cudaStreamCaptureMode strict_modes[] = {cudaStreamCaptureModeGlobal,
+                                                              cudaStreamCaptureModeThreadLocal};
+    for (int m = 0; m < 2; m++) {
+        const char *bad = NULL;
+        for (int u = 0; u < U_N && bad == NULL; u++) {
+            cudaError_t call, end;
+            around(cs, strict_modes[m], (enum unsafe)u, &call, &end);
+            if (call != cudaErrorStreamCaptureUnsupported || end != cudaErrorStreamCaptureInvalidated)
+                bad = unsafe_names[u];
+        }
+        check(bad == NULL,
+              m == 0 ? "under a global capture cudaMalloc, cudaFree, cudaMemcpy, cudaMemset, cudaDeviceSynchronize "
+                       "and the legacy stream's sync and query are refused and invalidate it"
+                     : "under a thread-local capture the same calls of its thread are refused and invalidate it",
+              bad ? bad : "");
+    }
+    const char *bad = NULL;
+    for (int u = 0; u < U_N && bad == NULL; u++) {
+        cudaError_t call, end;
+        around(cs, cudaStreamCaptureModeRelaxed, (enum unsafe)u, &call, &end);
+        if (call != cudaSuccess || end != cudaSuccess)
+            bad = unsafe_names[u];
+    }
+    check(bad == NULL, "under a relaxed capture the same calls are allowed and the capture stays valid",
+          bad ? bad : "");
+
+    cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal);
+    cudaError_t other_global = other_thread_malloc();
+    cudaError_t end_global = cudaStreamEndCapture(cs, &g);
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);
+    cudaError_t other_local = other_thread_malloc();
+    cudaError_t end_local = cudaStreamEndCapture(cs, &g);
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    cudaGetLastError();
+    check(other_global == cudaErrorStreamCaptureUnsupported && end_global == cudaErrorStreamCaptureInvalidated &&
+              other_local == cudaSuccess && end_local == cudaSuccess,
+          "another thread's cudaMalloc: refused under a global capture (which it invalidates), allowed under a "
+          "thread-local one",
+          other_global != cudaErrorStreamCaptureUnsupported ? "allowed under a global capture"
+                                                            : "wrong under the thread-local capture");
+
+    cudaEvent_t ev;
+    cudaEventCreate(&ev);
+    cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed);
+    cudaEventRecord(ev, cs);
+    cudaError_t q = cudaEventQuery(ev), sy = cudaEventSynchronize(ev);
+    cudaError_t end = cudaStreamEndCapture(cs, &g);
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    cudaError_t after = cudaEventQuery(ev);
+    cudaGetLastError();
+    check(q == cudaErrorStreamCaptureUnsupported && sy == cudaErrorStreamCaptureUnsupported &&
+              end == cudaErrorStreamCaptureInvalidated && after == cudaSuccess,
+          "an event recorded inside an active capture: its query and sync are refused and invalidate the capture",
+          cudaGetErrorName(q));
+    cudaEventDestroy(ev);
+    cudaStreamDestroy(cs);
 }
 
 static void memory(void)
@@ -210,6 +548,10 @@ int main(int argc, char **argv)
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     events_and_queries(s);
     graphs(s);
+    held_copies(s);
+    if (ndev >= 2)
+        devices(s, ndev);
+    capture_rules();
     memory();
     ncclUniqueId id;
     ncclComm_t world = NULL;
