@@ -468,6 +468,77 @@ static void split(ncclComm_t world)
     ncclCommDestroy(sub);
 }
 
+static ncclResult_t poll_comm(ncclComm_t c)
+{
+    ncclResult_t st = ncclInProgress;
+    for (int i = 0; i < 100000 && st == ncclInProgress; i++) {
+        struct timespec t = {0, 50000};
+        ncclCommGetAsyncError(c, &st);
+        nanosleep(&t, NULL);
+    }
+    return st;
+}
+
+/* config.blocking = 0, as NCCL: each operation returns ncclInProgress and
+ * completes in the background; a call before it has is refused, and the
+ * stream may not have the work yet. */
+static void nonblocking(cudaStream_t s)
+{
+    ncclUniqueId id;
+    ncclComm_t c = NULL;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    int *v = NULL, sum = 0;
+    if (rank == 0)
+        ncclGetUniqueId(&id);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    cudaMalloc((void **)&v, sizeof *v);
+    cudaMemcpy(v, &rank, sizeof rank, cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+    check(ncclCommInitRankConfig(&c, nranks, id, rank, &config) == ncclInProgress,
+          "non-blocking init returns ncclInProgress", "another result");
+    ncclResult_t r = ncclAllReduce(v, v, 1, ncclInt32, ncclSum, c, s);
+    check(r == ncclInvalidArgument && strstr(ncclGetLastError(c), "before the previous operation returned ncclSuccess"),
+          "a call before the init completed is refused, in NCCL's words", ncclGetLastError(c));
+    check(poll_comm(c) == ncclSuccess, "ncclCommGetAsyncError reaches ncclSuccess once the init is done", "not");
+    r = ncclAllReduce(v, v, 1, ncclInt32, ncclSum, c, s);
+    check(r == ncclInProgress && cudaStreamQuery(s) == cudaSuccess,
+          "a non-blocking call returns ncclInProgress before its work is on the stream", "on the stream at once");
+    check(poll_comm(c) == ncclSuccess && cudaStreamSynchronize(s) == cudaSuccess, "... then it is enqueued", "not");
+    cudaMemcpy(&sum, v, sizeof sum, cudaMemcpyDeviceToHost);
+    check(sum == nranks * (nranks - 1) / 2, "... and carried out", "wrong sum");
+    check(ncclCommFinalize(c) == ncclInProgress && poll_comm(c) == ncclSuccess,
+          "non-blocking finalize: ncclInProgress, then ncclSuccess", "another result");
+    ncclCommDestroy(c);
+    cudaFree(v);
+}
+
+/* A group is one fused launch: a send of bytes the same group receives
+ * into reads them as they were before the group. */
+static void fused_group(ncclComm_t world, cudaStream_t s)
+{
+    int peer = rank ^ 1, *a = NULL, *b = NULL, *c = NULL, got = 0, init[3] = {10 + rank, -1, -2};
+    if (peer >= nranks)
+        return;
+    cudaMalloc((void **)&a, 3 * sizeof *a);
+    b = a + 1, c = a + 2;
+    cudaMemcpy(a, init, sizeof init, cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+    ncclGroupStart();
+    ncclGroupStart(); /* nested: still one group */
+    ncclSend(a, 1, ncclInt32, peer, world, s);
+    ncclRecv(b, 1, ncclInt32, peer, world, s);
+    ncclGroupEnd();
+    ncclSend(b, 1, ncclInt32, peer, world, s);
+    ncclRecv(c, 1, ncclInt32, peer, world, s);
+    ncclGroupEnd();
+    cudaStreamSynchronize(s);
+    cudaMemcpy(&got, c, sizeof got, cudaMemcpyDeviceToHost);
+    check(got == -1, "dependent steps in one group: the second send reads the bytes from before the group",
+          "it read what the group received");
+    cudaFree(a);
+}
+
 /* Ranks that call one collective with different counts: an error naming
  * both sides, through ncclCommGetAsyncError, not wrong data or a hang. */
 static void mismatch(ncclComm_t world, cudaStream_t s)
@@ -560,6 +631,9 @@ int main(int argc, char **argv)
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     check(ncclCommInitRank(&world, nranks, id, rank) == ncclSuccess, "ncclCommInitRank", ncclGetLastError(NULL));
     split(world);
+    MPI_Barrier(MPI_COMM_WORLD);
+    fused_group(world, s);
+    nonblocking(s);
     MPI_Barrier(MPI_COMM_WORLD);
     mismatch(world, s);
     if (ndev >= 2)
