@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl/pattern.h"
+
 enum fb_status fb_checker_init(struct fb_checker *ck, size_t stage_bytes, struct fb_err *err)
 {
     memset(ck, 0, sizeof *ck);
@@ -41,38 +43,24 @@ static void input_region(const struct fb_call *c, enum fb_buf *buf, size_t *off,
     *n = c->counts.send;
 }
 
-typedef double (*value_fn)(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
-                           size_t i);
-
-static double input_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks, size_t i)
+static struct fb_pattern pattern_of(const struct fb_call *c, int rank, int nranks)
 {
-    (void)ck;
-    return c->coll->input(c->dtype, c->op, nranks, rank, i);
+    return fb_pattern_make(c->coll, &c->counts, c->dtype, c->op, nranks, rank, c->root);
 }
 
-/* A value no correct result holds: negative for signed types, all-ones for
- * unsigned, NaN-free so float comparisons stay exact. */
-static double poison_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks, size_t i)
-{
-    (void)ck, (void)rank, (void)nranks, (void)i;
-    switch (c->dtype) {
-    case FB_UINT8: return 255;
-    case FB_UINT32: return 4294967295.0;
-    case FB_UINT64: return 18446744073709549568.0;
-    default: return -99;
-    }
-}
-
+/* Input when `poison` is 0, else the poison no correct result holds. */
 static enum fb_status fill(struct fb_checker *ck, struct fb_backend *be, int local, const struct fb_call *c,
-                           enum fb_buf buf, size_t off, size_t n, value_fn value, int rank,
+                           enum fb_buf buf, size_t off, size_t n, int poison, int rank,
                            int nranks, struct fb_err *err)
 {
     size_t esz = fb_dtype_info(c->dtype)->size;
     size_t per = ck->stage_bytes / esz;
+    struct fb_pattern p = pattern_of(c, rank, nranks);
+    double bad = fb_pat_poison(c->dtype);
     for (size_t done = 0; done < n; done += per) {
         size_t k = n - done < per ? n - done : per;
         for (size_t j = 0; j < k; j++)
-            fb_store(c->dtype, ck->stage, j, value(c, ck, rank, nranks, done + j));
+            fb_pat_store(c->dtype, ck->stage, j, poison ? bad : fb_pat_input(&p, done + j));
         enum fb_status st = be->ops->write(be, local, buf, (off + done) * esz, ck->stage, k * esz, err);
         if (st != FB_OK)
             return st;
@@ -88,14 +76,13 @@ enum fb_status fb_prepare_call(struct fb_checker *ck, struct fb_backend *be, int
     /* Poison first, input second: for in-place calls the input overwrites
      * part of the poisoned region, and stale results of an earlier call can
      * never pass for this one's. */
-    enum fb_status st = fill(ck, be, local, c, FB_BUF_RECV, c->recv_off, c->counts.recv, poison_at, rank,
-                             nranks, err);
+    enum fb_status st = fill(ck, be, local, c, FB_BUF_RECV, c->recv_off, c->counts.recv, 1, rank, nranks, err);
     if (st != FB_OK)
         return st;
     if ((c->coll->id == FB_BROADCAST || c->coll->id == FB_SCATTER) && rank != c->root)
         return FB_OK; /* only the root's input travels; the rest stays poisoned */
     input_region(c, &buf, &off, &n);
-    return fill(ck, be, local, c, buf, off, n, input_at, rank, nranks, err);
+    return fill(ck, be, local, c, buf, off, n, 0, rank, nranks, err);
 }
 
 /* The table's alltoallv expectation walks every sender's share for each
@@ -117,25 +104,17 @@ static double alltoallv_expected(const struct fb_call *c, struct fb_checker *ck,
     }
     *defined = i < ck->share.end;
     size_t at = ck->share.from_off + (i - ck->share.start);
-    return *defined ? c->coll->input(c->dtype, c->op, nranks, ck->share.from, at) : 0;
+    return *defined ? fb_pat_move(ck->share.from, at) : 0;
 }
 
-static double expected_at(const struct fb_call *c, struct fb_checker *ck, int rank, int nranks,
-                          size_t i, int *defined)
+/* Reductions read one tabulated period instead of folding every rank. */
+static double expected_at(const struct fb_call *c, const struct fb_pattern *p, struct fb_checker *ck, int rank,
+                          int nranks, size_t i, int *defined)
 {
     if (c->coll->id == FB_ALLTOALLV)
         return alltoallv_expected(c, ck, rank, nranks, i, defined);
-    /* Reductions read one tabulated period instead of folding every rank. */
-    if (c->coll->id == FB_ALL_REDUCE || c->coll->id == FB_REDUCE) {
-        *defined = c->coll->id == FB_ALL_REDUCE || rank == c->root;
-        return ck->expect[i % FB_EXPECT_PERIOD];
-    }
-    if (c->coll->id == FB_REDUCE_SCATTER) {
-        *defined = 1;
-        return ck->expect[((size_t)rank * c->counts.recv + i) % FB_EXPECT_PERIOD];
-    }
     double want = 0;
-    *defined = c->coll->expected(&c->counts, c->dtype, c->op, nranks, rank, c->root, i, &want);
+    *defined = fb_pat_expected(p, c->coll->reduces ? ck->expect : NULL, i, &want);
     return want;
 }
 
@@ -153,6 +132,7 @@ enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, int l
      * not read at all (it may be gigabytes of GPU memory). */
     if ((c->coll->id == FB_REDUCE || c->coll->id == FB_GATHER) && rank != c->root)
         return FB_OK;
+    struct fb_pattern p = pattern_of(c, rank, nranks);
     for (size_t done = 0; done < n; done += per) {
         size_t k = n - done < per ? n - done : per;
         enum fb_status st = be->ops->read(be, local, FB_BUF_RECV, (c->recv_off + done) * esz, ck->stage,
@@ -161,9 +141,9 @@ enum fb_status fb_check_call(struct fb_checker *ck, struct fb_backend *be, int l
             return st;
         for (size_t j = 0; j < k; j++) {
             int defined = 0;
-            double want = expected_at(c, ck, rank, nranks, done + j, &defined);
-            double got = fb_load(c->dtype, ck->stage, j);
-            if (!defined || fb_value_matches(c->dtype, c->op, got, want))
+            double want = expected_at(c, &p, ck, rank, nranks, done + j, &defined);
+            double got = fb_pat_load(c->dtype, ck->stage, j);
+            if (!defined || fb_pat_matches(c->dtype, c->op, got, want))
                 continue;
             if (out->wrong++ == 0) {
                 out->first_index = done + j;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nccl/pattern.h"
+
 /* NCCL rounds per-rank blocks of block collectives down to 16 bytes. */
 static size_t aligned_block(size_t count, size_t eltsize, int nranks)
 {
@@ -40,23 +42,11 @@ static struct fb_counts counts_alltoall(size_t bytes, size_t eltsize, int nranks
     return (struct fb_counts){all, all, base, all * eltsize};
 }
 
-/* nccl-tests' alltoallv (generated pattern, its default spread of 1): the
- * sizes below are per peer in bytes, the whole call moving param x nranks
- * elements' worth; the share of distance d is d / (1 + 2 + ... + n-1). */
-static size_t alltoallv_bytes(size_t param, size_t eltsize, int nranks, int from, int to)
-{
-    size_t total = param * (size_t)nranks * eltsize;
-    if (nranks == 1)
-        return total & ~(size_t)15;
-    int distance = ((to - from) % nranks + nranks) % nranks;
-    size_t distances = (size_t)nranks * (size_t)(nranks - 1) / 2;
-    double share = (double)distance * (double)total / (double)distances;
-    return (size_t)share & ~(size_t)15;
-}
-
+/* nccl-tests' alltoallv (generated pattern, its default spread of 1):
+ * fb_pat_alltoallv_count (nccl/pattern.h). */
 size_t fb_alltoallv_count(size_t param, size_t eltsize, int nranks, int from, int to)
 {
-    return alltoallv_bytes(param, eltsize, nranks, from, to) / eltsize;
+    return (size_t)fb_pat_alltoallv_count(param, (int)eltsize, nranks, from, to);
 }
 
 size_t fb_alltoallv_send_offset(size_t param, size_t eltsize, int nranks, int from, int to)
@@ -120,162 +110,52 @@ static void inplace_scatter_rooted(const struct fb_counts *c, int rank, enum fb_
     (void)s;
 }
 
-/* The data of the collectives that move data: fb_move_value's pattern per
- * rank (period 64), offset by a hash of the 64-element stretch an element
- * is in, so that a block delivered to another place (blocks are mostly
- * multiples of 64 elements: a scatter's to another rank) reads wrong too.
- * Values stay in 0..63, exact in every type. */
-static double move_value(int rank, size_t i)
-{
-    uint64_t stretch = ((uint64_t)(i / 64) * 0x9E3779B97F4A7C15ull) >> 58;
-    return (double)(((uint64_t)fb_move_value(rank, i) + stretch) % 64);
-}
-
-static double input_reduce(enum fb_dtype t, enum fb_redop op, int n, int rank, size_t i)
-{
-    return fb_input_value(t, op, n, rank, i);
-}
-
-static double input_move(enum fb_dtype t, enum fb_redop op, int n, int rank, size_t i)
-{
-    (void)t, (void)op, (void)n;
-    return move_value(rank, i);
-}
-
-static int expect_allreduce(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                            int rank, int root, size_t i, double *want)
-{
-    (void)c, (void)rank, (void)root;
-    *want = fb_expected_reduce(t, op, n, i);
-    return 1;
-}
-
-static int expect_reduce(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                         int rank, int root, size_t i, double *want)
-{
-    if (rank != root)
-        return 0;
-    return expect_allreduce(c, t, op, n, rank, root, i, want);
-}
-
-static int expect_allgather(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                            int rank, int root, size_t i, double *want)
-{
-    (void)t, (void)op, (void)n, (void)rank, (void)root;
-    *want = move_value((int)(i / c->send), i % c->send);
-    return 1;
-}
-
-static int expect_reducescatter(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op,
-                                int n, int rank, int root, size_t i, double *want)
-{
-    (void)root;
-    *want = fb_expected_reduce(t, op, n, (size_t)rank * c->recv + i);
-    return 1;
-}
-
-static int expect_broadcast(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                            int rank, int root, size_t i, double *want)
-{
-    (void)c, (void)t, (void)op, (void)n, (void)rank;
-    *want = move_value(root, i);
-    return 1;
-}
-
-static int expect_alltoall(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                           int rank, int root, size_t i, double *want)
-{
-    (void)t, (void)op, (void)n, (void)root;
-    /* Block b of my receive buffer is block `rank` of rank b's send buffer. */
-    size_t from = i / c->param, j = i % c->param;
-    *want = move_value((int)from, (size_t)rank * c->param + j);
-    return 1;
-}
-
-/* My receive buffer holds each rank's share for me, in rank order; rank
- * b's share starts where its shares for the ranks before me end. */
-static int expect_alltoallv(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                            int rank, int root, size_t i, double *want)
-{
-    (void)op, (void)root;
-    size_t esz = fb_dtype_info(t)->size;
-    for (int from = 0; from < n; from++) {
-        size_t k = fb_alltoallv_count(c->param, esz, n, from, rank);
-        if (i < k) {
-            *want = move_value(from, fb_alltoallv_send_offset(c->param, esz, n, from, rank) + i);
-            return 1;
-        }
-        i -= k;
-    }
-    return 0;
-}
-
-/* Only the root receives; the others' receive buffers are not written. */
-static int expect_gather(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                         int rank, int root, size_t i, double *want)
-{
-    if (rank != root)
-        return 0;
-    return expect_allgather(c, t, op, n, rank, root, i, want);
-}
-
-static int expect_scatter(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                          int rank, int root, size_t i, double *want)
-{
-    (void)t, (void)op, (void)n;
-    *want = move_value(root, (size_t)rank * c->recv + i);
-    return 1;
-}
-
-static int expect_sendrecv(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int n,
-                           int rank, int root, size_t i, double *want)
-{
-    (void)c, (void)t, (void)op, (void)root;
-    /* Ring: every rank sends to rank+1 and receives from rank-1. */
-    *want = move_value((rank - 1 + n) % n, i);
-    return 1;
-}
-
 /* One row per collective. The *_perf program names (Makefile), the
  * launchers' choices (fabric-coll --list), the results schema's enum and
  * every message listing collectives are derived from these names. */
 static const struct fb_collective table[FB_NCOLLS] = {
     [FB_ALL_REDUCE] = {FB_ALL_REDUCE, "all_reduce", "all_reduce_perf", .reduces = 1, .rooted = 0, .counts = counts_same,
-        .bus_factor = factor_allreduce, .ranks_for_factor = ranks_allreduce, .inplace_offsets = inplace_same,
-        .input = input_reduce, .expected = expect_allreduce},
+        .bus_factor = factor_allreduce, .ranks_for_factor = ranks_allreduce, .inplace_offsets = inplace_same},
     [FB_ALL_GATHER] = {FB_ALL_GATHER, "all_gather", "all_gather_perf", .reduces = 0, .rooted = 0, .counts = counts_gather,
-        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_gather,
-        .input = input_move, .expected = expect_allgather},
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_gather},
     [FB_REDUCE_SCATTER] = {FB_REDUCE_SCATTER, "reduce_scatter", "reduce_scatter_perf", .reduces = 1, .rooted = 0, .counts = counts_scatter,
-        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter,
-        .input = input_reduce, .expected = expect_reducescatter},
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter},
     [FB_BROADCAST] = {FB_BROADCAST, "broadcast", "broadcast_perf", .reduces = 0, .rooted = 1, .counts = counts_same,
-        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
-        .input = input_move, .expected = expect_broadcast},
+        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same},
     [FB_REDUCE] = {FB_REDUCE, "reduce", "reduce_perf", .reduces = 1, .rooted = 1, .counts = counts_same,
-        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
-        .input = input_reduce, .expected = expect_reduce},
+        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same},
     [FB_ALLTOALL] = {FB_ALLTOALL, "alltoall", "alltoall_perf", .reduces = 0, .rooted = 0, .counts = counts_alltoall,
-        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_same,
-        .input = input_move, .expected = expect_alltoall},
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_same},
     [FB_SENDRECV] = {FB_SENDRECV, "sendrecv", "sendrecv_perf", .reduces = 0, .rooted = 0, .counts = counts_same,
-        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same,
-        .input = input_move, .expected = expect_sendrecv},
+        .bus_factor = factor_one, .ranks_for_factor = ranks_unknown, .inplace_offsets = inplace_same},
     [FB_ALLTOALLV] = {FB_ALLTOALLV, "alltoallv", "alltoallv_perf", .reduces = 0, .rooted = 0, .counts = counts_alltoallv,
         .inplace_unchecked = 1, .bus_factor = factor_block, .ranks_for_factor = ranks_block,
-        .inplace_offsets = inplace_same, .input = input_move, .expected = expect_alltoallv},
+        .inplace_offsets = inplace_same},
     [FB_GATHER] = {FB_GATHER, "gather", "gather_perf", .reduces = 0, .rooted = 1, .counts = counts_gather,
-        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_gather,
-        .input = input_move, .expected = expect_gather},
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_gather},
     [FB_SCATTER] = {FB_SCATTER, "scatter", "scatter_perf", .reduces = 0, .rooted = 1, .counts = counts_scatter,
-        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter_rooted,
-        .input = input_move, .expected = expect_scatter},
+        .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter_rooted},
     [FB_HYPERCUBE] = {FB_HYPERCUBE, "hypercube", "hypercube_perf", .reduces = 0, .rooted = 0, .counts = counts_gather,
         .pow2_ranks = 1, .bus_factor = factor_one, .alg_factor = alg_hypercube, .ranks_for_factor = ranks_unknown,
-        .inplace_offsets = inplace_gather, .input = input_move, .expected = expect_allgather},
+        .inplace_offsets = inplace_gather},
 };
 
 const struct fb_collective *fb_collective(enum fb_coll_id id) { return &table[id]; }
+
+double fb_coll_input(const struct fb_collective *c, enum fb_dtype t, enum fb_redop op, int nranks, int rank,
+                     size_t i)
+{
+    struct fb_counts none = {0, 0, 0, 0};
+    struct fb_pattern p = fb_pattern_make(c, &none, t, op, nranks, rank, 0);
+    return fb_pat_input(&p, i);
+}
+
+int fb_coll_expected(const struct fb_collective *c, const struct fb_counts *k, enum fb_dtype t, enum fb_redop op,
+                     int nranks, int rank, int root, size_t i, double *want)
+{
+    struct fb_pattern p = fb_pattern_make(c, k, t, op, nranks, rank, root);
+    return fb_pat_expected(&p, NULL, i, want);
+}
 
 /* "all_reduce", "allreduce", "all-reduce" and "all_reduce_perf" all match. */
 static int same_name(const char *given, const char *name)

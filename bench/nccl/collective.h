@@ -1,7 +1,7 @@
 /* The collectives as data: one table row each, with nccl-tests' size
- * conventions, bus-bandwidth factor, in-place layout, input data and
- * expected result. Adding a collective is adding a row (and one call in each
- * backend). */
+ * conventions, bus-bandwidth factor and in-place layout (the data and the
+ * expected results are nccl/pattern.h's). Adding a collective is adding a
+ * row, a case in fb_pat_expected and one call in each backend. */
 #ifndef FB_NCCL_COLLECTIVE_H
 #define FB_NCCL_COLLECTIVE_H
 
@@ -50,15 +50,17 @@ struct fb_collective {
     long (*ranks_for_factor)(double factor);
     void (*inplace_offsets)(const struct fb_counts *c, int rank, enum fb_inplace_style style,
                             size_t *send_off, size_t *recv_off);
-    /* Value of send element i on `rank`. */
-    double (*input)(enum fb_dtype t, enum fb_redop op, int nranks, int rank, size_t i);
-    /* Expected receive element i on `rank`; returns 0 when this rank's
-     * receive buffer holds nothing defined (reduce on a non-root). */
-    int (*expected)(const struct fb_counts *c, enum fb_dtype t, enum fb_redop op, int nranks,
-                    int rank, int root, size_t i, double *want);
 };
 
 const struct fb_collective *fb_collective(enum fb_coll_id id);
+
+/* Value of send element i on `rank` (nccl/pattern.h's fb_pat_input). */
+double fb_coll_input(const struct fb_collective *c, enum fb_dtype t, enum fb_redop op, int nranks, int rank,
+                     size_t i);
+/* Expected receive element i on `rank`; returns 0 when this rank's
+ * receive buffer holds nothing defined (reduce on a non-root). */
+int fb_coll_expected(const struct fb_collective *c, const struct fb_counts *k, enum fb_dtype t, enum fb_redop op,
+                     int nranks, int rank, int root, size_t i, double *want);
 /* By name ("all_reduce", "allreduce", "all_reduce_perf"); NULL if unknown. */
 const struct fb_collective *fb_collective_find(const char *name);
 /* The collective a file name or title speaks of ("AllReduce_8n.log",

@@ -57,6 +57,9 @@ double fb_wrap(enum fb_dtype t, double v);
 /* Input value of element i on rank r, for a reduction with `op` over
  * `nranks`. Chosen so that sum, prod, max, min and avg are exact. */
 double fb_input_value(enum fb_dtype t, enum fb_redop op, int nranks, int r, size_t i);
+/* The largest per-rank input of a sum (or mulsum) over `nranks` whose
+ * total stays exact in the type (fb_input_value's modulus minus one). */
+uint64_t fb_sum_value_cap(enum fb_dtype t, enum fb_redop op, int nranks);
 
 /* Value of element i on rank r for data movement (no reduction): distinct
  * per rank so misplaced blocks are caught. */

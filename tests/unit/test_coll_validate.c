@@ -49,7 +49,7 @@ static struct fb_call call_for(enum fb_coll_id id, size_t bytes, int rank, int n
     host.send_bytes = 0;
     for (size_t i = 0; i < c.counts.recv; i++) {
         double want = -1;
-        if (!c.coll->expected(&c.counts, c.dtype, c.op, n, rank, root, i, &want))
+        if (!fb_coll_expected(c.coll, &c.counts, c.dtype, c.op, n, rank, root, i, &want))
             want = -99;
         fb_store(FB_FLOAT, host.recv, i, want);
     }
