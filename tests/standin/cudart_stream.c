@@ -77,10 +77,13 @@ struct CUstream_st {
     uint64_t capture_id;
     atomic_int capture_invalid;
     struct CUstream_st *next; /* the registry */
+    int refs;                 /* device syncs waiting for it, under registry_lock */
 };
 
-/* Every live stream, for cudaDeviceSynchronize. */
+/* Every live stream, for cudaDeviceSynchronize (which waits for them
+ * outside the lock, holding a reference each). */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t registry_cond = PTHREAD_COND_INITIALIZER;
 static struct CUstream_st *registry;
 /* The legacy NULL stream (0, cudaStreamLegacy), one per device as in CUDA
  * (a call on it goes to the calling thread's current device's): made when
@@ -498,6 +501,12 @@ static void stream_destroy(struct CUstream_st *s)
         pthread_detach(s->worker);
         return; /* the stream is leaked to its still-running worker */
     }
+    /* A device sync that took it before it left the registry is done with
+     * it at once: nothing is queued. */
+    pthread_mutex_lock(&registry_lock);
+    while (s->refs > 0)
+        pthread_cond_wait(&registry_cond, &registry_lock);
+    pthread_mutex_unlock(&registry_lock);
     pthread_join(s->worker, NULL);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
@@ -568,13 +577,34 @@ void fbsi_legacy_sync(int device)
         drain(s, 0);
 }
 
+/* The streams are waited for outside registry_lock, so that other threads
+ * can make streams (and so get on with work these may wait for) meanwhile. */
 void fbsi_device_sync(int device)
 {
+    size_t n = 0, cap = 0;
+    struct CUstream_st **v = NULL;
     pthread_mutex_lock(&registry_lock);
-    for (struct CUstream_st *s = registry; s; s = s->next)
-        if (device < 0 || s->device == device)
-            drain(s, 0);
+    for (struct CUstream_st *s = registry; s; s = s->next) {
+        if (device >= 0 && s->device != device)
+            continue;
+        struct CUstream_st **grown = fbsi_grow(v, &cap, n, sizeof *v);
+        if (grown == NULL) {
+            drain(s, 0); /* out of memory: under the lock, as a last resort */
+            continue;
+        }
+        v = grown;
+        v[n++] = s;
+        s->refs++;
+    }
     pthread_mutex_unlock(&registry_lock);
+    for (size_t i = 0; i < n; i++)
+        drain(v[i], 0);
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < n; i++)
+        v[i]->refs--;
+    pthread_cond_broadcast(&registry_cond);
+    pthread_mutex_unlock(&registry_lock);
+    free(v);
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
