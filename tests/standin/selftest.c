@@ -102,6 +102,15 @@ static void put(cudaStream_t s, int *a, int v)
     cudaStreamSynchronize(s);
 }
 
+/* *a = 1 landed, then *a = v by a pageable cudaMemcpy of `kind`, which is
+ * held: returns what a non-blocking stream reads next (1 when held). */
+static int held_copy(cudaStream_t nb, int *a, int *b, int v, enum cudaMemcpyKind kind)
+{
+    put(nb, a, 1);
+    cudaMemcpy(a, &v, sizeof v, kind);
+    return peek(nb, a, b);
+}
+
 /* A pageable cudaMemcpy to the device (or a cudaMemset) lands in the
  * legacy stream's order, at the latest legal moment: a non-blocking stream
  * reads the old bytes until something orders work after the legacy stream. */
@@ -127,18 +136,12 @@ static void held_copies(cudaStream_t nb)
           "as staged at the call",
           old != 1 ? "the non-blocking stream saw the copy" : "not landed, or not as staged");
 
-    put(nb, a, 1);
-    v = 3;
-    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
-    old = peek(nb, a, b);
+    old = held_copy(nb, a, b, 3, cudaMemcpyHostToDevice);
     now = peek(bs, a, b);
     check(old == 1 && now == 3, "a held cudaMemcpy H2D: a blocking stream's later copy sees the new bytes",
           old != 1 ? "the non-blocking stream saw the copy" : "the blocking stream did not");
 
-    put(nb, a, 1);
-    v = 4;
-    cudaMemcpy(a, &v, sizeof v, cudaMemcpyDefault);
-    old = peek(nb, a, b);
+    old = held_copy(nb, a, b, 4, cudaMemcpyDefault);
     cudaDeviceSynchronize();
     now = peek(nb, a, b);
     check(old == 1 && now == 4, "a pageable cudaMemcpyDefault host to device is held; cudaDeviceSynchronize lands it",
@@ -159,39 +162,27 @@ static void held_copies(cudaStream_t nb)
           "cudaStreamSynchronize(0)",
           old != 1 || old2 != 1 ? "the non-blocking stream saw the set" : "the set did not land");
 
-    put(nb, a, 1);
-    v = 5;
-    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
-    old = peek(nb, a, b);
+    old = held_copy(nb, a, b, 5, cudaMemcpyHostToDevice);
     now = -1;
     cudaMemcpy(&now, a, sizeof now, cudaMemcpyDeviceToHost);
     check(old == 1 && now == 5, "a D2H cudaMemcpy after a held H2D one sees its value (legacy stream order)",
           old != 1 ? "the non-blocking stream saw the copy" : "the D2H copy read the old bytes");
 
-    put(nb, a, 1);
-    v = 6;
-    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
-    old = peek(nb, a, b);
+    old = held_copy(nb, a, b, 6, cudaMemcpyHostToDevice);
     cudaEventRecord(ev, 0);
     cudaEventSynchronize(ev);
     now = peek(nb, a, b);
     check(old == 1 && now == 6, "an event recorded on the NULL stream after a held copy, synchronised: landed",
           old != 1 ? "the non-blocking stream saw the copy" : "not landed");
 
-    put(nb, a, 1);
-    v = 7;
-    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
-    old = peek(nb, a, b);
+    old = held_copy(nb, a, b, 7, cudaMemcpyHostToDevice);
     cudaMalloc((void **)&tmp, sizeof *tmp);
     cudaFree(tmp);
     now = peek(nb, a, b);
     check(old == 1 && now == 7, "cudaFree syncs the device: a held copy lands",
           old != 1 ? "the non-blocking stream saw the copy" : "not landed");
 
-    put(nb, a, 1);
-    v = 8;
-    cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice);
-    old = peek(nb, a, b);
+    old = held_copy(nb, a, b, 8, cudaMemcpyHostToDevice);
     cudaMallocHost((void **)&pin, sizeof *pin);
     *pin = 9;
     cudaMemcpy(a, pin, sizeof *pin, cudaMemcpyHostToDevice);
