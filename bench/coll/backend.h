@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "nccl/collective.h"
+#include "nccl/pattern.h"
 #include "core/status.h"
 #include "core/world.h"
 
@@ -119,6 +120,22 @@ struct fb_backend_ops {
                             const void *src, size_t bytes, struct fb_err *err);
     enum fb_status (*read)(struct fb_backend *be, int local, enum fb_buf which, size_t byte_off,
                            void *dst, size_t bytes, struct fb_err *err);
+    /* Optional, for validation where the buffers are (all NULL: validate.c
+     * stages the data through write and read). host_span gives the host
+     * address of bytes [off, off + n) of a buffer in host memory. fill
+     * writes n elements of the pattern's input (poison: the poison) from
+     * element `elem_off` of a buffer on, on the device, in order with the
+     * calls. check counts the wrong elements among the n of the receive
+     * buffer from `elem_off` on, where they are: only the count and the
+     * least wrong index (left alone when none) come back; `t` are host
+     * copies of the lookup tables, the same while `t_key` is. */
+    enum fb_status (*host_span)(struct fb_backend *be, int local, enum fb_buf which, size_t byte_off,
+                                size_t bytes, char **at, struct fb_err *err);
+    enum fb_status (*fill)(struct fb_backend *be, int local, enum fb_buf which, size_t elem_off, uint64_t n,
+                           const struct fb_pattern *p, int poison, struct fb_err *err);
+    enum fb_status (*check)(struct fb_backend *be, int local, size_t elem_off, uint64_t n,
+                            const struct fb_pattern *p, const struct fb_pat_tables *t, uint64_t t_key,
+                            uint64_t *wrong, uint64_t *first, struct fb_err *err);
     /* Fills local rank `local`'s device record {kind, name, pci_bus_id,
      * memory_bytes}. */
     void (*describe)(struct fb_backend *be, int local, json_object *device);

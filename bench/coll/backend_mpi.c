@@ -274,6 +274,16 @@ static enum fb_status mpi_read(struct fb_backend *be, int local, enum fb_buf whi
     return FB_OK;
 }
 
+/* Validation fills and checks the buffers where they are. */
+static enum fb_status mpi_host_span(struct fb_backend *be, int local, enum fb_buf which, size_t off, size_t bytes,
+                                    char **at, struct fb_err *err)
+{
+    (void)local;
+    struct mpi_state *s = be->state;
+    *at = fb_buffer_span(&s->buf, which, off, bytes, "validation", err);
+    return *at == NULL ? err->code : FB_OK;
+}
+
 static void mpi_describe(struct fb_backend *be, int local, json_object *device)
 {
     (void)be, (void)local;
@@ -330,6 +340,7 @@ const struct fb_backend_ops fb_backend_mpi = {
     .wait = mpi_wait,
     .write = mpi_write,
     .read = mpi_read,
+    .host_span = mpi_host_span,
     .describe = mpi_describe,
     .versions = mpi_versions,
     .peak_memory = mpi_peak_memory,

@@ -188,7 +188,7 @@ static enum fb_status allocate(struct sweep *r, struct fb_err *err)
     }
     r->mem_after_alloc = sweep_peak_memory(r);
     if (st == FB_OK)
-        st = fb_checker_init(&r->checker, STAGE_BYTES, err);
+        st = fb_checker_init(&r->checker, &r->be, STAGE_BYTES, err);
     return st;
 }
 

@@ -63,11 +63,20 @@ FB_HD static inline double fb_pat_move_base(int r, uint64_t i)
 /* The data of the collectives that move data: the base pattern offset by
  * a hash of the 64-element stretch an element is in, so that a block
  * delivered to another place (blocks are mostly multiples of 64 elements:
- * a scatter's to another rank) reads wrong too. */
-FB_HD static inline double fb_pat_move(int r, uint64_t i)
+ * a scatter's to another rank) reads wrong too. A stretch of rank r's data
+ * is one of 64 rows, (c + 3 x column) mod 64 with c = fb_pat_move_row: a
+ * host fills and checks whole stretches from one 64 x 64 table. */
+FB_HD static inline unsigned fb_pat_move_row(int r, uint64_t i)
 {
     uint64_t stretch = ((i / 64) * 0x9E3779B97F4A7C15ull) >> 58;
-    return (double)(((uint64_t)fb_pat_move_base(r, i) + stretch) % 64);
+    return (unsigned)(((uint64_t)r * 17 + stretch) % 64);
+}
+
+FB_HD static inline double fb_pat_move_cell(unsigned row, unsigned column) { return (double)((row + 3 * column) % 64); }
+
+FB_HD static inline double fb_pat_move(int r, uint64_t i)
+{
+    return fb_pat_move_cell(fb_pat_move_row(r, i), (unsigned)(i % 64));
 }
 
 /* A reduction's input, chosen so that sum, prod, max, min and avg are
@@ -156,55 +165,116 @@ FB_HD static inline uint64_t fb_pat_alltoallv_count(uint64_t param, int esz, int
     return ((uint64_t)share & ~(uint64_t)15) / (uint64_t)esz;
 }
 
-/* Expected element i of this rank's receive buffer; 0 when it holds
- * nothing defined (reduce and gather off the root). `table`, when not
- * NULL, holds one period (FB_EXPECT_PERIOD) of the reduction. */
-FB_HD static inline int fb_pat_expected(const struct fb_pattern *p, const double *table, uint64_t i, double *want)
+/* Lookup tables a checker may hand the expectation (each NULL: computed
+ * from the formulas, which is slower). */
+struct fb_pat_tables {
+    const double *reduce; /* one period (FB_EXPECT_PERIOD) of the reduction */
+    /* alltoallv: the share from rank b starts at share_start[b] of my
+     * receive buffer (nranks + 1 entries, the last one the total) and at
+     * share_from[b] of b's send buffer */
+    const uint64_t *share_start, *share_from;
+};
+
+/* Where element i of this rank's receive buffer comes from, and how many
+ * elements from i on come from the same place in order. */
+enum fb_pat_kind { FB_SRC_NONE, FB_SRC_MOVE, FB_SRC_REDUCE };
+struct fb_pat_src {
+    int kind;     /* enum fb_pat_kind; NONE: nothing defined (reduce and gather off the root) */
+    int rank;     /* MOVE: whose data (fb_pat_move) */
+    uint64_t j;   /* MOVE: its index; REDUCE: the index of the reduction */
+    uint64_t len; /* elements i, i + 1, ... that follow on from j */
+};
+
+FB_HD static inline struct fb_pat_src fb_pat_from(int kind, int rank, uint64_t j, uint64_t len)
+{
+    struct fb_pat_src s = {kind, rank, j, len};
+    return s;
+}
+
+/* alltoallv's share that element i falls in (the last one starting at or
+ * before i), from the tables or, without them, by walking every share. */
+FB_HD static inline struct fb_pat_src fb_pat_alltoallv_source(const struct fb_pattern *p, const struct fb_pat_tables *t,
+                                                              uint64_t i)
+{
+    int n = p->nranks;
+    if (t != NULL && t->share_start != NULL) {
+        int lo = 0, hi = n; /* share_start[lo] <= i always; find the largest such */
+        if (i >= t->share_start[n])
+            return fb_pat_from(FB_SRC_NONE, 0, 0, ~0ull);
+        while (lo + 1 < hi) {
+            int mid = (lo + hi) / 2;
+            if (t->share_start[mid] <= i)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        while (t->share_start[lo + 1] <= i)
+            lo++; /* empty shares after it */
+        return fb_pat_from(FB_SRC_MOVE, lo, t->share_from[lo] + (i - t->share_start[lo]), t->share_start[lo + 1] - i);
+    }
+    int esz = fb_pat_size(p->dtype);
+    for (int from = 0; from < n; from++) {
+        uint64_t k = fb_pat_alltoallv_count(p->param, esz, n, from, p->rank);
+        if (i < k) {
+            uint64_t off = 0;
+            for (int to = 0; to < p->rank; to++)
+                off += fb_pat_alltoallv_count(p->param, esz, n, from, to);
+            return fb_pat_from(FB_SRC_MOVE, from, off + i, k - i);
+        }
+        i -= k;
+    }
+    return fb_pat_from(FB_SRC_NONE, 0, 0, ~0ull);
+}
+
+FB_HD static inline struct fb_pat_src fb_pat_source(const struct fb_pattern *p, const struct fb_pat_tables *t, uint64_t i)
 {
     int n = p->nranks, rank = p->rank;
+    const uint64_t all = ~0ull;
     switch (p->coll) {
     case FB_REDUCE:
-        if (rank != p->root)
-            return 0;
-        /* fall through */
-    case FB_ALL_REDUCE:
-    case FB_REDUCE_SCATTER: {
-        uint64_t at = p->coll == FB_REDUCE_SCATTER ? (uint64_t)rank * p->recv + i : i;
-        *want = table ? table[at % FB_EXPECT_PERIOD] : fb_pat_reduce_expected(p->dtype, p->op, p->sum_cap, n, at);
-        return 1;
-    }
     case FB_GATHER:
         if (rank != p->root)
-            return 0;
-        /* fall through */
+            return fb_pat_from(FB_SRC_NONE, 0, 0, all);
+        break;
+    default: break;
+    }
+    switch (p->coll) {
+    case FB_REDUCE:
+    case FB_ALL_REDUCE: return fb_pat_from(FB_SRC_REDUCE, 0, i, all);
+    case FB_REDUCE_SCATTER: return fb_pat_from(FB_SRC_REDUCE, 0, (uint64_t)rank * p->recv + i, all);
+    case FB_GATHER:
     case FB_ALL_GATHER:
-    case FB_HYPERCUBE: *want = fb_pat_move((int)(i / p->send), i % p->send); return 1;
-    case FB_BROADCAST: *want = fb_pat_move(p->root, i); return 1;
-    case FB_SCATTER: *want = fb_pat_move(p->root, (uint64_t)rank * p->recv + i); return 1;
+    case FB_HYPERCUBE: return fb_pat_from(FB_SRC_MOVE, (int)(i / p->send), i % p->send, p->send - i % p->send);
+    case FB_BROADCAST: return fb_pat_from(FB_SRC_MOVE, p->root, i, all);
+    case FB_SCATTER: return fb_pat_from(FB_SRC_MOVE, p->root, (uint64_t)rank * p->recv + i, all);
     case FB_ALLTOALL:
         /* Block b of my receive buffer is block `rank` of rank b's send buffer. */
-        *want = fb_pat_move((int)(i / p->param), (uint64_t)rank * p->param + i % p->param);
-        return 1;
-    case FB_SENDRECV: *want = fb_pat_move((rank - 1 + n) % n, i); return 1; /* a ring: from rank - 1 */
-    case FB_ALLTOALLV: {
-        /* Each rank's share for me, in rank order; rank b's share starts
-         * where its shares for the ranks before me end. */
-        int esz = fb_pat_size(p->dtype);
-        for (int from = 0; from < n; from++) {
-            uint64_t k = fb_pat_alltoallv_count(p->param, esz, n, from, rank);
-            if (i < k) {
-                uint64_t off = 0;
-                for (int to = 0; to < rank; to++)
-                    off += fb_pat_alltoallv_count(p->param, esz, n, from, to);
-                *want = fb_pat_move(from, off + i);
-                return 1;
-            }
-            i -= k;
-        }
+        return fb_pat_from(FB_SRC_MOVE, (int)(i / p->param), (uint64_t)rank * p->param + i % p->param,
+                           p->param - i % p->param);
+    case FB_SENDRECV: return fb_pat_from(FB_SRC_MOVE, (rank - 1 + n) % n, i, all); /* a ring: from rank - 1 */
+    case FB_ALLTOALLV: return fb_pat_alltoallv_source(p, t, i);
+    default: return fb_pat_from(FB_SRC_NONE, 0, 0, all);
+    }
+}
+
+/* The reduction at index j of the reduced vector. */
+FB_HD static inline double fb_pat_reduced(const struct fb_pattern *p, const struct fb_pat_tables *t, uint64_t j)
+{
+    if (t != NULL && t->reduce != NULL)
+        return t->reduce[j % FB_EXPECT_PERIOD];
+    return fb_pat_reduce_expected(p->dtype, p->op, p->sum_cap, p->nranks, j);
+}
+
+/* Expected element i of this rank's receive buffer; 0 when it holds
+ * nothing defined (reduce and gather off the root). */
+FB_HD static inline int fb_pat_expected(const struct fb_pattern *p, const struct fb_pat_tables *t, uint64_t i,
+                                        double *want)
+{
+    struct fb_pat_src s = fb_pat_source(p, t, i);
+    if (s.kind == FB_SRC_NONE)
         return 0;
-    }
-    default: return 0;
-    }
+    *want = s.kind == FB_SRC_REDUCE ? fb_pat_reduced(p, t, s.j) : fb_pat_move(s.rank, s.j);
+    return 1;
 }
 
 #ifndef __CUDACC__
