@@ -47,6 +47,25 @@ ifeq ($(HAVE_NCCL),1)
   LDLIBS   := $(filter-out -lcudart,$(LDLIBS)) -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -lnccl -lcudart
 endif
 
+# Validation kernels (bench/<module>/*.cu): compiled with nvcc where the
+# toolkit has it (and its host compiler is here), for every architecture it
+# lists and as PTX of the newest, which newer GPUs compile when they load
+# it. Without nvcc, checks stage through host memory (the output's first
+# line says so). `make NVCC=` builds that way.
+NVCC       ?= $(CUDA_HOME)/bin/nvcc
+NVCC_CCBIN ?= g++
+HAVE_KERNELS := $(if $(and $(filter 1,$(HAVE_NCCL)),$(NVCC),$(wildcard $(NVCC)),$(shell command -v $(NVCC_CCBIN) 2>/dev/null)),1,0)
+ifeq ($(HAVE_KERNELS),1)
+  CUDA_ARCHS  := $(shell $(NVCC) --list-gpu-arch 2>/dev/null | sed -n 's/^compute_//p' | sort -n)
+  CUDA_NEWEST := $(lastword $(CUDA_ARCHS))
+  NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                  -gencode arch=compute_$(CUDA_NEWEST),code=compute_$(CUDA_NEWEST)
+  NVCCFLAGS ?= -O3
+  CPPFLAGS  += -DHAVE_KERNELS=1
+  # The kernels' launch stubs are C++: thread-safe statics.
+  LDLIBS    += -lstdc++
+endif
+
 # The CUDA runtime and NCCL stand-in (tests/standin, docs/standin.md):
 # built against the real headers whenever they are here, never linked into
 # a program; the same programs load it through LD_LIBRARY_PATH
@@ -57,7 +76,7 @@ STANDIN_CC   ?= cc
 CUDART_MAJOR := $(if $(filter 1,$(HAVE_CUDA)),$(shell sed -n 's/^\#define CUDART_VERSION *\([0-9]*\)[0-9][0-9][0-9]$$/\1/p' $(CUDA_HOME)/include/cuda_runtime_api.h))
 STANDIN_CUDART := $(STANDIN_DIR)/libcudart.so.$(CUDART_MAJOR)
 STANDIN_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g \
-                 -pthread -isystem $(CUDA_HOME)/include $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
+                 -pthread -Ibench -isystem $(CUDA_HOME)/include $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
 STANDIN_LINK  = $(STANDIN_CC) $(STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$(@F) -o $@
 
 # Each module names the layers it uses, nearest first, in its module.mk.
@@ -79,9 +98,10 @@ endif
 ifneq ($(HAVE_CUDA),1)
   ALL_SRCS := $(filter-out %_cuda.c,$(ALL_SRCS))
 endif
+CU_SRCS   := $(if $(filter 1,$(HAVE_KERNELS)),$(foreach m,$(MODULES),$(wildcard bench/$(m)/*.cu)))
 MAIN_SRCS := $(filter %_main.c,$(ALL_SRCS))
-LIB_SRCS  := $(filter-out %_main.c,$(ALL_SRCS))
-OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_SRCS  := $(filter-out %_main.c,$(ALL_SRCS)) $(CU_SRCS)
+OBJ = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.c,$(BUILD)/obj/%.o,$(1)))
 # The module a source belongs to: bench/<m>/x.c, tests/unit/test_<m>[_x].c
 module_of = $(if $(filter bench/%,$(1)),$(word 2,$(subst /, ,$(1))),$(firstword $(subst _, ,$(patsubst test_%,%,$(basename $(notdir $(1)))))))
 # Libraries of a module, its own first, in link order.
@@ -104,7 +124,7 @@ all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN)
 standin: $(STANDIN)
 
 help:
-	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no))"
+	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no); GPU validation kernels: $(if $(filter 1,$(HAVE_KERNELS)),yes,no))"
 	@echo "make demo       host-memory all_reduce sweep on local ranks, verdict and plot"
 	@echo "make test       all tests; ends with 'N passed, N failed'"
 	@echo "make standin    the CUDA/NCCL stand-in: GPU paths without a GPU (docs/standin.md)$(if $(STANDIN),, - not here: no CUDA/NCCL headers)"
@@ -137,7 +157,11 @@ $(foreach m,$(MODULES),$(eval $(call module_inc,$(m))))
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -I$(BUILD)/inc/$(call module_of,$<) $(CPPFLAGS) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
-$(foreach s,$(ALL_SRCS) $(TEST_SRCS),$(eval $(call OBJ,$(s)): $(BUILD)/inc/$(call module_of,$(s))/.ok))
+$(BUILD)/obj/%.o: %.cu | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) -ccbin $(NVCC_CCBIN) -std=c++17 -I$(BUILD)/inc/$(call module_of,$<) -D_GNU_SOURCE -DHAVE_CUDA=1 -MMD -MP \
+	  $(NVCCFLAGS) -Xcompiler -Wall,-Wextra,-Werror,-fno-exceptions $(NVCC_GENCODE) -c -o $@ $<
+$(foreach s,$(ALL_SRCS) $(CU_SRCS) $(TEST_SRCS),$(eval $(call OBJ,$(s)): $(BUILD)/inc/$(call module_of,$(s))/.ok))
 
 LINK = $(CC) $(LDFLAGS) -o $@ $< $(call link_libs,$(1)) $(LDLIBS)
 
@@ -160,10 +184,12 @@ $(foreach s,$(TEST_SRCS),$(eval $(call test_rule,$(basename $(notdir $(s))),$(ca
 
 # cudart symbols carry the version node of the real library
 # (cudaMalloc@libcudart.so.13), NCCL's none, as the programs expect.
-$(STANDIN_CUDART): $(filter tests/standin/cudart%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h)
+# Its kernel twins run the validation kernels' own per-element code.
+STANDIN_KERNEL_HDRS := bench/coll/validate_kernels.h $(wildcard bench/nccl/*.h)
+$(STANDIN_CUDART): $(filter tests/standin/cudart%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h) $(STANDIN_KERNEL_HDRS)
 	@mkdir -p $(@D)
-	@printf '%s {\n  global: cuda*;\n  local: *;\n};\n' $(@F) >$(@D)/cudart.map
-	$(STANDIN_LINK) -Wl,--version-script=$(@D)/cudart.map $(filter %.c,$^)
+	@printf '%s {\n  global: cuda*; __cuda*;\n  local: *;\n};\n' $(@F) >$(@D)/cudart.map
+	$(STANDIN_LINK) -Wl,--version-script=$(@D)/cudart.map $(filter %.c,$^) -lm
 
 $(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/common.c,$(STANDIN_SRCS)) $(wildcard tests/standin/*.h) $(STANDIN_CUDART)
 	@mkdir -p $(@D)

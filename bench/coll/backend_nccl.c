@@ -14,6 +14,9 @@
 #include <time.h>
 
 #include "coll/backend.h"
+#if HAVE_KERNELS
+#include "coll/validate_kernels.h"
+#endif
 #include "core/clock.h"
 #include "core/host.h"
 
@@ -53,6 +56,9 @@ struct nccl_state {
     void *send_reg, *recv_reg; /* -R handles (ncclWindow_t with -R 2) */
     cudaEvent_t *marks;  /* -I 1: per-iteration events (nccl_marks) */
     long nmarks;
+#if HAVE_KERNELS
+    struct fb_devcheck *check; /* validation's tables and result, made on first use */
+#endif
 };
 
 /* Every rank of this process, local rank i at rank[i]. */
@@ -980,6 +986,44 @@ static enum fb_status nccl_read(struct fb_backend *be, int local, enum fb_buf wh
     return st == FB_OK ? cuda_check(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err) : st;
 }
 
+#if HAVE_KERNELS
+/* Validation by kernels on the rank's stream, in order with its calls. */
+static enum fb_status rank_checker(struct nccl_state *s, struct fb_err *err)
+{
+    enum fb_status st = cuda_check(cudaSetDevice(s->device), "cudaSetDevice", err);
+    if (st == FB_OK && s->check == NULL)
+        st = cuda_check(fb_devcheck_new(&s->check), "validation set-up (cudaMalloc)", err);
+    return st;
+}
+
+static enum fb_status nccl_fill(struct fb_backend *be, int local, enum fb_buf which, size_t elem_off, uint64_t n,
+                                const struct fb_pattern *p, int poison, struct fb_err *err)
+{
+    struct nccl_state *s = &((struct nccl_ranks *)be->state)->rank[local];
+    size_t esz = (size_t)fb_pat_size(p->dtype);
+    char *at = fb_buffer_span(&s->buf, which, elem_off * esz, n * esz, "fill", err);
+    if (at == NULL)
+        return err->code;
+    enum fb_status st = rank_checker(s, err);
+    return st == FB_OK ? cuda_check(fb_devcheck_fill(s->check, at, n, p, poison, s->stream), "fill kernel", err) : st;
+}
+
+static enum fb_status nccl_check_result(struct fb_backend *be, int local, size_t elem_off, uint64_t n,
+                                 const struct fb_pattern *p, const struct fb_pat_tables *t, uint64_t t_key,
+                                 uint64_t *wrong, uint64_t *first, struct fb_err *err)
+{
+    struct nccl_state *s = &((struct nccl_ranks *)be->state)->rank[local];
+    size_t esz = (size_t)fb_pat_size(p->dtype);
+    const char *at = fb_buffer_span(&s->buf, FB_BUF_RECV, elem_off * esz, n * esz, "check", err);
+    if (at == NULL)
+        return err->code;
+    enum fb_status st = rank_checker(s, err);
+    if (st == FB_OK)
+        st = cuda_check(fb_devcheck_count(s->check, at, n, p, t, t_key, s->stream, wrong, first), "check kernel", err);
+    return st;
+}
+#endif
+
 static void nccl_describe(struct fb_backend *be, int local, json_object *device)
 {
     struct nccl_ranks *all = be->state;
@@ -1112,6 +1156,9 @@ static void nccl_fini(struct fb_backend *be, int abort)
         cudaSetDevice(d->device);
         free_buffer(d, d->buf.send);
         free_buffer(d, d->buf.recv);
+#if HAVE_KERNELS
+        fb_devcheck_free(d->check);
+#endif
         if (d->stream)
             cudaStreamDestroy(d->stream);
     }
@@ -1211,6 +1258,10 @@ const struct fb_backend_ops fb_backend_nccl = {
     .wait = nccl_wait,
     .write = nccl_write,
     .read = nccl_read,
+#if HAVE_KERNELS
+    .fill = nccl_fill,
+    .check = nccl_check_result,
+#endif
     .describe = nccl_describe,
     .versions = nccl_versions,
     .peak_memory = nccl_peak_memory,

@@ -169,6 +169,9 @@ void sweep_describe(struct sweep *r)
     json_object_object_add(d, "args", args);
     /* What the table's time columns show: -C 1 prints the host's time. */
     json_object_object_add(d, "time_column", json_object_new_string(c->cputime ? "cpu_time" : "time"));
+    /* Where -c's checks run: what they cost depends on it. */
+    json_object_object_add(d, "validation",
+                           c->check > 0 ? json_object_new_string(fb_check_place_name(fb_check_place_of(&r->be))) : NULL);
     json_object *hosts = json_object_new_array();
     int per_node_max = 0;
     for (int i = 0; i < r->world.size; i++) {
@@ -355,10 +358,11 @@ static void warn_alltoallv_env(struct sweep *r)
 void sweep_print_preamble(struct sweep *r)
 {
     int ranks = fb_total_ranks(&r->be, &r->world);
-    printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); results %s\n",
+    printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); %s; results %s\n",
            FB_VERSION, r->cfg.coll->name, ranks, ranks == 1 ? "" : "s",
            r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
-           strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory", r->rec.path);
+           strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory",
+           r->cfg.check > 0 ? fb_check_place_text(fb_check_place_of(&r->be)) : "no checks (-c 0)", r->rec.path);
     fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
     coll_config_notes(&r->cfg, stdout);
     for (const char *l = r->flag_notes; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0'))

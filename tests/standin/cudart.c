@@ -3,6 +3,7 @@
  * against that size. Built against the real cuda_runtime.h, so
  * cudaDeviceProp and the error codes are the real ones. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,42 @@ int fbsi_is_device_span(const void *p, size_t n)
     return inside;
 }
 
+int fbsi_device_of_span(const void *p, size_t n)
+{
+    pthread_mutex_lock(&g.lock);
+    const struct alloc *a = find_alloc(p);
+    int device = a != NULL && n <= a->size - (size_t)((const char *)p - a->base) ? a->device : -1;
+    pthread_mutex_unlock(&g.lock);
+    return device;
+}
+
+/* --- bytes copied between host and device ---------------------------- */
+
+static _Atomic unsigned long long copied_h2d, copied_d2h;
+
+void fbsi_count_copy(const void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    if (kind == cudaMemcpyDefault) {
+        int to_dev = fbsi_is_device_span(dst, n), from_dev = fbsi_is_device_span(src, n);
+        kind = to_dev && !from_dev   ? cudaMemcpyHostToDevice
+               : !to_dev && from_dev ? cudaMemcpyDeviceToHost
+                                     : cudaMemcpyDeviceToDevice;
+    }
+    if (kind == cudaMemcpyHostToDevice)
+        atomic_fetch_add(&copied_h2d, n);
+    else if (kind == cudaMemcpyDeviceToHost)
+        atomic_fetch_add(&copied_d2h, n);
+}
+
+/* FB_STANDIN_COPY_STATS=1: one line per process at exit, so a test can
+ * hold what crosses "PCIe" against what a run validates. */
+__attribute__((destructor)) static void print_copy_stats(void)
+{
+    if (fbsi_env_long("FB_STANDIN_COPY_STATS", 0) == 1)
+        fprintf(stderr, "standin: copied H2D %llu bytes, D2H %llu bytes\n", atomic_load(&copied_h2d),
+                atomic_load(&copied_d2h));
+}
+
 static int remember(char *base, size_t size, int device)
 {
     struct alloc *a = fbsi_grow(g.allocs, &g.cap, g.nallocs, sizeof *a);
@@ -342,6 +379,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
     e = check_copy(dst, src, count, kind);
     if (e != cudaSuccess)
         return fbsi_cuda_ret(e);
+    fbsi_count_copy(dst, src, count, kind);
     int to_device = kind == cudaMemcpyHostToDevice ||
                     (kind == cudaMemcpyDefault && fbsi_is_device_span(dst, count) && !fbsi_is_device_span(src, count));
     if (to_device && !fbsi_is_pinned(src)) {

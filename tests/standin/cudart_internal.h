@@ -16,6 +16,19 @@ int fbsi_current_device(void);
 /* Whether [p, p + n) lies inside one live device allocation. */
 int fbsi_is_device_span(const void *p, size_t n);
 
+/* The device of the live allocation [p, p + n) lies in, -1 if none. */
+int fbsi_device_of_span(const void *p, size_t n);
+
+/* Counts a copy's bytes by direction (FB_STANDIN_COPY_STATS). */
+void fbsi_count_copy(const void *dst, const void *src, size_t n, enum cudaMemcpyKind kind);
+
+/* A kernel's host twin queued on `stream`: run(args) in stream order on
+ * the current device, `args` (malloc'd) owned and freed once run, or here
+ * on failure. Refused on a stream of another device
+ * (cudaErrorInvalidResourceHandle) and while the stream captures
+ * (cudaErrorStreamCaptureUnsupported: the stand-in records no kernels). */
+cudaError_t fbsi_launch_twin(cudaStream_t stream, void (*run)(void *), void *args);
+
 /* Whether p lies inside a cudaMallocHost allocation. */
 int fbsi_is_pinned(const void *p);
 

@@ -631,6 +631,30 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userD
     return enqueue(stream, &op);
 }
 
+cudaError_t fbsi_launch_twin(cudaStream_t stream, void (*run)(void *), void *args)
+{
+    struct CUstream_st *s = resolve(stream);
+    cudaError_t e = cudaSuccess;
+    if (s == NULL)
+        e = cudaErrorMemoryAllocation;
+    else if (s->device != fbsi_current_device())
+        e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) {
+        pthread_mutex_lock(&s->lock);
+        e = s->capture != NULL ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (e != cudaSuccess) {
+        free(args);
+        return fbsi_cuda_ret(e);
+    }
+    struct op op = {.kind = OP_HOST, .fn = run, .arg = args, .staged = args};
+    e = enqueue(stream, &op);
+    if (e != cudaSuccess)
+        free(args);
+    return e;
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream)
 {
@@ -638,6 +662,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
     if ((kind == cudaMemcpyHostToDevice && !dev_dst) || (kind == cudaMemcpyDeviceToHost && !dev_src) ||
         (kind == cudaMemcpyDeviceToDevice && !(dev_dst && dev_src)))
         return fbsi_cuda_ret(cudaErrorInvalidValue);
+    fbsi_count_copy(dst, src, count, kind);
     struct op op = {.kind = OP_COPY, .dst = dst, .src = src, .n = count};
     /* From host memory CUDA stages the source before the call returns: the
      * caller may reuse it at once, and the copy lands in stream order. */
