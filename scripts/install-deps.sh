@@ -7,7 +7,7 @@
 set -euo pipefail
 
 # Build: compilers come with the machine; these are the libraries and tools.
-build_pkgs=(make gcc pkg-config openmpi-bin libopenmpi-dev libjson-c-dev
+build_pkgs=(make gcc g++ pkg-config openmpi-bin libopenmpi-dev libjson-c-dev
   libhwloc-dev hwloc libibverbs-dev rdma-core ibverbs-utils gnuplot-nox)
 # Tests: multi-host namespaces, sshd, linters, schema validation, baselines.
 test_pkgs=(iproute2 openssh-server openssh-client procps jq shellcheck

@@ -23,8 +23,8 @@ else
 fi
 # What the programs import (cudaMalloc@libcudart.so.13, ncclAllReduce) the
 # stand-in exports, with the same versions.
-imports() { objdump -T "$@" | awk '/UND/ && $NF ~ /^(cuda|nccl)/ {print $(NF-1), $NF}' | tr -d '()' | sort -u; }
-exports() { objdump -T "$@" | awk '!/UND/ && $NF ~ /^(cuda|nccl)/ {print $(NF-1), $NF}' | sort -u; }
+imports() { objdump -T "$@" | awk '/UND/ && $NF ~ /^(__)?(cuda|nccl)/ {print $(NF-1), $NF}' | tr -d '()' | sort -u; }
+exports() { objdump -T "$@" | awk '!/UND/ && $NF ~ /^(__)?(cuda|nccl)/ {print $(NF-1), $NF}' | sort -u; }
 missing=$(comm -23 <(imports "$FB_BIN/fabric-coll" "$FB_BIN/fabric-rdma") \
   <(exports "$standin/$cudart" "$standin/libnccl.so.2"))
 if [ -z "$missing" ]; then
@@ -42,8 +42,8 @@ expect_exit "gpu-standin.sh without a stand-in built: exit 5" 5 env BUILD="$T_DI
 
 # The stand-in's own checks (tests/standin/selftest.c): events, graphs,
 # memory, the last error, ncclCommSplit, ranks that disagree.
-if mpicc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -isystem "${CUDA_HOME:-/usr/local/cuda}/include" \
-    "$FB_ROOT/tests/standin/selftest.c" -o "$T_DIR/selftest" -L"$standin" -l:libnccl.so.2 -l:"$cudart" \
+if mpicc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$FB_ROOT/bench" -isystem "${CUDA_HOME:-/usr/local/cuda}/include" \
+    "$FB_ROOT/tests/standin/selftest.c" -o "$T_DIR/selftest" -lm -L"$standin" -l:libnccl.so.2 -l:"$cudart" \
     >"$T_DIR/cc.log" 2>&1; then
   run "$gs" timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np 4 -x LD_LIBRARY_PATH "$T_DIR/selftest"
   grep -E '^(not )?ok - ' "$T_OUT"

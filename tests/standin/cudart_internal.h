@@ -22,6 +22,10 @@ int fbsi_device_of_span(const void *p, size_t n);
 /* Counts a copy's bytes by direction (FB_STANDIN_COPY_STATS). */
 void fbsi_count_copy(const void *dst, const void *src, size_t n, enum cudaMemcpyKind kind);
 
+/* The device a stream belongs to (NULL and the per-thread stream: the
+ * current one); -1 if it cannot be made. */
+int fbsi_stream_device(cudaStream_t stream);
+
 /* A kernel's host twin queued on `stream`: run(args) in stream order on
  * the current device, `args` (malloc'd) owned and freed once run, or here
  * on failure. Refused on a stream of another device

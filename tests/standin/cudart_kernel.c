@@ -220,6 +220,8 @@ static cudaError_t launch(const struct CUkern_st *k, dim3 grid, dim3 block, void
     }
     if (!config_ok(grid, block, shared))
         return fbsi_cuda_ret(cudaErrorInvalidConfiguration);
+    if (fbsi_stream_device(stream) != fbsi_current_device())
+        return fbsi_cuda_ret(cudaErrorInvalidResourceHandle);
     /* The parameter is copied at the launch, as CUDA copies it. */
     void *copy = malloc(k->twin->args_size);
     if (copy == NULL)

@@ -631,6 +631,12 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userD
     return enqueue(stream, &op);
 }
 
+int fbsi_stream_device(cudaStream_t stream)
+{
+    struct CUstream_st *s = resolve(stream);
+    return s != NULL ? s->device : -1;
+}
+
 cudaError_t fbsi_launch_twin(cudaStream_t stream, void (*run)(void *), void *args)
 {
     struct CUstream_st *s = resolve(stream);

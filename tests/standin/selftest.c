@@ -3,7 +3,7 @@
  * the last error, the legacy stream's held copies and sets, the devices of
  * events and streams, the capture modes' refusals, ncclCommSplit, ranks
  * that disagree about a call, ncclCommInitAll and the rules of symmetric
- * windows. An
+ * windows, kernels launched by name with the rules a GPU applies. An
  * MPI program (MPI carries the unique id), built and run by
  * tests/coll/test_gpu_standin.sh against the stand-in; prints "ok - " and
  * "not ok - " lines in the test protocol (rank 0 the first, any rank the
@@ -15,6 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "coll/validate_kernels.h"
+
+/* What nvcc's host code calls, declared in its C++ headers only. */
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName,
+                            int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream);
 
 static int rank, nranks, failures;
 
@@ -598,6 +607,72 @@ static void init_all(void)
     cudaSetDevice(rank % 2);
 }
 
+/* Stand-ins for the kernels' host stubs: only their addresses matter. */
+static char fill_stub, check_stub, unknown_stub;
+
+/* The validation kernels registered as nvcc's module constructor does,
+ * then launched as its stubs do: a fill lands in stream order, a check
+ * counts exactly; what a GPU refuses is refused. */
+static void kernels(cudaStream_t s, int ndev)
+{
+    void **mod = __cudaRegisterFatBinary(NULL);
+    __cudaRegisterFunction(mod, &fill_stub, NULL, FB_FILL_KERNEL, -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(mod, &check_stub, NULL, FB_CHECK_KERNEL, -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(mod, &unknown_stub, NULL, "some_other_kernel", -1, NULL, NULL, NULL, NULL, NULL);
+    dim3 grid = {4, 1, 1}, block = {256, 1, 1}, g = {0, 0, 0}, b = {0, 0, 0};
+    size_t shared = 1;
+    cudaStream_t popped = NULL;
+    check(__cudaPushCallConfiguration(grid, block, 0, s) == 0 &&
+              __cudaPopCallConfiguration(&g, &b, &shared, &popped) == cudaSuccess && g.x == 4 && b.x == 256 &&
+              shared == 0 && popped == s,
+          "<<<grid, block, 0, stream>>> pushed is what the stub pops", "another configuration");
+    check(__cudaPopCallConfiguration(&g, &b, &shared, &popped) == cudaErrorMissingConfiguration,
+          "a pop without a push: cudaErrorMissingConfiguration", "popped");
+    enum { N = 5000 };
+    float *buf = NULL, host[N];
+    struct fb_check_result *res = NULL, got = {0, 0};
+    cudaMalloc((void **)&buf, N * sizeof(float));
+    cudaMalloc((void **)&res, sizeof *res);
+    struct fb_pattern p = {FB_ALL_GATHER, FB_FLOAT, FB_SUM, 1, 0, 0, N, N, N, 63};
+    struct fb_fill_args fa = {p, buf, N, 0};
+    void *fargs[] = {&fa};
+    check(cudaLaunchKernel(&fill_stub, grid, block, fargs, 0, s) == cudaSuccess &&
+              cudaMemcpyAsync(host, buf, sizeof host, cudaMemcpyDeviceToHost, s) == cudaSuccess &&
+              cudaStreamSynchronize(s) == cudaSuccess && host[0] == fb_pat_move(0, 0) &&
+              host[N - 1] == (float)fb_pat_move(0, N - 1),
+          "the fill kernel's twin writes the pattern in stream order", "wrong values");
+    host[77] = -1;
+    cudaMemcpy(buf, host, sizeof host, cudaMemcpyHostToDevice);
+    cudaMemset(res, 0, sizeof *res);
+    cudaMemset(&res->first, 0xff, sizeof res->first);
+    struct fb_check_args ca = {p, buf, N, {NULL, NULL, NULL}, res};
+    void *cargs[] = {&ca};
+    check(cudaLaunchKernel(&check_stub, grid, block, cargs, 0, NULL) == cudaSuccess &&
+              cudaMemcpy(&got, res, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess && got.wrong == 1 &&
+              got.first == 77,
+          "the check kernel's twin counts the one wrong element, at 77", "another count");
+    struct fb_fill_args onhost = {p, host, N, 0};
+    void *hargs[] = {&onhost};
+    check(cudaLaunchKernel(&fill_stub, grid, block, hargs, 0, s) == cudaErrorIllegalAddress,
+          "a kernel given host memory: cudaErrorIllegalAddress", "ran");
+    dim3 big = {2048, 1, 1};
+    check(cudaLaunchKernel(&fill_stub, grid, big, fargs, 0, s) == cudaErrorInvalidConfiguration,
+          "2048 threads per block: cudaErrorInvalidConfiguration", "launched");
+    check(cudaLaunchKernel(&unknown_stub, grid, block, fargs, 0, s) == cudaErrorInvalidDeviceFunction,
+          "a kernel with no host twin: cudaErrorInvalidDeviceFunction", "launched");
+    if (ndev >= 2) {
+        int here = 0;
+        cudaGetDevice(&here);
+        cudaSetDevice((here + 1) % ndev);
+        check(cudaLaunchKernel(&fill_stub, grid, block, fargs, 0, s) == cudaErrorInvalidResourceHandle,
+              "a launch on a stream of another device: cudaErrorInvalidResourceHandle", "launched");
+        cudaSetDevice(here);
+    }
+    cudaGetLastError();
+    cudaFree(buf);
+    cudaFree(res);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -615,6 +690,7 @@ int main(int argc, char **argv)
         devices(s, ndev);
     capture_rules();
     memory();
+    kernels(s, ndev);
     ncclUniqueId id;
     ncclComm_t world = NULL;
     if (rank == 0)
