@@ -6,6 +6,7 @@
 #   bench/<module>/<x>_main.c  the main of build/bin/fabric-<x>
 #   bench/<module>/*_nccl.c    compiled only when CUDA and NCCL are found
 #   bench/<module>/*_cuda.c    compiled only when the CUDA runtime is found
+#   bench/<module>/*.cu        CUDA kernels, compiled by nvcc when it is found (HAVE_KERNELS)
 #   bench/<module>/module.mk   `<module>_USES := ...`: the layers below it
 #   tests/unit/test_*.c        unit test programs, build/tests/test_*
 #

@@ -54,14 +54,15 @@ out=${FB_GPU_CHECK_OUT:-$root/results/gpu-check/$(date -u +%Y%m%dT%H%M%SZ)}
 jobs=$(nproc)
 colls=(all_reduce all_gather)
 
-# The time model of --dry-run, in seconds, for one H200 on 16 cores. The
-# host-side validation of fabric-coll dominates: about 2.5 s per GiB checked,
-# in and out of place; nccl-tests checks on the GPU.
+# The time model of --dry-run, in seconds, for one H200 on 16 cores. Both
+# tools check on the GPU when fabric-bench is built with nvcc; without it,
+# fabric-coll's checks stage through host memory: about 2.5 s per GiB
+# checked, in and out of place.
 est_build_fb=30      # make -j16 all
 est_build_nt=60      # nccl-tests for one GPU family, two collectives
 est_start_fb=6       # mpirun, CUDA context, NCCL communicator
 est_start_nt=4       # one process, CUDA context, NCCL communicator
-est_check_gib=2.5    # fabric-coll -c 1, per GiB per placement
+est_check_gib=2.5    # fabric-coll -c 1 staged, per GiB per placement (0.01 on the GPU)
 est_gpu_bps=1e12     # bytes per second one GPU moves through a collective, at least
 budget=480           # what the device allows for the whole check
 
@@ -309,8 +310,10 @@ run_name() { # run_name TOOL COLL VARIANT
 
 # estimate TOOL VARIANT FIRST LAST: seconds for one run of sizes FIRST..LAST (x2).
 estimate() {
+  local ck=$est_check_gib
+  [ ! -x "${CUDA_HOME:-}/bin/nvcc" ] || ck=0.01
   awk -v tool="$1" -v v="$2" -v b="$3" -v e="$4" -v it="$iters" -v w="$warmup" -v g="$graph" \
-    -v sf="$est_start_fb" -v sn="$est_start_nt" -v ck="$est_check_gib" -v bw="$est_gpu_bps" 'BEGIN {
+    -v sf="$est_start_fb" -v sn="$est_start_nt" -v ck="$ck" -v bw="$est_gpu_bps" 'BEGIN {
     for (s = b; s <= e; s *= 2) sum += s
     ops = w + it * (v == "graph" ? g : 1)
     t = 2 * ops * sum / bw + (tool == "fb" ? sf + 2 * ck * sum / 1073741824 : sn)
@@ -453,7 +456,10 @@ run_step() {
   limit=$((3 * secs + 60))
   [ "$limit" -le "$left" ] || limit=$left
   say "$name: $*"
+  local t0=$EPOCHREALTIME
   timeout -k 10 "$limit" "$@" >"$out/$name.txt" 2>"$out/$name.err" || rc=$?
+  # The whole run's wall time: what -c 1's checks cost shows here.
+  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }' >"$out/$name.wall"
   case $rc in 124 | 137) echo "stopped after $limit s (timeout)" >>"$out/$name.err"; rc=8 ;; esac
   echo "$rc" >"$out/$name.rc"
   [ "$rc" -eq 0 ] || say "$name: exit $rc: $(tail -2 "$out/$name.err" | tr '\n' ' ')"
@@ -551,6 +557,17 @@ wrong_total() { # wrong_total TOOL COLL
   echo "$n"
 }
 
+# wall_ratio COLL: the plain -c 1 sweep's wall time against nccl-tests'
+# (start-up included in both), goal at most 1.1.
+wall_ratio() {
+  local a=$sdir/$1.wall b=$sdir/ncclt-$1.wall
+  [ -f "$a" ] && [ -f "$b" ] || return 0
+  awk -v a="$(cat "$a")" -v b="$(cat "$b")" -v c="$1" 'BEGIN {
+    if (b <= 0) exit
+    printf "wall time of the -c 1 %s sweep: %.1f s, nccl-tests %.1f s: ratio %.2f (goal at most 1.10: %s)\n",
+      c, a, b, a / b, a / b <= 1.10 ? "met" : "MISSED" }'
+}
+
 versions() {
   local j=$sdir/all_reduce.json nt="" ntd
   ntd=$(meta ncclt)
@@ -589,6 +606,7 @@ summarize() {
     fi
     wrong=$(awk -v a="$wrong" -v b="$w" 'BEGIN { printf "%.0f\n", a + b }')
     peak_memory "$c"
+    wall_ratio "$c"
   done
   echo
   local n=0 failed=0
