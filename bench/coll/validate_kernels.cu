@@ -60,8 +60,6 @@ extern "C" cudaError_t fb_devcheck_new(struct fb_devcheck **out)
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e == cudaSuccess)
-        e = cudaMalloc((void **)&dc->reduce, FB_EXPECT_PERIOD * sizeof *dc->reduce);
-    if (e == cudaSuccess)
         e = cudaMalloc((void **)&dc->result, sizeof *dc->result);
     dc->blocks_max = (sms > 0 ? sms : 1) * BLOCKS_PER_SM;
     if (e != cudaSuccess) {
@@ -118,6 +116,11 @@ static cudaError_t upload_tables(struct fb_devcheck *dc, const struct fb_pattern
 {
     size_t shares = (size_t)p->nranks + 1;
     cudaError_t e = t->share_start != NULL ? share_room(dc, shares) : cudaSuccess;
+    /* A reduction's table (96 KiB) only once a reduction is checked. */
+    if (e == cudaSuccess && t->reduce != NULL && dc->reduce == NULL) {
+        e = cudaMalloc((void **)&dc->reduce, FB_EXPECT_PERIOD * sizeof *dc->reduce);
+        dc->key = 0;
+    }
     dev->reduce = t->reduce != NULL ? dc->reduce : NULL;
     dev->share_start = t->share_start != NULL ? dc->share_start : NULL;
     dev->share_from = t->share_start != NULL ? dc->share_from : NULL;
