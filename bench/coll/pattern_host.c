@@ -123,15 +123,12 @@ static int prepare_shares(struct fb_host_tables *ht, const struct fb_pattern *p)
         if (ht->share_cap == 0)
             return 0;
     }
-    int esz = fb_pat_size(p->dtype);
+    size_t esz = (size_t)fb_pat_size(p->dtype);
     uint64_t at = 0;
     for (int from = 0; from < p->nranks; from++) {
-        uint64_t off = 0;
-        for (int to = 0; to < p->rank; to++)
-            off += fb_pat_alltoallv_count(p->param, esz, p->nranks, from, to);
         ht->share_start[from] = at;
-        ht->share_from[from] = off;
-        at += fb_pat_alltoallv_count(p->param, esz, p->nranks, from, p->rank);
+        ht->share_from[from] = fb_alltoallv_send_offset(p->param, esz, p->nranks, from, p->rank);
+        at += fb_alltoallv_count(p->param, esz, p->nranks, from, p->rank);
     }
     ht->share_start[n] = at;
     ht->share_from[n] = 0;
@@ -195,29 +192,39 @@ static inline int same_elems(const unsigned char *a, const unsigned char *b, uin
     return memcmp(a, b, (size_t)k * (size_t)esz) == 0;
 }
 
-/* Rank r's data from index j on, n elements, a stretch (table row) at a
- * time. */
-static void fill_move(const struct fb_host_tables *ht, int r, uint64_t j, uint64_t n, unsigned char *d)
+/* The tables a run of elements is copied from or compared with. */
+enum table { TAB_POISON, TAB_INPUT, TAB_MOVE, TAB_REDUCE };
+
+/* Where element j of a table's sequence lies (rank r's data, for
+ * TAB_MOVE), and in *room how many elements follow it there in order: the
+ * rest of its stretch's row, or of the period. */
+static const unsigned char *segment(const struct fb_host_tables *ht, enum table which, int r, uint64_t j,
+                                    uint64_t *room)
 {
-    int esz = ht->esz;
-    while (n > 0) {
-        unsigned col = (unsigned)(j % 64);
-        uint64_t k = 64 - col < n ? 64 - col : n;
-        copy_elems(d, ht->move + ((size_t)fb_pat_move_row(r, j) * 64 + col) * (size_t)esz, k, esz);
-        d += k * (uint64_t)esz;
-        j += k;
-        n -= k;
+    const unsigned char *tab = ht->reduce_bytes;
+    uint64_t period = FB_EXPECT_PERIOD, esz = (uint64_t)ht->esz;
+    switch (which) {
+    case TAB_MOVE:
+        *room = 64 - j % 64;
+        return ht->move + ((uint64_t)fb_pat_move_row(r, j) * 64 + j % 64) * esz;
+    case TAB_POISON: tab = ht->poison, period = 64; break;
+    case TAB_INPUT: tab = ht->input, period = ht->in_period; break;
+    case TAB_REDUCE: break;
     }
+    *room = period - j % period;
+    return tab + (j % period) * esz;
 }
 
-/* `n` elements from the periodic table `tab` of `period` elements,
- * starting at element j of the sequence. */
-static void fill_periodic(const unsigned char *tab, size_t period, int esz, uint64_t j, uint64_t n, unsigned char *d)
+/* n elements of the table's sequence from j on into d. */
+static void fill_run(const struct fb_host_tables *ht, enum table which, int r, uint64_t j, uint64_t n,
+                     unsigned char *d)
 {
     while (n > 0) {
-        uint64_t at = j % period, k = period - at < n ? period - at : n;
-        memcpy(d, tab + at * (uint64_t)esz, k * (uint64_t)esz);
-        d += k * (uint64_t)esz;
+        uint64_t room;
+        const unsigned char *s = segment(ht, which, r, j, &room);
+        uint64_t k = room < n ? room : n;
+        copy_elems(d, s, k, ht->esz);
+        d += k * (uint64_t)ht->esz;
         j += k;
         n -= k;
     }
@@ -226,13 +233,8 @@ static void fill_periodic(const unsigned char *tab, size_t period, int esz, uint
 void fb_host_fill(const struct fb_host_tables *ht, const struct fb_pattern *p, void *buf, uint64_t i0, uint64_t n,
                   int poison)
 {
-    unsigned char *d = buf;
-    if (poison)
-        fill_periodic(ht->poison, 64, ht->esz, 0, n, d);
-    else if (reduces(p))
-        fill_periodic(ht->input, ht->in_period, ht->esz, i0, n, d);
-    else
-        fill_move(ht, p->rank, i0, n, d);
+    enum table which = poison ? TAB_POISON : reduces(p) ? TAB_INPUT : TAB_MOVE;
+    fill_run(ht, which, p->rank, i0, n, buf);
 }
 
 /* Elements that differ from the table in their bytes, judged one by one
@@ -251,36 +253,20 @@ static uint64_t judge(const struct fb_pattern *p, const struct fb_pat_tables *t,
     return wrong;
 }
 
-static uint64_t check_move(const struct fb_host_tables *ht, const struct fb_pattern *p, const struct fb_pat_tables *t,
-                           const unsigned char *got, uint64_t i, const struct fb_pat_src *s, uint64_t n,
-                           uint64_t *first)
+/* Receive elements [i, i + n), held at got, against the table's sequence
+ * from j on. */
+static uint64_t check_run(const struct fb_host_tables *ht, const struct fb_pattern *p, const struct fb_pat_tables *t,
+                          enum table which, int r, const unsigned char *got, uint64_t i, uint64_t j, uint64_t n,
+                          uint64_t *first)
 {
-    int esz = ht->esz;
-    uint64_t wrong = 0, j = s->j;
-    while (n > 0) {
-        unsigned col = (unsigned)(j % 64);
-        uint64_t k = 64 - col < n ? 64 - col : n;
-        if (!same_elems(got, ht->move + ((size_t)fb_pat_move_row(s->rank, j) * 64 + col) * (size_t)esz, k, esz))
-            wrong += judge(p, t, got, i, k, first);
-        got += k * (uint64_t)esz;
-        i += k;
-        j += k;
-        n -= k;
-    }
-    return wrong;
-}
-
-static uint64_t check_reduce(const struct fb_host_tables *ht, const struct fb_pattern *p,
-                             const struct fb_pat_tables *t, const unsigned char *got, uint64_t i, uint64_t j,
-                             uint64_t n, uint64_t *first)
-{
-    int esz = ht->esz;
     uint64_t wrong = 0;
     while (n > 0) {
-        uint64_t at = j % FB_EXPECT_PERIOD, k = FB_EXPECT_PERIOD - at < n ? FB_EXPECT_PERIOD - at : n;
-        if (memcmp(got, ht->reduce_bytes + at * (uint64_t)esz, k * (uint64_t)esz) != 0)
+        uint64_t room;
+        const unsigned char *s = segment(ht, which, r, j, &room);
+        uint64_t k = room < n ? room : n;
+        if (!same_elems(got, s, k, ht->esz))
             wrong += judge(p, t, got, i, k, first);
-        got += k * (uint64_t)esz;
+        got += k * (uint64_t)ht->esz;
         i += k;
         j += k;
         n -= k;
@@ -297,10 +283,8 @@ uint64_t fb_host_check(const struct fb_host_tables *ht, const struct fb_pattern 
     while (i < end) {
         struct fb_pat_src s = fb_pat_source(p, &t, i);
         uint64_t k = s.len < end - i ? s.len : end - i;
-        if (s.kind == FB_SRC_MOVE)
-            wrong += check_move(ht, p, &t, got, i, &s, k, first);
-        else if (s.kind == FB_SRC_REDUCE)
-            wrong += check_reduce(ht, p, &t, got, i, s.j, k, first);
+        if (s.kind != FB_SRC_NONE)
+            wrong += check_run(ht, p, &t, s.kind == FB_SRC_MOVE ? TAB_MOVE : TAB_REDUCE, s.rank, got, i, s.j, k, first);
         got += k * (uint64_t)ht->esz;
         i += k;
     }

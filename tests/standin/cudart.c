@@ -214,14 +214,6 @@ int fbsi_is_pinned(const void *p)
     return pinned;
 }
 
-int fbsi_is_device_span(const void *p, size_t n)
-{
-    pthread_mutex_lock(&g.lock);
-    const struct alloc *a = find_alloc(p);
-    int inside = a != NULL && n <= a->size - (size_t)((const char *)p - a->base);
-    pthread_mutex_unlock(&g.lock);
-    return inside;
-}
 
 int fbsi_device_of_span(const void *p, size_t n)
 {
@@ -230,6 +222,11 @@ int fbsi_device_of_span(const void *p, size_t n)
     int device = a != NULL && n <= a->size - (size_t)((const char *)p - a->base) ? a->device : -1;
     pthread_mutex_unlock(&g.lock);
     return device;
+}
+
+int fbsi_is_device_span(const void *p, size_t n)
+{
+    return fbsi_device_of_span(p, n) >= 0;
 }
 
 /* --- bytes copied between host and device ---------------------------- */
