@@ -11,12 +11,9 @@
 # size (default 512). Goals print PASS or MISS: the exit stays 0. A check
 # that finds wrong elements in a correct result stops the script: a bug.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$root/build}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mpi=(mpirun --oversubscribe --mca op ^avx --mca btl "self,vader" -np 2)
-[ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root "${mpi[@]:1}")
+# root, build, work (removed at exit), mpi: scripts/bench/common.sh.
+# shellcheck source=scripts/bench/common.sh
+. "$(dirname "$0")/bench/common.sh"
 rounds=${FB_BENCH_ROUNDS:-3}
 mib=${FB_BENCH_CHECK_MIB:-512}
 for v in "$rounds" "$mib"; do

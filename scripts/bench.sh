@@ -10,12 +10,9 @@
 #   3. every scripts/bench-*.sh present (probes, sweeps) in turn
 # Goals print PASS or MISS; a busy machine may miss one: the exit stays 0.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$root/build}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mpi=(mpirun --oversubscribe --mca op ^avx --mca btl "self,vader" -np 2)
-[ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root "${mpi[@]:1}")
+# root, build, work (removed at exit), mpi: scripts/bench/common.sh.
+# shellcheck source=scripts/bench/common.sh
+. "$(dirname "$0")/bench/common.sh"
 rounds=${FB_BENCH_ROUNDS:-7}
 # Iterations per size, more the smaller the size (an operation of 8 B takes
 # under a microsecond): every size is timed over tens of milliseconds, so a
