@@ -6,6 +6,7 @@
 #   bench/<module>/<x>_main.c  the main of build/bin/fabric-<x>
 #   bench/<module>/*_nccl.c    compiled only when CUDA and NCCL are found
 #   bench/<module>/*_cuda.c    compiled only when the CUDA runtime is found
+#   bench/<module>/*_ofi.c     compiled only when libfabric is found (HAVE_OFI)
 #   bench/<module>/*.cu        CUDA kernels, compiled by nvcc when it is found (HAVE_KERNELS)
 #   bench/<module>/module.mk   `<module>_USES := ...`: the layers below it
 #   tests/unit/test_*.c        unit test programs, build/tests/test_*
@@ -46,6 +47,18 @@ endif
 ifeq ($(HAVE_NCCL),1)
   CPPFLAGS += -DHAVE_NCCL=1 $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
   LDLIBS   := $(filter-out -lcudart,$(LDLIBS)) -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -lnccl -lcudart
+endif
+
+# libfabric (the probe's ofi transport, the doctor's EFA check): from
+# LIBFABRIC_HOME when given, else pkg-config's libfabric; without it the
+# programs build and say so when asked for it.
+LIBFABRIC_HOME ?=
+OFI_CFLAGS := $(if $(LIBFABRIC_HOME),$(if $(wildcard $(LIBFABRIC_HOME)/include/rdma/fabric.h),-isystem $(LIBFABRIC_HOME)/include),$(shell pkg-config --cflags libfabric 2>/dev/null))
+OFI_LIBDIR := $(if $(LIBFABRIC_HOME),$(firstword $(wildcard $(LIBFABRIC_HOME)/lib64/libfabric.so $(LIBFABRIC_HOME)/lib/libfabric.so)))
+HAVE_OFI := $(if $(LIBFABRIC_HOME),$(if $(and $(OFI_CFLAGS),$(OFI_LIBDIR)),1,0),$(if $(shell pkg-config --exists libfabric 2>/dev/null && echo y),1,0))
+ifeq ($(HAVE_OFI),1)
+  CPPFLAGS += -DHAVE_OFI=1 $(OFI_CFLAGS)
+  LDLIBS   += $(if $(OFI_LIBDIR),-L$(dir $(OFI_LIBDIR)) -Wl,-rpath,$(dir $(OFI_LIBDIR)),$(shell pkg-config --libs-only-L libfabric 2>/dev/null)) -lfabric
 endif
 
 # Validation kernels (bench/<module>/*.cu): compiled with nvcc where the
@@ -99,6 +112,9 @@ endif
 ifneq ($(HAVE_CUDA),1)
   ALL_SRCS := $(filter-out %_cuda.c,$(ALL_SRCS))
 endif
+ifneq ($(HAVE_OFI),1)
+  ALL_SRCS := $(filter-out %_ofi.c,$(ALL_SRCS))
+endif
 CU_SRCS   := $(if $(filter 1,$(HAVE_KERNELS)),$(foreach m,$(MODULES),$(wildcard bench/$(m)/*.cu)))
 MAIN_SRCS := $(filter %_main.c,$(ALL_SRCS))
 LIB_SRCS  := $(filter-out %_main.c,$(ALL_SRCS)) $(CU_SRCS)
@@ -125,7 +141,7 @@ all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN)
 standin: $(STANDIN)
 
 help:
-	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no); GPU validation kernels: $(if $(filter 1,$(HAVE_KERNELS)),yes,no))"
+	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no); GPU validation kernels: $(if $(filter 1,$(HAVE_KERNELS)),yes,no); libfabric: $(if $(filter 1,$(HAVE_OFI)),yes,no))"
 	@echo "make demo       host-memory all_reduce sweep on local ranks, verdict and plot"
 	@echo "make test       all tests; ends with 'N passed, N failed'"
 	@echo "make standin    the CUDA/NCCL stand-in: GPU paths without a GPU (docs/standin.md)$(if $(STANDIN),, - not here: no CUDA/NCCL headers)"

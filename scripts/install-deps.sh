@@ -8,11 +8,12 @@ set -euo pipefail
 
 # Build: compilers come with the machine; these are the libraries and tools.
 build_pkgs=(make gcc g++ pkg-config openmpi-bin libopenmpi-dev libjson-c-dev
-  libhwloc-dev hwloc libibverbs-dev rdma-core ibverbs-utils gnuplot-nox)
+  libhwloc-dev hwloc libibverbs-dev rdma-core ibverbs-utils libfabric-dev
+  libfabric1 gnuplot-nox)
 # Tests: multi-host namespaces, sshd, linters, schema validation, baselines.
 test_pkgs=(iproute2 openssh-server openssh-client procps jq shellcheck
   yamllint python3 python3-jsonschema python3-yaml iperf3 valgrind
-  util-linux psmisc slurm-wlm munge
+  util-linux psmisc slurm-wlm munge libfabric-bin
   prometheus prometheus-node-exporter)
 # fabric-report html opened in a headless browser (tests/report/test_html.sh).
 test_pkgs+=(chromium)
