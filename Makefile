@@ -53,12 +53,14 @@ endif
 # LIBFABRIC_HOME when given, else pkg-config's libfabric; without it the
 # programs build and say so when asked for it.
 LIBFABRIC_HOME ?=
+comma := ,
 OFI_CFLAGS := $(if $(LIBFABRIC_HOME),$(if $(wildcard $(LIBFABRIC_HOME)/include/rdma/fabric.h),-isystem $(LIBFABRIC_HOME)/include),$(shell pkg-config --cflags libfabric 2>/dev/null))
 OFI_LIBDIR := $(if $(LIBFABRIC_HOME),$(firstword $(wildcard $(LIBFABRIC_HOME)/lib64/libfabric.so $(LIBFABRIC_HOME)/lib/libfabric.so)))
 HAVE_OFI := $(if $(LIBFABRIC_HOME),$(if $(and $(OFI_CFLAGS),$(OFI_LIBDIR)),1,0),$(if $(shell pkg-config --exists libfabric 2>/dev/null && echo y),1,0))
 ifeq ($(HAVE_OFI),1)
   CPPFLAGS += -DHAVE_OFI=1 $(OFI_CFLAGS)
-  LDLIBS   += $(if $(OFI_LIBDIR),-L$(dir $(OFI_LIBDIR)) -Wl,-rpath,$(dir $(OFI_LIBDIR)),$(shell pkg-config --libs-only-L libfabric 2>/dev/null)) -lfabric
+  OFI_LDIR := $(if $(OFI_LIBDIR),$(patsubst %/,%,$(dir $(OFI_LIBDIR))))
+  LDLIBS   += $(if $(OFI_LDIR),-L$(OFI_LDIR) -Wl$(comma)-rpath$(comma)$(OFI_LDIR),$(shell pkg-config --libs-only-L libfabric 2>/dev/null)) -lfabric
 endif
 
 # Validation kernels (bench/<module>/*.cu): compiled with nvcc where the

@@ -29,6 +29,8 @@ enum probe_tag {
     PROBE_TAG_ACK,
     PROBE_TAG_REPORT,
     PROBE_TAG_LAT_GO,
+    PROBE_TAG_OFIINFO,
+    PROBE_TAG_OFI_DONE, /* ofi: the active end is through with a size (its status) */
 };
 
 /* "rank 3 (host-b)" */

@@ -27,7 +27,15 @@ struct probe_endpoint {
     char gid_type[12];     /* "IB", "RoCE v1", "RoCE v2" */
     int gid_auto;          /* chosen by the rules, not -x */
     char gid_rule[40];
-    char address[48];      /* tcp: the IPv4 address used */
+    char address[48];      /* tcp: the IPv4 address used; ofi: the domain's */
+    /* ofi: what libfabric chose */
+    char provider[32];     /* "efa", "tcp;ofi_rxm" */
+    char provider_version[16];
+    char fabric[64];       /* fabric_attr->name */
+    char ep_type[16];      /* "FI_EP_RDM" */
+    char mr_mode[128];     /* the domain's mr_mode bits, "FI_MR_LOCAL|FI_MR_VIRT_ADDR" */
+    char hmem[16];         /* "FI_HMEM_CUDA" when GPU memory is registered, else "" */
+    char libfabric[16];    /* the library's version, "1.17" */
     int numa_node;         /* the device's node */
     char pci_bus_id[32];   /* the device's PCI address */
     char mem_kind[8];      /* "host", "gpu" */

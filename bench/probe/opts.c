@@ -9,10 +9,17 @@
 #define OFF(f) offsetof(struct probe_opts, f)
 #define BIG 2147483647.0
 
+/* In the order of the int they set: op_read, counter_completion. */
+static const char *const op_names[] = {"write", "read", NULL};
+static const char *const completion_names[] = {"cq", "counter", NULL};
+
 const struct fb_opt probe_options[] = {
-    {0, "transport", FB_OPT_STRING, OFF(transport_name), "rdma|tcp", "rdma (verbs RDMA WRITE, default) or tcp (sockets)", 0, 0, 0},
+    {0, "transport", FB_OPT_STRING, OFF(transport_name), "rdma|tcp|ofi", "rdma (verbs RDMA WRITE, default), tcp (sockets) or ofi (libfabric RMA: EFA, Slingshot, any provider)", 0, 0, 0},
+    {0, "provider", FB_OPT_STRING, OFF(provider), "NAME", "ofi: libfabric provider: efa, cxi, verbs;ofi_rxm, tcp, shm, ... (default $FI_PROVIDER, else libfabric's first with RMA)", 0, 0, 0},
+    {0, "op", FB_OPT_CHOICE, OFF(op_read), NULL, "ofi: RMA operation (default write; read where a provider offers only reads)", 0, 0, 0, .choices = op_names},
+    {0, "completion", FB_OPT_CHOICE, OFF(counter_completion), NULL, "ofi: a CQ entry per operation, streaming (default), or a counter, a window at a time (fi_rma_bw style)", 0, 0, 0, .choices = completion_names},
     {0, "pattern", FB_OPT_STRING, OFF(pattern_name), "NAME", "pairs (rank i <-> i+N/2, default), ring, all-pairs (every node pair, in rounds)", 0, 0, 0},
-    {'d', "ib-dev", FB_OPT_STRING, OFF(ib_dev), "LIST", "HCA per local rank, comma list (default: all HCAs in name order)", 0, 0, 0},
+    {'d', "ib-dev", FB_OPT_STRING, OFF(ib_dev), "LIST", "HCA (rdma) or libfabric domain (ofi) per local rank, comma list (default: all, HCAs in name order, domains in libfabric's)", 0, 0, 0},
     {'i', "ib-port", FB_OPT_INT, OFF(ib_port), "PORT", "HCA port (default 1)", 1, 255, 0},
     {'x', "gid-index", FB_OPT_INT, OFF(gid_index), "INDEX", "GID index (default: automatic, RoCE v2 with an IPv4 address)", -1, 1023, 0},
     {0, "mtu", FB_OPT_INT, OFF(mtu), "BYTES", "path MTU 256-4096 (default: the port's active MTU)", 0, 4096, 0},
@@ -29,13 +36,13 @@ const struct fb_opt probe_options[] = {
     {'D', "duration", FB_OPT_DOUBLE, OFF(duration), "SECONDS", "time each size instead of counting (default for tcp bandwidth: 2)", 0.01, 86400, 0},
     {'w', "warmup", FB_OPT_INT, OFF(warmup), "N", "untimed messages per QP/stream before each size (default 100)", 0, BIG, 0},
     {0, "margin", FB_OPT_DOUBLE, OFF(margin), "SECONDS", "untimed seconds before each size with -D (default 0.2)", 0, 3600, 0},
-    {'q', "qps", FB_OPT_INT, OFF(qps), "N", "rdma: queue pairs per link (default 2)", 1, 64, 0},
-    {'t', "tx-depth", FB_OPT_INT, OFF(tx_depth), "N", "rdma: writes outstanding per QP (default 128)", 1, 16384, 0},
+    {'q', "qps", FB_OPT_INT, OFF(qps), "N", "rdma: queue pairs per link; ofi: endpoints per link (default 2)", 1, 64, 0},
+    {'t', "tx-depth", FB_OPT_INT, OFF(tx_depth), "N", "rdma: writes outstanding per QP; ofi: per endpoint (default 128)", 1, 16384, 0},
     {'Q', "cq-mod", FB_OPT_INT, OFF(cq_mod), "N", "rdma: one completion per N writes (default 32)", 1, 16384, 0},
     {'l', "post-list", FB_OPT_INT, OFF(post_list), "N", "rdma: writes per ibv_post_send (default 1)", 1, 64, 0},
     {'b', "bidirectional", FB_OPT_FLAG, OFF(bidirectional), NULL, "measure both directions of every link at once", 0, 0, 0},
     {0, "latency", FB_OPT_FLAG, OFF(latency), NULL, "ping-pong latency (ib_write_lat style) instead of bandwidth", 0, 0, 0},
-    {0, "use-cuda", FB_OPT_FLAG, OFF(use_cuda), NULL, "rdma: GPU memory (GPUDirect RDMA; dma-buf, else nvidia-peermem)", 0, 0, 0},
+    {0, "use-cuda", FB_OPT_FLAG, OFF(use_cuda), NULL, "rdma, ofi: GPU memory (GPUDirect RDMA; rdma: dma-buf, else nvidia-peermem; ofi: FI_HMEM)", 0, 0, 0},
     {0, "cuda-device", FB_OPT_INT, OFF(cuda_device), "N", "GPU for --use-cuda (default: local rank modulo the GPU count)", -1, 1023, 0},
     {0, "threshold", FB_OPT_DOUBLE, OFF(threshold), "FRACTION", "flag links below this share of line rate, else of the median link (default 0.9)", 0.01, 1, 0},
     {0, "interval", FB_OPT_DOUBLE, OFF(interval), "SECONDS", "first sampling interval; doubles to fit 64 samples (default 0.001)", 0.0001, 3600, 0},
@@ -104,6 +111,8 @@ static enum fb_status find_transport(struct probe_opts *o, struct fb_err *err)
 {
     char names[128];
     o->tp = probe_transport_find(o->transport_name, &o->transport);
+    if (o->tp != NULL && o->tp->unavailable != NULL)
+        return fb_fail(err, FB_ERR_UNAVAIL, "--transport %s: %s", o->tp->name, o->tp->unavailable);
     if (o->tp != NULL)
         return FB_OK;
     probe_transport_names(0, names, sizeof names);
@@ -120,6 +129,22 @@ static enum fb_status check_modes(const struct probe_opts *o, const struct fb_op
                        "or all-pairs");
     if (o->latency && o->bidirectional)
         return fb_fail(err, FB_ERR_USAGE, "--latency is a round trip already; drop -b");
+    return FB_OK;
+}
+
+/* Options of the ofi transport are refused elsewhere rather than ignored:
+ * a user who typed --provider efa expects libfabric to run. */
+static enum fb_status check_ofi_options(const struct probe_opts *o, const struct fb_opts_result *res,
+                                        struct fb_err *err)
+{
+    static const char *const ofi_only[] = {"provider", "op", "completion"};
+    for (size_t i = 0; o->transport != PROBE_OFI && i < sizeof ofi_only / sizeof ofi_only[0]; i++)
+        if (given(res, ofi_only[i]))
+            return fb_fail(err, FB_ERR_USAGE, "--%s applies to --transport ofi; add "
+                           "--transport ofi or drop --%s", ofi_only[i], ofi_only[i]);
+    if (o->counter_completion && o->latency)
+        return fb_fail(err, FB_ERR_USAGE, "--latency waits on each operation's CQ entry; drop "
+                       "--completion counter");
     return FB_OK;
 }
 
@@ -161,7 +186,8 @@ static enum fb_status check_combinations(struct probe_opts *o, const struct fb_o
     if (probe_pattern_parse(o->pattern_name, &o->pattern) != 0)
         return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
                        o->pattern_name);
-    if (check_modes(o, res, err) != FB_OK || check_gpu_memory(o, res, err) != FB_OK)
+    if (check_modes(o, res, err) != FB_OK || check_ofi_options(o, res, err) != FB_OK ||
+        check_gpu_memory(o, res, err) != FB_OK)
         return err->code;
     default_amount(o, res);
     return o->tp->check_options != NULL ? o->tp->check_options(o, err) : FB_OK;
@@ -203,8 +229,9 @@ void probe_opts_help(const char *prog)
 {
     printf("usage: mpirun -np N %s [options]\n"
            "Raw link probe across every pair of an MPI job: RDMA WRITE bandwidth or latency\n"
-           "(ib_write_bw / ib_write_lat style) or a TCP baseline. One rank per HCA or\n"
-           "interface: local rank l uses the l-th device.\n\n", prog);
+           "(ib_write_bw / ib_write_lat style) over verbs or libfabric (EFA, Slingshot), or a\n"
+           "TCP baseline. One rank per HCA, libfabric domain or interface: local rank l uses\n"
+           "the l-th device.\n\n", prog);
     fb_opts_help(stdout, probe_options);
     printf("\nexit codes: 0 ok, 1 internal error, 2 usage, 4 memory, 5 unavailable (no RDMA/GPU\n"
            "here), 6 the ends of a link disagree, 7 io, 8 timeout (names the silent rank and\n"

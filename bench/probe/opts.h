@@ -13,6 +13,9 @@
 
 struct probe_opts {
     const char *transport_name, *pattern_name;
+    const char *provider;                  /* ofi */
+    int op_read;                           /* ofi: --op read */
+    int counter_completion;                /* ofi: --completion counter */
     const char *ib_dev;
     long ib_port, gid_index, mtu, sl, tclass;
     const char *iface;

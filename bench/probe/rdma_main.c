@@ -16,8 +16,11 @@ static void print_help_or_version(const struct probe_driver *d)
 {
     if (d->w.rank == 0 && d->o.help)
         probe_opts_help("fabric-rdma");
-    if (d->w.rank == 0 && d->o.version)
-        printf("fabric-rdma %s\n", FB_VERSION);
+    if (d->w.rank == 0 && d->o.version) {
+        char transports[128];
+        probe_transport_build(transports, sizeof transports);
+        printf("fabric-rdma %s (transports: %s)\n", FB_VERSION, transports);
+    }
 }
 
 int main(int argc, char **argv)

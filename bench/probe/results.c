@@ -188,6 +188,27 @@ static json_object *str_or_null(const char *s)
 
 static json_object *int_or_null(int v) { return v >= 0 ? json_object_new_int(v) : NULL; }
 
+/* What libfabric chose for this rank (ofi transport only). */
+static json_object *ofi_json(const struct probe_endpoint *e)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "provider", json_object_new_string(e->provider));
+    json_object_object_add(o, "provider_version", str_or_null(e->provider_version));
+    json_object_object_add(o, "libfabric", str_or_null(e->libfabric));
+    json_object_object_add(o, "fabric", str_or_null(e->fabric));
+    json_object_object_add(o, "domain", str_or_null(e->device));
+    json_object_object_add(o, "ep_type", str_or_null(e->ep_type));
+    json_object *modes = json_object_new_array();
+    for (const char *p = e->mr_mode; *p != '\0' && strcmp(e->mr_mode, "none") != 0;) {
+        size_t n = strcspn(p, "|");
+        json_object_array_add(modes, json_object_new_string_len(p, (int)n));
+        p += n + (p[n] == '|');
+    }
+    json_object_object_add(o, "mr_mode", modes);
+    json_object_object_add(o, "hmem", str_or_null(e->hmem));
+    return o;
+}
+
 static json_object *endpoint_json(const struct probe_endpoint *e)
 {
     json_object *o = json_object_new_object();
@@ -226,6 +247,7 @@ static json_object *endpoint_json(const struct probe_endpoint *e)
     json_object_object_add(mem, "gpu_bus_id", str_or_null(e->gpu_bus_id));
     json_object_object_add(mem, "gpu_name", str_or_null(e->gpu_name));
     json_object_object_add(o, "memory", mem);
+    json_object_object_add(o, "ofi", e->provider[0] ? ofi_json(e) : NULL);
     return o;
 }
 
@@ -476,18 +498,28 @@ void probe_print_header(FILE *out, const struct probe_results *r)
         tp->describe_options(o, settings, sizeof settings);
     fprintf(out, "# %s, %s per %s, %ld %s%s per link%s\n", sizes, amount, tp->lane, lanes, tp->lane,
             lanes == 1 ? "" : "s", settings);
-    fprintf(out, "# %4s %-16s %-10s %-10s %-22s %5s %-44s %4s %s\n", "rank", "host", "device",
-            tp->port_column, "rate", "MTU", tp->address_column, "NUMA", "memory");
+    /* Device and port cells widen to their longest (libfabric domains and
+     * providers run long: "rdmap16s27-rdm", "tcp;ofi_rxm 117.0"). */
+    int dev_w = 10, port_w = 10;
+    for (int k = 0; k < r->nranks; k++) {
+        char port[48], addr[160];
+        tp->describe_endpoint(&r->ep[k], port, sizeof port, addr, sizeof addr);
+        dev_w = (int)strlen(r->ep[k].device) > dev_w ? (int)strlen(r->ep[k].device) : dev_w;
+        port_w = (int)strlen(port) > port_w ? (int)strlen(port) : port_w;
+    }
+    fprintf(out, "# %4s %-16s %-*s %-*s %-22s %5s %-44s %4s %s\n", "rank", "host", dev_w, "device",
+            port_w, tp->port_column, "rate", "MTU", tp->address_column, "NUMA", "memory");
     for (int k = 0; k < r->nranks; k++) {
         const struct probe_endpoint *e = &r->ep[k];
-        char port[32], addr[160], mem[96];
+        char port[48], addr[160], mem[96];
         tp->describe_endpoint(e, port, sizeof port, addr, sizeof addr);
         if (e->gpu >= 0)
             snprintf(mem, sizeof mem, "gpu %d %s %s", e->gpu, e->gpu_bus_id, e->mem_reg);
         else
             snprintf(mem, sizeof mem, "host%s", e->mem_numa_node >= 0 ? " (NUMA-bound)" : "");
-        fprintf(out, "# %4d %-16.16s %-10.10s %-10.10s %-22.22s %5d %-44s %4d %s\n", k, e->host,
-                e->device, port, e->rate[0] ? e->rate : "-", e->mtu, addr, e->numa_node, mem);
+        fprintf(out, "# %4d %-16.16s %-*s %-*s %-22.22s %5d %-44s %4d %s\n", k, e->host, dev_w,
+                e->device, port_w, port, e->rate[0] ? e->rate : "-", e->mtu, addr, e->numa_node,
+                mem);
     }
     if (o->latency)
         fprintf(out, "#%5s %10s  %-44s %9s %9s %9s %9s %9s %9s\n", "round", "bytes",

@@ -18,11 +18,19 @@
  * bidirectional ring: two out, two in). */
 #define PROBE_ENDS_MAX 4
 
+/* The largest record an end sends its peer, whatever the transport. */
+#define PROBE_RECORD_MAX \
+    (PROBE_OFIINFO_WIRE_MAX > PROBE_QPINFO_WIRE_MAX ? PROBE_OFIINFO_WIRE_MAX : PROBE_QPINFO_WIRE_MAX)
+
+struct probe_ofi_dev;
+struct probe_ofi_link;
+
 /* What this rank brings to every round. */
 struct probe_rank_env {
     const struct probe_opts *o;
     const struct probe_ctx *c;
     struct probe_verbs_dev *dev; /* rdma */
+    struct probe_ofi_dev *ofi;   /* ofi */
     struct ibv_mr *mr;           /* rdma: registers buf */
     char *buf;                   /* nslots slots of slot_len bytes */
     uint64_t slot_len;
@@ -39,9 +47,10 @@ struct probe_end {
     char *slot;
     char peer_name[FB_HOST_MAX + 96];
     struct probe_verbs_link *vl;           /* rdma */
+    struct probe_ofi_link *ol;             /* ofi */
     struct probe_tcp_flow flow;            /* tcp */
     int listen_fd;                         /* tcp: the destination's listener until it accepts */
-    uint8_t record[PROBE_QPINFO_WIRE_MAX]; /* this end's record for the peer */
+    uint8_t record[PROBE_RECORD_MAX];      /* this end's record for the peer */
     MPI_Request record_req;                /* tcp: its send */
 };
 

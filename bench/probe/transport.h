@@ -1,5 +1,6 @@
-/* How bytes cross a link: RDMA verbs (transport_verbs.c) or TCP sockets
- * (transport_tcp.c). Everything the two do differently sits behind one ops
+/* How bytes cross a link: RDMA verbs (transport_verbs.c), TCP sockets
+ * (transport_tcp.c) or libfabric RMA (transport_ofi.c; ofi_none.c in a
+ * build without libfabric). Everything the two do differently sits behind one ops
  * struct, from what the options mean for a transport to how a round is
  * connected and measured and how an endpoint is shown; the driver, the
  * rounds and the results call through it. The table of transports by name
@@ -13,7 +14,7 @@
 #include "core/status.h"
 
 /* Rows of the transport table. */
-enum probe_transport { PROBE_RDMA, PROBE_TCP };
+enum probe_transport { PROBE_RDMA, PROBE_TCP, PROBE_OFI };
 
 struct probe_endpoint;
 struct probe_end;
@@ -26,6 +27,9 @@ struct probe_size_spec;
 
 struct probe_transport_ops {
     const char *name; /* --transport value, "transport" in the record */
+    /* Why this build cannot run it ("built without libfabric; ..."), NULL
+     * when it can: a usage that names it ends with exit 5 and this line. */
+    const char *unavailable;
 
     /* What the options mean for it. */
     const char *lane; /* what carries a share of a link's messages: "QP", "stream" */
@@ -75,6 +79,7 @@ struct probe_transport_ops {
 
 extern const struct probe_transport_ops probe_transport_verbs;
 extern const struct probe_transport_ops probe_transport_tcp;
+extern const struct probe_transport_ops probe_transport_ofi;
 
 /* The transport called `name`, NULL when there is none; *row is its row. */
 const struct probe_transport_ops *probe_transport_find(const char *name,
@@ -83,5 +88,8 @@ const struct probe_transport_ops *probe_transport_find(const char *name,
 /* The names of the transports, "rdma or tcp"; those with GPU memory only
  * when `gpu_only`. */
 void probe_transport_names(int gpu_only, char *buf, size_t len);
+
+/* "rdma, tcp, ofi (built without libfabric)" for --version. */
+void probe_transport_build(char *buf, size_t len);
 
 #endif

@@ -8,6 +8,7 @@
 static const struct probe_transport_ops *const transports[] = {
     [PROBE_RDMA] = &probe_transport_verbs,
     [PROBE_TCP] = &probe_transport_tcp,
+    [PROBE_OFI] = &probe_transport_ofi,
 };
 
 #define NTRANSPORTS (sizeof transports / sizeof transports[0])
@@ -35,4 +36,13 @@ void probe_transport_names(int gpu_only, char *buf, size_t len)
     for (size_t i = 0; i < n; i++)
         fb_strbuf_append(buf, len, &used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
                          names[i]);
+}
+
+void probe_transport_build(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NTRANSPORTS; i++)
+        fb_strbuf_append(buf, len, &used, "%s%s%s", i == 0 ? "" : ", ", transports[i]->name,
+                         transports[i]->unavailable != NULL ? " (not in this build)" : "");
 }

@@ -7,6 +7,7 @@
 static const uint8_t qp_magic[4] = {'F', 'B', 'Q', 'P'};
 static const uint8_t tcp_magic[4] = {'F', 'B', 'T', 'A'};
 static const uint8_t hello_magic[4] = {'F', 'B', 'T', 'S'};
+static const uint8_t ofi_magic[4] = {'F', 'B', 'O', 'F'};
 
 static uint8_t *put_le(uint8_t *p, uint64_t v, int bytes)
 {
@@ -170,6 +171,61 @@ enum fb_status probe_tcpinfo_decode(const uint8_t *buf, size_t len, struct probe
     p += 4;
     out->port = get16(&p);
     out->streams = get16(&p);
+    return FB_OK;
+}
+
+size_t probe_ofiinfo_encode(const struct probe_ofiinfo *in, uint8_t *buf)
+{
+    uint8_t *p = put_header(buf, ofi_magic);
+    p = put32(p, in->link);
+    p = put32(p, (uint32_t)in->rank);
+    memset(p, 0, PROBE_OFI_PROV_MAX);
+    memcpy(p, in->provider, strnlen(in->provider, PROBE_OFI_PROV_MAX - 1));
+    p += PROBE_OFI_PROV_MAX;
+    p = put32(p, in->addr_format);
+    uint16_t n = in->nlanes > PROBE_QPS_MAX ? PROBE_QPS_MAX : in->nlanes;
+    p = put16(p, n);
+    for (int i = 0; i < n; i++) {
+        const struct probe_ofi_lane_info *l = &in->lane[i];
+        uint16_t len = l->name_len > PROBE_OFI_NAME_MAX ? PROBE_OFI_NAME_MAX : l->name_len;
+        p = put16(p, len);
+        memcpy(p, l->name, len);
+        p = put64(p + len, l->base);
+        p = put64(p, l->key);
+    }
+    return (size_t)(p - buf);
+}
+
+enum fb_status probe_ofiinfo_decode(const uint8_t *buf, size_t len, struct probe_ofiinfo *out,
+                                    struct fb_err *err)
+{
+    if (check_header(buf, len, ofi_magic, "libfabric endpoint", err) != FB_OK)
+        return err->code;
+    if (len < PROBE_OFIINFO_FIXED)
+        return fb_fail(err, FB_ERR_LAUNCH, "libfabric endpoint record truncated: %zu of %d bytes",
+                       len, PROBE_OFIINFO_FIXED);
+    const uint8_t *p = buf + 6, *end = buf + len;
+    memset(out, 0, sizeof *out);
+    out->link = get32(&p);
+    out->rank = (int32_t)get32(&p);
+    memcpy(out->provider, p, PROBE_OFI_PROV_MAX - 1);
+    p += PROBE_OFI_PROV_MAX;
+    out->addr_format = get32(&p);
+    out->nlanes = get16(&p);
+    if (out->nlanes == 0 || out->nlanes > PROBE_QPS_MAX)
+        return fb_fail(err, FB_ERR_LAUNCH, "libfabric endpoint record from rank %d names %u "
+                       "endpoints (1 to %d expected)", out->rank, out->nlanes, PROBE_QPS_MAX);
+    for (int i = 0; i < out->nlanes; i++) {
+        struct probe_ofi_lane_info *l = &out->lane[i];
+        if (end - p < 2 || (l->name_len = get16(&p)) > PROBE_OFI_NAME_MAX || l->name_len == 0 ||
+            end - p < l->name_len + 16)
+            return fb_fail(err, FB_ERR_LAUNCH, "libfabric endpoint record from rank %d is "
+                           "malformed at endpoint %d (%zu bytes)", out->rank, i, len);
+        memcpy(l->name, p, l->name_len);
+        p += l->name_len;
+        l->base = get64(&p);
+        l->key = get64(&p);
+    }
     return FB_OK;
 }
 

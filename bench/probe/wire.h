@@ -61,6 +61,35 @@ size_t probe_tcpinfo_encode(const struct probe_tcpinfo *in, uint8_t *buf);
 enum fb_status probe_tcpinfo_decode(const uint8_t *buf, size_t len, struct probe_tcpinfo *out,
                                     struct fb_err *err);
 
+/* What one end of a libfabric link tells the other: the provider it runs
+ * (both ends must run the same one), and per endpoint its address as
+ * fi_getname gave it and the memory region the peer writes or reads. */
+#define PROBE_OFI_NAME_MAX 64
+#define PROBE_OFI_PROV_MAX 32
+
+struct probe_ofi_lane_info {
+    uint16_t name_len;
+    uint8_t name[PROBE_OFI_NAME_MAX];
+    uint64_t base; /* the region's address as the peer names it: its VA or 0 */
+    uint64_t key;  /* the region's remote key */
+};
+
+struct probe_ofiinfo {
+    uint32_t link;
+    int32_t rank;
+    char provider[PROBE_OFI_PROV_MAX]; /* "tcp;ofi_rxm", NUL-terminated */
+    uint32_t addr_format;              /* fi_info's addr_format */
+    uint16_t nlanes;
+    struct probe_ofi_lane_info lane[PROBE_QPS_MAX];
+};
+
+#define PROBE_OFIINFO_FIXED (6 + 4 + 4 + PROBE_OFI_PROV_MAX + 4 + 2)
+#define PROBE_OFIINFO_WIRE_MAX (PROBE_OFIINFO_FIXED + (2 + 16 + PROBE_OFI_NAME_MAX) * PROBE_QPS_MAX)
+
+size_t probe_ofiinfo_encode(const struct probe_ofiinfo *in, uint8_t *buf);
+enum fb_status probe_ofiinfo_decode(const uint8_t *buf, size_t len, struct probe_ofiinfo *out,
+                                    struct fb_err *err);
+
 /* The greeting every TCP stream opens with, so that the listener knows
  * which link and stream a connection carries. */
 struct probe_hello {

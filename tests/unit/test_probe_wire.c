@@ -147,6 +147,56 @@ static void test_stream_greeting_layout_and_checks(void)
     CHECK_INT(probe_hello_decode(b, &h), 0);
 }
 
+static void test_ofiinfo_round_trip_and_bounds(void)
+{
+    static struct probe_ofiinfo in, out;
+    memset(&in, 0, sizeof in);
+    in.link = 9;
+    in.rank = 5;
+    strcpy(in.provider, "tcp;ofi_rxm");
+    in.addr_format = 2;
+    in.nlanes = 2;
+    for (int i = 0; i < 2; i++) {
+        in.lane[i].name_len = (uint16_t)(16 + 12 * i); /* sockaddr_in, then a longer name */
+        for (int k = 0; k < in.lane[i].name_len; k++)
+            in.lane[i].name[k] = (uint8_t)(k * 7 + i);
+        in.lane[i].base = 0x7f00aa000000ULL + (uint64_t)i;
+        in.lane[i].key = 0x1122334455667788ULL ^ (uint64_t)i;
+    }
+    static uint8_t buf[PROBE_OFIINFO_WIRE_MAX];
+    size_t len = probe_ofiinfo_encode(&in, buf);
+    CHECK_INT(len, PROBE_OFIINFO_FIXED + 2 * 18 + 16 + 28);
+    struct fb_err err = {0};
+    CHECK_INT(probe_ofiinfo_decode(buf, len, &out, &err), FB_OK);
+    CHECK_INT(out.link, 9);
+    CHECK_INT(out.rank, 5);
+    CHECK_STR(out.provider, "tcp;ofi_rxm");
+    CHECK_INT(out.addr_format, 2);
+    CHECK_INT(out.nlanes, 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(out.lane[i].name_len, in.lane[i].name_len);
+        CHECK(memcmp(out.lane[i].name, in.lane[i].name, in.lane[i].name_len) == 0);
+        CHECK(out.lane[i].base == in.lane[i].base && out.lane[i].key == in.lane[i].key);
+    }
+    /* Cut anywhere inside the lanes: malformed, never read past the end. */
+    for (size_t cut = PROBE_OFIINFO_FIXED; cut < len; cut += 5) {
+        CHECK_INT(probe_ofiinfo_decode(buf, cut, &out, &err), FB_ERR_LAUNCH);
+        CHECK_CONTAINS(err.msg, "rank 5");
+    }
+    CHECK_INT(probe_ofiinfo_decode(buf, PROBE_OFIINFO_FIXED - 1, &out, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "truncated");
+    /* A provider name that fills its field still ends in NUL. */
+    memset(in.provider, 'p', sizeof in.provider);
+    len = probe_ofiinfo_encode(&in, buf);
+    CHECK_INT(probe_ofiinfo_decode(buf, len, &out, &err), FB_OK);
+    CHECK_INT((int)strlen(out.provider), PROBE_OFI_PROV_MAX - 1);
+    /* A queue-pair record is not a libfabric record. */
+    struct probe_qpinfo q = sample();
+    uint8_t qbuf[PROBE_QPINFO_WIRE_MAX];
+    CHECK_INT(probe_ofiinfo_decode(qbuf, probe_qpinfo_encode(&q, qbuf), &out, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "not a libfabric endpoint record");
+}
+
 int main(void)
 {
     RUN(test_qpinfo_round_trip);
@@ -155,5 +205,6 @@ int main(void)
     RUN(test_ends_must_agree_on_gid_type_and_mtu);
     RUN(test_tcpinfo_round_trip);
     RUN(test_stream_greeting_layout_and_checks);
+    RUN(test_ofiinfo_round_trip_and_bounds);
     return fbt_done();
 }

@@ -1,0 +1,260 @@
+/* The libfabric transport: one provider domain per rank, -q reliable
+ * datagram endpoints on every link end, RMA write (or read) bandwidth and
+ * ping-pong latency (fabric_ofi.c, rma_ofi.c). Endpoint names and memory
+ * keys travel over MPI. The end that only lends its memory cannot simply
+ * wait as a verbs target does: providers with manual progress (tcp, efa
+ * emulating RMA) need it to poll, so it serves until the active end says,
+ * over MPI, that it is through. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe/mem.h"
+#include "probe/ofi_env.h"
+#include "probe/ofi_internal.h"
+#include "probe/opts.h"
+#include "probe/rounds.h"
+#include "probe/transport.h"
+
+static long ofi_lanes(const struct probe_opts *o) { return o->qps; }
+
+static enum fb_status ofi_check_options(const struct probe_opts *o, struct fb_err *err)
+{
+    return probe_ofi_provider_agrees(o->provider, getenv("FI_PROVIDER"), err);
+}
+
+static void ofi_describe_options(const struct probe_opts *o, char *buf, size_t len)
+{
+    snprintf(buf, len, ", RMA %s, window %ld, completions by %s", o->op_read ? "read" : "write",
+             o->tx_depth, o->counter_completion ? "counter" : "CQ");
+}
+
+static enum fb_status ofi_open(struct probe_rank_env *env, struct probe_endpoint *ep,
+                               struct fb_err *err)
+{
+    const struct probe_opts *o = env->o;
+    const struct fb_world *w = env->c->w;
+    struct probe_ofi_cfg cfg = {o->provider, o->ib_dev, o->op_read, o->counter_completion,
+                                o->use_cuda, w->nodes > 1, o->tx_depth, o->sizes[o->nsizes - 1]};
+    if (probe_ofi_open(&cfg, w->local_rank, w->local_size, w->host, &env->ofi, ep, err) != FB_OK)
+        return err->code;
+    if (o->use_cuda)
+        snprintf(ep->hmem, sizeof ep->hmem, "FI_HMEM_CUDA");
+    return FB_OK;
+}
+
+/* Regions are registered per endpoint when a round connects (FI_MR_ENDPOINT
+ * binds them to one); here the domain learns what memory it will get. */
+static enum fb_status ofi_register_memory(struct probe_rank_env *env, struct probe_mem *m,
+                                          struct fb_err *err)
+{
+    (void)err;
+    env->ofi->gpu = m->gpu;
+    env->ofi->hmem_iface = m->gpu >= 0 ? FI_HMEM_CUDA : FI_HMEM_SYSTEM;
+    snprintf(m->reg_path, sizeof m->reg_path, "%s", m->gpu >= 0 ? "fi_hmem_cuda" : "host");
+    return FB_OK;
+}
+
+static void ofi_close(struct probe_rank_env *env)
+{
+    probe_ofi_close(env->ofi);
+    env->ofi = NULL;
+}
+
+static enum fb_status connect_end(const struct probe_rank_env *env, struct probe_end *e,
+                                  struct fb_err *err)
+{
+    const struct probe_opts *o = env->o;
+    if (env->host_memory)
+        memset(e->slot, 0, env->slot_len); /* no stale byte may pass for a latency reply */
+    struct probe_ofiinfo mine, theirs;
+    if (probe_ofi_link_create(env->ofi, e->link->id, env->c->w->rank, o->latency ? 1 : (int)o->qps,
+                              e->slot, env->slot_len, e->peer_name, &e->ol, &mine, err) != FB_OK)
+        return err->code;
+    static uint8_t in[PROBE_OFIINFO_WIRE_MAX]; /* one end at a time; too large for the stack */
+    int len = (int)probe_ofiinfo_encode(&mine, e->record), got = 0;
+    char what[96];
+    snprintf(what, sizeof what, "exchanging libfabric endpoint records for link %d", e->link->id);
+    if (probe_exchange(env->c, e->peer, PROBE_TAG_OFIINFO, e->record, len, in, sizeof in, &got,
+                       o->timeout, what, err) != FB_OK ||
+        probe_ofiinfo_decode(in, (size_t)got, &theirs, err) != FB_OK)
+        return err->code;
+    if ((int)theirs.link != e->link->id || theirs.rank != e->peer)
+        return fb_fail(err, FB_ERR_LAUNCH, "%s sent the record of link %u where link %d was due; "
+                       "are all ranks running the same command?", e->peer_name, theirs.link,
+                       e->link->id);
+    return probe_ofi_link_connect(e->ol, &theirs, env->me, err);
+}
+
+static enum fb_status ofi_connect_round(const struct probe_rank_env *env, struct probe_round *rd,
+                                        struct fb_err *err)
+{
+    for (int i = 0; i < rd->nends; i++)
+        if (connect_end(env, &rd->ends[i], err) != FB_OK)
+            return err->code;
+    return FB_OK;
+}
+
+/* The end that posts the operations: the source writes, the destination
+ * reads (the bytes still flow from source to destination). */
+static int is_active(const struct probe_opts *o, const struct probe_end *e)
+{
+    return o->op_read ? !e->is_src : e->is_src;
+}
+
+/* The passive ends of a step and the word each awaits from its peer. */
+struct serving {
+    struct probe_end *ends[PROBE_ENDS_MAX];
+    MPI_Request req[PROBE_ENDS_MAX];
+    int32_t status[PROBE_ENDS_MAX];
+    int n;
+};
+
+static void await_words(const struct probe_rank_env *env, struct serving *sv)
+{
+    for (int i = 0; i < sv->n; i++)
+        MPI_Irecv(&sv->status[i], 1, MPI_INT32_T, sv->ends[i]->peer, PROBE_TAG_OFI_DONE,
+                  env->c->comm, &sv->req[i]);
+}
+
+static enum fb_status progress_all(void *arg, struct fb_err *err)
+{
+    struct serving *sv = arg;
+    for (int i = 0; i < sv->n; i++)
+        if (probe_ofi_progress(sv->ends[i]->ol, err) != FB_OK)
+            return err->code;
+    return FB_OK;
+}
+
+/* Drives the passive ends until every peer has said it is through, or
+ * until the longest its measurement may take has passed. */
+static enum fb_status serve(const struct probe_rank_env *env, struct serving *sv,
+                            const struct probe_size_spec *spec, struct fb_err *err)
+{
+    double limit = probe_size_spec_bound_s(spec, (int)env->o->qps) + env->o->timeout;
+    double since = MPI_Wtime();
+    for (unsigned long spin = 0;; spin++) {
+        if (progress_all(sv, err) != FB_OK)
+            return err->code;
+        int pending = -1;
+        for (int i = 0; i < sv->n; i++) {
+            int flag = 1;
+            if (sv->req[i] != MPI_REQUEST_NULL)
+                MPI_Test(&sv->req[i], &flag, MPI_STATUS_IGNORE);
+            if (!flag)
+                pending = i;
+        }
+        if (pending < 0)
+            return FB_OK;
+        if ((spin & 255) == 0 && MPI_Wtime() - since > limit)
+            return fb_fail(err, FB_ERR_TIMEOUT,
+                           "%s did not finish its RMA into %s within %.0f s; the peer or the path "
+                           "stopped answering (check that host and the link), or raise --timeout",
+                           sv->ends[pending]->peer_name, env->me, limit);
+        if ((spin & 1023) == 0 && probe_check_stop(env->c, err) != FB_OK)
+            return err->code;
+    }
+}
+
+/* Tells each active end's peer that this rank is through with the size
+ * (with how it went, so a failure ends the peer's wait at once). */
+static enum fb_status say_done(const struct probe_rank_env *env, struct probe_end **ends, int n,
+                               enum fb_status st, struct fb_err *err)
+{
+    int32_t word = (int32_t)st;
+    MPI_Request req[PROBE_ENDS_MAX];
+    for (int i = 0; i < n; i++)
+        MPI_Isend(&word, 1, MPI_INT32_T, ends[i]->peer, PROBE_TAG_OFI_DONE, env->c->comm, &req[i]);
+    for (int i = 0; i < n; i++) {
+        if (st != FB_OK) {
+            MPI_Request_free(&req[i]); /* the job is ending; do not wait on a broken path */
+            continue;
+        }
+        if (probe_wait(env->c, &req[i], env->o->timeout, ends[i]->peer,
+                       "saying an RMA run is through", err) != FB_OK)
+            return err->code;
+    }
+    return st;
+}
+
+static enum fb_status ofi_bandwidth(const struct probe_rank_env *env, struct probe_round *rd,
+                                    const struct probe_size_spec *spec, struct probe_measure *out,
+                                    int *nout, struct fb_err *err)
+{
+    struct probe_end *active[PROBE_ENDS_MAX];
+    struct probe_ofi_link *links[PROBE_ENDS_MAX];
+    struct probe_measure tmp[PROBE_ENDS_MAX];
+    struct serving sv = {.n = 0};
+    int na = 0;
+    for (int i = 0; i < rd->nends; i++) {
+        struct probe_end *e = &rd->ends[i];
+        if (is_active(env->o, e)) {
+            active[na] = e;
+            links[na++] = e->ol;
+        } else {
+            sv.ends[sv.n++] = e;
+        }
+    }
+    await_words(env, &sv);
+    struct probe_ofi_idle idle = {progress_all, &sv};
+    enum fb_status st = na > 0 ? probe_ofi_bw(links, na, spec, &idle, tmp, err) : FB_OK;
+    if (say_done(env, active, na, st, err) != FB_OK)
+        return err->code;
+    if (serve(env, &sv, spec, err) != FB_OK)
+        return err->code;
+    for (int i = 0; i < na; i++)
+        out[(*nout)++] = tmp[i];
+    return FB_OK;
+}
+
+/* Write latency is a ping-pong of both ends; read latency is the
+ * initiator's alone, its peer serving until told it is through. */
+static enum fb_status ofi_latency(const struct probe_rank_env *env, struct probe_end *e,
+                                  const struct probe_size_spec *spec, struct probe_measure *out,
+                                  struct fb_err *err)
+{
+    if (!env->o->op_read)
+        return probe_ofi_write_lat(e->ol, spec, e->is_src, out, err);
+    if (e->is_src) {
+        enum fb_status st = probe_ofi_read_lat(e->ol, spec, out, err);
+        return say_done(env, &e, 1, st, err);
+    }
+    memset(out, 0, sizeof *out);
+    struct serving sv = {.ends = {e}, .n = 1};
+    await_words(env, &sv);
+    return serve(env, &sv, spec, err);
+}
+
+static void ofi_disconnect_end(struct probe_end *e)
+{
+    probe_ofi_link_destroy(e->ol);
+    e->ol = NULL;
+}
+
+static void ofi_describe_endpoint(const struct probe_endpoint *e, char *port, size_t port_len,
+                                  char *address, size_t address_len)
+{
+    snprintf(port, port_len, "%s %s", e->provider, e->provider_version);
+    snprintf(address, address_len, "%s%s%s", e->fabric, e->address[0] ? " " : "", e->address);
+}
+
+const struct probe_transport_ops probe_transport_ofi = {
+    .name = "ofi",
+    .lane = "endpoint",
+    .lanes = ofi_lanes,
+    .default_duration_s = 0,
+    .gpu_memory = 1,
+    .slot_min = 0,
+    .check_options = ofi_check_options,
+    .describe_options = ofi_describe_options,
+    .open = ofi_open,
+    .register_memory = ofi_register_memory,
+    .close = ofi_close,
+    .connect_round = ofi_connect_round,
+    .bandwidth = ofi_bandwidth,
+    .latency = ofi_latency,
+    .disconnect_end = ofi_disconnect_end,
+    .port_column = "provider",
+    .address_column = "fabric address",
+    .describe_endpoint = ofi_describe_endpoint,
+};
