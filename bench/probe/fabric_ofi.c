@@ -171,12 +171,12 @@ static const struct fi_info *first_usable(const struct fi_info *list, int multi_
 
 /* The provider's domains in libfabric's order, one entry each (the first
  * of its fabrics, usually IPv4 first for socket providers); loopback ones
- * only when nothing else is there. */
-static int list_domains(const struct fi_info *list, const char *prov, const struct fi_info **out,
-                        int cap)
+ * only when asked for by name or when nothing else is there. */
+static int list_domains(const struct fi_info *list, const char *prov, int named_ok,
+                        const struct fi_info **out, int cap)
 {
     int n = 0;
-    for (int pass = 0; pass < 2 && n == 0; pass++) {
+    for (int pass = named_ok ? 1 : 0; pass < 2 && n == 0; pass++) {
         for (const struct fi_info *i = list; i != NULL && n < cap; i = i->next) {
             if (strcmp(i->fabric_attr->prov_name, prov) != 0 || (pass == 0 && is_loopback(i)))
                 continue;
@@ -200,7 +200,8 @@ static enum fb_status pick_domain(const struct probe_ofi_cfg *cfg, const struct 
                        "pick a network provider with --provider (efa, verbs;ofi_rxm, tcp)");
     const struct fi_info *doms[DOMAINS_MAX];
     const char *names[DOMAINS_MAX] = {0};
-    int n = list_domains(list, first->fabric_attr->prov_name, doms, DOMAINS_MAX);
+    int n = list_domains(list, first->fabric_attr->prov_name, cfg->domains != NULL, doms,
+                         DOMAINS_MAX);
     for (int k = 0; k < n; k++)
         names[k] = doms[k]->domain_attr->name;
     char want[64];
