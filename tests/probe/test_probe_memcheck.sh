@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# fabric-rdma under AddressSanitizer/UBSan and valgrind: real TCP runs on
-# loopback and the no-RDMA / no-GPU error paths. LeakSanitizer cannot tell
+# fabric-rdma under AddressSanitizer/UBSan and valgrind: real TCP and
+# libfabric runs on loopback and the no-RDMA / no-GPU error paths. LeakSanitizer cannot tell
 # Open MPI's unloaded components from our code, so leaks are left to
 # valgrind (definite leaks fail, Open MPI's suppressed).
 # shellcheck source=tests/lib.sh
@@ -40,6 +40,14 @@ sanitized "ASan: latency" 0 2 --transport tcp --latency -a --max-size 4K -n 50 "
 sanitized "ASan: no RDMA (exit 5)" 5 0 "${J[@]}"
 sanitized "ASan: --use-cuda without a GPU (exit 5)" 5 0 --use-cuda "${J[@]}"
 sanitized "ASan: odd ranks for pairs (exit 2)" 2 3 --transport tcp "${J[@]}"
+if "$asan_bin" --version | grep -q 'ofi)'; then
+  OFI=(--transport ofi --provider tcp -d lo)
+  sanitized "ASan: libfabric bidirectional sweep, 2 endpoints" 0 2 "${OFI[@]}" -b -a --min-size 1K --max-size 256K -n 50 "${J[@]}"
+  sanitized "ASan: libfabric ring of 3, counter, reads" 0 3 "${OFI[@]}" --pattern ring --op read --completion counter -n 50 "${J[@]}"
+  sanitized "ASan: libfabric write and read latency" 0 2 "${OFI[@]}" --latency -a --max-size 1K -n 50 "${J[@]}"
+  sanitized "ASan: libfabric read latency" 0 2 "${OFI[@]}" --latency --op read -n 50 "${J[@]}"
+  sanitized "ASan: unknown provider (exit 5)" 5 2 --transport ofi --provider nosuch "${J[@]}"
+fi
 
 if ! command -v valgrind >/dev/null; then
   not_ok "valgrind present" "install valgrind (scripts/install-deps.sh)"
@@ -50,5 +58,11 @@ vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=de
 [ -f /usr/share/openmpi/openmpi-valgrind.supp ] && vg+=(--suppressions=/usr/share/openmpi/openmpi-valgrind.supp)
 run fb_mpirun 2 "${vg[@]}" "$FB_BIN/fabric-rdma" --transport tcp -b -D 0.3 -s 64K --timeout 60 "${J[@]}"
 if [ "$T_RC" -eq 0 ]; then ok "valgrind: bidirectional TCP pair, no memory errors or definite leaks"; else not_ok "valgrind: bidirectional TCP pair" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi
+if "$FB_BIN/fabric-rdma" --version | grep -q 'ofi)'; then
+  run fb_mpirun 2 "${vg[@]}" "$FB_BIN/fabric-rdma" --transport ofi --provider tcp -d lo -b -s 64K -n 100 --timeout 60 "${J[@]}"
+  if [ "$T_RC" -eq 0 ]; then ok "valgrind: bidirectional libfabric pair, no memory errors or definite leaks"; else not_ok "valgrind: bidirectional libfabric pair" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi
+  run fb_mpirun 2 "${vg[@]}" "$FB_BIN/fabric-rdma" --transport ofi --provider tcp -d lo --latency -n 50 --timeout 60 "${J[@]}"
+  if [ "$T_RC" -eq 0 ]; then ok "valgrind: libfabric latency, no memory errors or definite leaks"; else not_ok "valgrind: libfabric latency" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi
+fi
 run timeout 120 "${vg[@]}" "$FB_BIN/fabric-rdma" "${J[@]}"
 if [ "$T_RC" -eq 5 ]; then ok "valgrind: the no-RDMA path, no errors or definite leaks"; else not_ok "valgrind: the no-RDMA path" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi

@@ -15,8 +15,8 @@ if ! pkg-config --exists libfabric 2>/dev/null || ! "$FB_BIN/fabric-rdma" --vers
   skip "libfabric across namespace hosts" "fabric-rdma is built without libfabric"
   exit 0
 fi
-hosts_up fbo 4 2 "libfabric across namespace hosts" || exit 0
-ok "4 namespace hosts come up"
+hosts_up fbo 5 2 "libfabric across namespace hosts" || exit 0
+ok "5 namespace hosts come up"
 hosts_mpirun() { timeout -k 10 240 "$th" mpirun fbo -q "$@"; }
 OFI=(--transport ofi --provider tcp)
 
@@ -49,24 +49,29 @@ jq_ok "2 rails x 3 host pairs: local rank l meets local rank l" "$T_DIR/rails.js
   '.complete and (.links | length) == 6
    and all(.links[]; .src.rank % 3 != .dst.rank % 3 and ((.src.rank / 3 | floor) == (.dst.rank / 3 | floor)))'
 
-# fbo3 sends through a 400 Mbit/s token bucket: its links out are slow, it
-# is the suspect, and nobody else is.
+# fbo3 sends through a 400 Mbit/s token bucket: its links out are slow,
+# and those in too (the provider's acknowledgements queue behind its
+# writes). Five hosts, so its 8 links of 20 stay a minority and the
+# median is a healthy link's; fbo3 is the one suspect.
 "$th" exec fbo 3 tc qdisc replace dev eth0 root tbf rate 400mbit burst 64kbit latency 400ms
-run hosts_mpirun -np 4 --map-by node "$FB_BIN/fabric-rdma" "${OFI[@]}" --pattern all-pairs -b -s 1M -n 20 -w 5 \
+run hosts_mpirun -np 5 --map-by node "$FB_BIN/fabric-rdma" "${OFI[@]}" --pattern all-pairs -b -s 1M -n 20 -w 5 \
   -J "$T_DIR/slow.json"
 "$th" exec fbo 3 tc qdisc del dev eth0 root
-jq_ok "slow host: every link out of fbo3 flagged, none other" "$T_DIR/slow.json" \
-  '.complete and ([.flags[] | .src.host] | unique) == ["fbo3"] and (.flags | length) == 3'
+# (A healthy link may be flagged too when its round shares the 2 cores
+# with fbo3's: the verdict that matters is the suspect.)
+jq_ok "slow host: the 4 links out of fbo3 are flagged and the slowest" "$T_DIR/slow.json" \
+  '.complete and (.links | length) == 20 and ([.flags[] | select(.src.host == "fbo3")] | length) == 4
+   and ([.links | sort_by(.avg_Gbps)[:4][] | .src.host] | unique) == ["fbo3"]'
 jq_ok "slow host: fbo3 is the one suspect" "$T_DIR/slow.json" '[.suspects[].host] == ["fbo3"]'
-expect_grep "the text names the suspect" '^# SUSPECT [^ ]*fbo3.* (host fbo3, device eth0): slow in 3 of its 6 links' "$T_OUT"
+expect_grep "the text names the suspect" '^# SUSPECT fbo3:eth0\[2\] \(host fbo3, device eth0\): slow in [4-8] of its 8 links' "$T_OUT"
 
 # fbo2's link goes down mid-run: exit 8 naming rank 1 (fbo2), the file
 # keeps the fault. The link comes back so mpirun can clean up.
 ( hosts_mpirun -np 2 --map-by node "$FB_BIN/fabric-rdma" "${OFI[@]}" -a --min-size 1M --max-size 4M -D 5 \
     --margin 0 --timeout 3 -J "$T_DIR/down.json" >"$T_DIR/down.out" 2>"$T_DIR/down.err"; echo $? >"$T_DIR/down.rc" ) &
 job=$!
-for _ in $(seq 1 100); do
-  grep -q -- '->' "$T_DIR/down.out" 2>/dev/null && break
+for _ in $(seq 1 150); do
+  [ "$(jq '.links | length' "$T_DIR/down.json" 2>/dev/null)" = 1 ] && break
   sleep 0.2
 done
 "$th" link fbo 2 down
