@@ -4,12 +4,15 @@
 # same method: RMA writes both ways at once (fi_rma_bw -o write is
 # bidirectional), one endpoint, a window of 64 posted and drained whole
 # (fabric-rdma -b -q 1 -t 64 --completion counter), the same write count.
+# Each side is pinned to a core of its own (host 1 to core 0, host 2 to
+# core 1), both tools alike, so the two ends do not trade places with the
+# kernel's network work from run to run.
 # Each round runs both tools at one size, in turn going first; the ratio is
 # the median over rounds of fabric-rdma / fi_rma_bw, each the sum of its two
 # directions, so load that comes and goes on a shared machine cancels
 # (target: within 5%). Called by scripts/bench.sh.
-#   FI_RMA_BW (fi_rma_bw on PATH)  FB_BENCH_ROUNDS (7)  FB_BENCH_OFI_SIZES ("1M 2M 4M 8M")
-#   FB_BENCH_OFI_ITERS (200)  BUILD (build)
+#   FI_RMA_BW (fi_rma_bw on PATH)  FB_BENCH_ROUNDS (11)  FB_BENCH_OFI_SIZES ("1M 2M 4M 8M")
+#   FB_BENCH_OFI_ITERS (1000)  BUILD (build)
 # fi_rma_bw is not packaged in Debian; build fabtests of the installed
 # libfabric outside this tree: ./autogen.sh && ./configure --with-libfabric=/usr && make
 set -euo pipefail
@@ -17,9 +20,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 probe=$build/bin/fabric-rdma
-rounds=${FB_BENCH_ROUNDS:-7}
+rounds=${FB_BENCH_ROUNDS:-11}
 read -r -a sizes <<<"${FB_BENCH_OFI_SIZES:-1M 2M 4M 8M}"
-iters=${FB_BENCH_OFI_ITERS:-200}
+iters=${FB_BENCH_OFI_ITERS:-1000}
+ncpu=$(nproc)
 th=$root/scripts/testhosts.sh
 hostset=fbob
 
@@ -42,12 +46,19 @@ cleanup() {
 }
 trap cleanup EXIT
 "$th" up "$hostset" 2 2 >/dev/null
+# mpirun starts each rank through this: rank r on core r.
+cat >"$work/pin" <<'SH'
+#!/bin/sh
+exec taskset -c "$((OMPI_COMM_WORLD_RANK % $(nproc)))" "$@"
+SH
+chmod +x "$work/pin"
+core_of_host() { echo $(( ($1 - 1) % ncpu )); }
 
 bytes_of() { numfmt --from=iec "$1"; }
 
 # fabric-rdma at one size: MB/s (10^6 B/s) of both directions, summed.
 probe_once() {
-  timeout 120 "$th" mpirun "$hostset" -q -np 2 --map-by node --bind-to none "$probe" \
+  timeout 120 "$th" mpirun "$hostset" -q -np 2 --map-by node --bind-to none "$work/pin" "$probe" \
     --transport ofi --provider tcp -b -q 1 -t 64 --completion counter -s "$1" -n "$iters" -w 10 \
     -J "$2" >/dev/null
   jq '[.links[].avg_GBps] | add * 1000' "$2"
@@ -57,20 +68,20 @@ probe_once() {
 peer_once() {
   local n; n=$(bytes_of "$1")
   local args=(-p tcp -E -o write -S "$n" -I "$iters" -w 10 -W 64 -m)
-  timeout 120 "$th" exec "$hostset" 2 "$peer" "${args[@]}" >"$2.srv" 2>&1 &
+  timeout 120 "$th" exec "$hostset" 2 taskset -c "$(core_of_host 2)" "$peer" "${args[@]}" >"$2.srv" 2>&1 &
   local server=$!
   for _ in $(seq 1 200); do
     "$th" exec "$hostset" 2 ss -Hltn 'sport = :3000' 2>/dev/null | grep -q 3000 && break
     sleep 0.05
   done
-  timeout 120 "$th" exec "$hostset" 1 "$peer" "${args[@]}" 10.77.0.2 >"$2.cli" 2>&1
+  timeout 120 "$th" exec "$hostset" 1 taskset -c "$(core_of_host 1)" "$peer" "${args[@]}" 10.77.0.2 >"$2.cli" 2>&1
   wait "$server"
   cat "$2.srv" "$2.cli" | sed -n 's/.*MB\/sec: \([0-9.]*\).*/\1/p' | awk '{s += $1} END {print s}'
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-echo "fabric-rdma --transport ofi vs fi_rma_bw ($peer): tcp provider, RMA write both ways, window 64, $iters writes, $rounds rounds"
+echo "fabric-rdma --transport ofi vs fi_rma_bw ($peer): tcp provider, RMA write both ways, window 64, $iters writes, $rounds rounds, one core per host"
 printf '%8s | %21s | %6s\n' "" "median MB/s (both ways)" "ratio"
 printf '%8s | %10s %10s | %6s\n' size probe fi_rma_bw median
 for s in "${sizes[@]}"; do

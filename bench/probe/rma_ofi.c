@@ -353,12 +353,15 @@ static enum fb_status reap_lane(struct sender *s, int q, uint64_t *done, struct 
     struct probe_ofi_lane *ln = &l->lane[q];
     struct lane_state *st = &s->q[q];
     uint64_t got = 0;
-    if (read_cq(l, ln, &got, err) != FB_OK) /* errors arrive here in counter mode too */
-        return err->code;
-    if (ln->cntr != NULL) {
+    if (ln->cntr == NULL) {
+        if (read_cq(l, ln, &got, err) != FB_OK)
+            return err->code;
+    } else {
+        /* Reading the counter drives the provider; the CQ holds only
+         * errors here, read once the counter says there is one. */
+        got = fi_cntr_read(ln->cntr) - st->base - st->completed;
         if (fi_cntr_readerr(ln->cntr) > 0)
             return completion_error(l, ln, err);
-        got = fi_cntr_read(ln->cntr) - st->base - st->completed;
     }
     st->completed += got;
     *done += got;

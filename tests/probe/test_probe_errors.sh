@@ -42,7 +42,7 @@ else
   bad_case "--use-cuda in a build without CUDA: exit 5" 5 "built without CUDA" 0 --use-cuda "${J[@]}"
 fi
 
-bad_case "unknown transport (exit 2)" 2 "--transport udp: use rdma or tcp" 0 --transport udp "${J[@]}"
+bad_case "unknown transport (exit 2)" 2 "--transport udp: use rdma, tcp or ofi" 0 --transport udp "${J[@]}"
 bad_case "unknown pattern (exit 2)" 2 "--pattern mesh: use pairs, ring or all-pairs" 0 --pattern mesh "${J[@]}"
 bad_case "a host name argument, perftest habit (exit 2)" 2 "takes no host name" 0 node2 "${J[@]}"
 bad_case "-n and -D together (exit 2)" 2 "count messages or time" 0 -n 10 -D 1 "${J[@]}"

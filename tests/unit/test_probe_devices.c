@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "probe/devsel.h"
+#include "probe/ofi_env.h"
 #include "probe/opts.h"
 #include "probe/rounds.h"
 #include "probe/sysfs.h"
@@ -122,12 +123,17 @@ static void test_option_conflicts_are_usage_errors(void)
     static struct probe_opts o;
     struct fb_err err = {0};
     const char *bad[][2] = {
-        {"--transport udp", "--transport udp: use rdma or tcp"},
+        {"--transport udp", "--transport udp: use rdma, tcp or ofi"},
+        {"--provider efa", "--provider applies to --transport ofi"},
+        {"--transport tcp --op read", "--op applies to --transport ofi"},
+        {"--completion counter", "--completion applies to --transport ofi"},
+        {"--transport ofi --op send", "use write or read"},
+        {"--transport ofi --latency --completion counter", "drop --completion counter"},
         {"--pattern mesh", "--pattern mesh"},
         {"-n 10 -D 1", "count messages or time"},
         {"--latency --pattern ring", "--latency"},
         {"--latency -b", "drop -b"},
-        {"--use-cuda --transport tcp", "--use-cuda applies to --transport rdma"},
+        {"--use-cuda --transport tcp", "--use-cuda applies to --transport rdma or ofi"},
         {"--cuda-device 1", "--cuda-device needs --use-cuda"},
         {"-Q 100 -t 64", "-t 64 is too shallow"},
         {"--mtu 1500", "--mtu 1500"},
@@ -142,6 +148,32 @@ static void test_option_conflicts_are_usage_errors(void)
         CHECK_CONTAINS(err.msg, bad[i][1]);
         CHECK(strchr(err.msg, '\n') == NULL);
     }
+}
+
+static void test_provider_must_be_one_fi_provider_lets_load(void)
+{
+    struct fb_err err = {0};
+    const char *agree[][2] = {
+        {"efa", "efa"},          {"tcp", NULL},           {NULL, "efa"},
+        {"tcp", ""},             {"verbs;ofi_rxm", "verbs"}, {"tcp", "shm,tcp"},
+        {"efa", "^shm,tcp"},     {"tcp;ofi_rxm", "tcp,ofi_rxm"},
+    };
+    for (size_t i = 0; i < sizeof agree / sizeof agree[0]; i++)
+        CHECK_INT(probe_ofi_provider_agrees(agree[i][0], agree[i][1], &err), FB_OK);
+    const char *clash[][2] = {
+        {"tcp", "efa"}, {"efa", "^efa"}, {"verbs;ofi_rxm", "ofi_rxm"}, {"tc", "tcp"},
+        {"tcp", "tcpx"}, {"shm", "^tcp,shm"},
+    };
+    for (size_t i = 0; i < sizeof clash / sizeof clash[0]; i++) {
+        err = (struct fb_err){0};
+        CHECK_INT(probe_ofi_provider_agrees(clash[i][0], clash[i][1], &err), FB_ERR_USAGE);
+        CHECK_CONTAINS(err.msg, "unset FI_PROVIDER");
+    }
+    err = (struct fb_err){0};
+    probe_ofi_provider_agrees("verbs;ofi_rxm", "efa", &err);
+    CHECK_STR(err.msg, "--provider verbs;ofi_rxm disagrees with FI_PROVIDER=efa, which keeps "
+              "libfabric from loading verbs; unset FI_PROVIDER or make the two name the same "
+              "provider");
 }
 
 static void test_option_hash_sees_values_not_spelling(void)
@@ -177,6 +209,7 @@ int main(void)
     RUN(test_default_route_interface);
     RUN(test_option_defaults_follow_the_mode);
     RUN(test_option_conflicts_are_usage_errors);
+    RUN(test_provider_must_be_one_fi_provider_lets_load);
     RUN(test_option_hash_sees_values_not_spelling);
     RUN(test_slots_fit_the_largest_message);
     return fbt_done();

@@ -23,9 +23,9 @@ static void test_names_for_messages_come_from_the_table(void)
 {
     char buf[64];
     probe_transport_names(0, buf, sizeof buf);
-    CHECK_STR(buf, "rdma or tcp");
+    CHECK_STR(buf, "rdma, tcp or ofi");
     probe_transport_names(1, buf, sizeof buf);
-    CHECK_STR(buf, "rdma");
+    CHECK_STR(buf, "rdma or ofi");
 }
 
 static void check_complete(const struct probe_transport_ops *t)
@@ -41,6 +41,10 @@ static void test_every_row_has_the_calls_the_driver_makes(void)
 {
     check_complete(&probe_transport_verbs);
     check_complete(&probe_transport_tcp);
+    check_complete(&probe_transport_ofi);
+    enum probe_transport row = PROBE_RDMA;
+    CHECK(probe_transport_find("ofi", &row) == &probe_transport_ofi);
+    CHECK_INT(row, PROBE_OFI);
 }
 
 static void test_options_mean_lanes_and_defaults_per_transport(void)
@@ -76,6 +80,31 @@ static void test_endpoints_are_described_in_the_transports_terms(void)
     CHECK_STR(addr, "10.0.0.1");
     CHECK_STR(probe_transport_verbs.port_column, "port");
     CHECK_STR(probe_transport_tcp.address_column, "address");
+    snprintf(e.provider, sizeof e.provider, "efa");
+    snprintf(e.provider_version, sizeof e.provider_version, "122.0");
+    snprintf(e.fabric, sizeof e.fabric, "efa");
+    e.address[0] = '\0';
+    probe_transport_ofi.describe_endpoint(&e, port, sizeof port, addr, sizeof addr);
+#ifdef HAVE_OFI
+    CHECK_STR(port, "efa 122.0");
+    CHECK_STR(addr, "efa");
+#endif
+}
+
+/* Whether a build has libfabric is said, not hidden: --version lists the
+ * transport either way. */
+static void test_the_build_says_which_transports_it_has(void)
+{
+    char buf[128];
+    probe_transport_build(buf, sizeof buf);
+#ifdef HAVE_OFI
+    CHECK_STR(buf, "rdma, tcp, ofi");
+    CHECK(probe_transport_ofi.unavailable == NULL);
+#else
+    CHECK_STR(buf, "rdma, tcp, ofi (not in this build)");
+    CHECK_CONTAINS(probe_transport_ofi.unavailable, "LIBFABRIC_HOME");
+#endif
+    CHECK(probe_transport_verbs.unavailable == NULL && probe_transport_tcp.unavailable == NULL);
 }
 
 int main(void)
@@ -85,5 +114,6 @@ int main(void)
     RUN(test_every_row_has_the_calls_the_driver_makes);
     RUN(test_options_mean_lanes_and_defaults_per_transport);
     RUN(test_endpoints_are_described_in_the_transports_terms);
+    RUN(test_the_build_says_which_transports_it_has);
     return fbt_done();
 }

@@ -180,9 +180,11 @@ static void test_ofiinfo_round_trip_and_bounds(void)
     }
     /* Cut anywhere inside the lanes: malformed, never read past the end. */
     for (size_t cut = PROBE_OFIINFO_FIXED; cut < len; cut += 5) {
+        err = (struct fb_err){0};
         CHECK_INT(probe_ofiinfo_decode(buf, cut, &out, &err), FB_ERR_LAUNCH);
         CHECK_CONTAINS(err.msg, "rank 5");
     }
+    err = (struct fb_err){0};
     CHECK_INT(probe_ofiinfo_decode(buf, PROBE_OFIINFO_FIXED - 1, &out, &err), FB_ERR_LAUNCH);
     CHECK_CONTAINS(err.msg, "truncated");
     /* A provider name that fills its field still ends in NUL. */
@@ -193,6 +195,7 @@ static void test_ofiinfo_round_trip_and_bounds(void)
     /* A queue-pair record is not a libfabric record. */
     struct probe_qpinfo q = sample();
     uint8_t qbuf[PROBE_QPINFO_WIRE_MAX];
+    err = (struct fb_err){0};
     CHECK_INT(probe_ofiinfo_decode(qbuf, probe_qpinfo_encode(&q, qbuf), &out, &err), FB_ERR_LAUNCH);
     CHECK_CONTAINS(err.msg, "not a libfabric endpoint record");
 }
