@@ -55,7 +55,7 @@ endif
 LIBFABRIC_HOME ?=
 comma := ,
 OFI_CFLAGS := $(if $(LIBFABRIC_HOME),$(if $(wildcard $(LIBFABRIC_HOME)/include/rdma/fabric.h),-isystem $(LIBFABRIC_HOME)/include),$(shell pkg-config --cflags libfabric 2>/dev/null))
-OFI_LIBDIR := $(if $(LIBFABRIC_HOME),$(firstword $(wildcard $(LIBFABRIC_HOME)/lib64/libfabric.so $(LIBFABRIC_HOME)/lib/libfabric.so)))
+OFI_LIBDIR := $(if $(LIBFABRIC_HOME),$(firstword $(wildcard $(LIBFABRIC_HOME)/lib64/libfabric.so $(LIBFABRIC_HOME)/lib/libfabric.so $(LIBFABRIC_HOME)/lib/*/libfabric.so)))
 HAVE_OFI := $(if $(LIBFABRIC_HOME),$(if $(and $(OFI_CFLAGS),$(OFI_LIBDIR)),1,0),$(if $(shell pkg-config --exists libfabric 2>/dev/null && echo y),1,0))
 ifeq ($(HAVE_OFI),1)
   CPPFLAGS += -DHAVE_OFI=1 $(OFI_CFLAGS)
