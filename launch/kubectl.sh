@@ -12,6 +12,9 @@
 #   launch/kubectl.sh scan [options] [-- fabric-scan options]
 #                                          a fleet scan (fabric-scan) over the
 #                                          workers, one per node; see "Scan" below
+#   launch/kubectl.sh probe [options] [-- fabric-rdma options]
+#                                          a link probe (fabric-rdma) across the
+#                                          workers; see "Probe" below
 #
 #   -n, --namespace NS    namespace of the pods (default fabric-bench)
 #   -l, --selector SEL    worker pods (default app.kubernetes.io/name=fabric-bench,
@@ -78,6 +81,16 @@
 #                         default topology.kubernetes.io/zone); every scanned
 #                         node must carry it
 #   --no-racks            no racks: every node in one
+#
+# Probe (docs/probe.md): fabric-rdma across the workers, --ranks-per-node
+# ranks per pod (one per HCA or libfabric domain: local rank l probes the
+# l-th). The transport is the fabric profile's FABRIC_PROBE_TRANSPORT
+# (aws-efa: ofi, with the profile's FI_PROVIDER=efa; tcp-baseline: tcp),
+# else fabric-rdma's default (rdma), unless fabric-rdma's own --transport
+# follows the --. The result goes to results/<cluster>/<stamp>-probe.json and
+# fabric-report check judges it (PASS, DEGRADED naming the slow links,
+# INCOMPLETE); a probe that wrote nothing exits with fabric-rdma's code
+# (5: the provider or device is not there, 8: a silent peer).
 # It exits with fabric-scan's code, read from its results (mpirun, told to
 # go on past a rank's exit, exits 0 whatever the ranks did): 0 no suspects,
 # 24 suspects named (also when a lost node ended the run in MPI_Abort),
@@ -170,6 +183,11 @@ if [ "${1:-}" = derive ]; then
 elif [ "${1:-}" = scan ]; then
   # fabric-scan's own options follow a "--".
   subcommand=scan
+  fb_parse_options kubectl_option "${@:2}"
+  set -- "${FB_REST[@]+"${FB_REST[@]}"}"
+elif [ "${1:-}" = probe ]; then
+  # fabric-rdma's own options follow a "--".
+  subcommand=probe
   fb_parse_options kubectl_option "${@:2}"
   set -- "${FB_REST[@]+"${FB_REST[@]}"}"
 fi
@@ -441,8 +459,39 @@ check_scan() {
   fb_check_options
   coll=scan
 }
+# check_probe ARGS...: fabric-rdma's options; sets coll. Where the result
+# goes is the launcher's to say.
+check_probe() {
+  local a
+  for a in "$@"; do
+    fb_check_text "fabric-rdma's argument" "$a"
+    case $a in -J | --json | --json=* | --cluster | --cluster=* | --results-dir | --results-dir=*)
+      fb_die "$FB_EXIT_USAGE" "fabric-rdma's $(fb_shown "${a%%=*}") is the launcher's to set: use --cluster or --results before the --" ;;
+    esac
+  done
+  fb_check_options
+  coll=probe
+}
+# probe_args ARGS...: fabric-rdma's command line, the fabric profile's
+# transport first unless ARGS name one.
+probe_args() {
+  local a kv transport=""
+  for a in "$@"; do
+    case $a in --transport | --transport=*) transport=given ;; esac
+  done
+  if [ -z "$transport" ]; then
+    for kv in "${FB_ENV[@]+"${FB_ENV[@]}"}"; do
+      case $kv in FABRIC_PROBE_TRANSPORT=?*) transport=${kv#*=} ;; esac
+    done
+  fi
+  FB_COLL_ARGS=()
+  case $transport in "" | given) ;; *) FB_COLL_ARGS=(--transport "$transport") ;; esac
+  FB_COLL_ARGS+=("$@" --cluster "$cluster")
+}
 if [ "$subcommand" = scan ]; then
   check_scan "$@"
+elif [ "$subcommand" = probe ]; then
+  check_probe "$@"
 else
   fb_check_common kubectl.sh "$@"
   coll=$FB_COLLECTIVE
@@ -746,7 +795,12 @@ FB_HOSTS=("${hosts[@]}") FB_SLOTS=$slots FB_BIND=$FB_OPT_BIND FB_IFACE=$FB_OPT_I
 FB_WORKDIR=$job FB_RESULT=$job/$stamp-$coll.json FB_LOG=$job/$stamp-$coll.log
 pod_bin=${pod_bin:-$pod_root/bin}
 FB_RANK_SH=$pod_root/launch/rank.sh FB_COLL=$pod_bin/fabric-coll
-FB_COLL_ARGS=("$@" --cluster "$cluster" --runtime-source "$runtime_source")
+if [ "$subcommand" = probe ]; then
+  FB_COLL=$pod_bin/fabric-rdma FB_NCCL_LOG=0
+  probe_args "$@"
+else
+  FB_COLL_ARGS=("$@" --cluster "$cluster" --runtime-source "$runtime_source")
+fi
 FB_MPIRUN_EXTRA=("${FB_OPT_MPIRUN[@]+"${FB_OPT_MPIRUN[@]}"}")
 local_dir=$FB_OPT_RESULTS/$cluster
 if [ "$subcommand" = scan ]; then

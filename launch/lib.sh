@@ -401,6 +401,8 @@ fb_read_hostfile() {
 #   FB_WORKDIR            directory on the launching host (hostfile, logs)
 #   FB_RANK_SH, FB_COLL   paths of launch/rank.sh and fabric-coll on the hosts
 #   FB_COLL_ARGS (array)  collective and its options
+#   FB_NCCL_LOG           1 (default): the rank also keeps NCCL's log
+#                         (--nccl-log); 0 for a program without NCCL (fabric-rdma)
 #   FB_RESULT, FB_LOG     result and log paths on the launching host
 
 # fb_preflight_script: checks run on the launching host before mpirun. One
@@ -462,7 +464,9 @@ fb_paths_script() {
 
 # fb_rank_command: what every rank runs, quoted, writing to $result.
 fb_rank_command() {
-  echo "$(fb_quote "$FB_RANK_SH" "$FB_COLL" "${FB_COLL_ARGS[@]}") -J \"\$result\" --nccl-log"
+  local log=" --nccl-log"
+  [ "${FB_NCCL_LOG:-1}" = 1 ] || log=""
+  echo "$(fb_quote "$FB_RANK_SH" "$FB_COLL" "${FB_COLL_ARGS[@]}") -J \"\$result\"$log"
 }
 
 # fb_mpirun_script NODES PLACEMENT: mpirun over NODES x FB_SLOTS ranks, its

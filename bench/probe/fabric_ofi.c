@@ -111,6 +111,30 @@ static const char *op_name(const struct probe_ofi_cfg *cfg)
     return cfg->op_read ? "read" : "write";
 }
 
+/* No provider at all: libfabric lacks the one named, or FI_PROVIDER
+ * filtered every provider out before the probe could ask. */
+static enum fb_status explain_no_provider(const struct probe_ofi_cfg *cfg, struct fb_err *err)
+{
+    char names[512];
+    provider_names(cfg, 0, names, sizeof names);
+    unsigned major = FI_MAJOR(fi_version()), minor = FI_MINOR(fi_version());
+    if (cfg->provider != NULL)
+        return fb_fail(err, FB_ERR_UNAVAIL,
+                       "libfabric %u.%u has no provider '%s' on this host (it has: %s); install "
+                       "that provider (EFA: the AWS EFA installer) or pick one with --provider",
+                       major, minor, cfg->provider, names);
+    return fb_fail(err, FB_ERR_UNAVAIL,
+                   "libfabric %u.%u loads no provider FI_PROVIDER=%s allows on this host; install "
+                   "that provider (EFA: the AWS EFA installer, its libfabric first on "
+                   "LD_LIBRARY_PATH) or change FI_PROVIDER (fi_info lists what there is)",
+                   major, minor, cfg->fi_provider);
+}
+
+static int has_fi_provider(const struct probe_ofi_cfg *cfg)
+{
+    return cfg->fi_provider != NULL && cfg->fi_provider[0] != '\0';
+}
+
 /* The full question found nothing: ask looser ones to say why. */
 static enum fb_status explain_no_match(const struct probe_ofi_cfg *cfg, int rc, struct fb_err *err)
 {
@@ -118,14 +142,8 @@ static enum fb_status explain_no_match(const struct probe_ofi_cfg *cfg, int rc, 
     struct fi_info *l = NULL;
     if (rc != -FI_ENODATA)
         return fb_fail(err, FB_ERR_UNAVAIL, "fi_getinfo failed: %s (%d)", fi_strerror(-rc), rc);
-    const char *who = cfg->provider != NULL ? cfg->provider : "any provider";
-    if (cfg->provider != NULL && getinfo(cfg, (struct ask){0, 0, 0}, &l) != 0) {
-        provider_names(cfg, 0, names, sizeof names);
-        return fb_fail(err, FB_ERR_UNAVAIL,
-                       "libfabric %u.%u has no provider '%s' on this host (it has: %s); install "
-                       "that provider (EFA: the AWS EFA installer) or pick one with --provider",
-                       FI_MAJOR(fi_version()), FI_MINOR(fi_version()), cfg->provider, names);
-    }
+    if ((cfg->provider != NULL || has_fi_provider(cfg)) && getinfo(cfg, (struct ask){0, 0, 0}, &l) != 0)
+        return explain_no_provider(cfg, err);
     fi_freeinfo(l);
     if (cfg->use_cuda && getinfo(cfg, (struct ask){1, 1, 0}, &l) == 0) {
         char prov[64];
@@ -136,6 +154,13 @@ static enum fb_status explain_no_match(const struct probe_ofi_cfg *cfg, int rc, 
                        "GPU memory (GPUDirect RDMA); use a provider built with CUDA support (efa "
                        "is) or drop --use-cuda", prov);
     }
+    char who[96];
+    if (cfg->provider != NULL)
+        snprintf(who, sizeof who, "%s", cfg->provider);
+    else if (has_fi_provider(cfg))
+        snprintf(who, sizeof who, "FI_PROVIDER=%.80s", cfg->fi_provider);
+    else
+        snprintf(who, sizeof who, "any provider");
     provider_names(cfg, 1, names, sizeof names);
     return fb_fail(err, FB_ERR_UNAVAIL,
                    "%s offers no FI_EP_RDM endpoint with FI_RMA %s here (those that do: %s); pick "

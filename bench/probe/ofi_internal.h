@@ -29,6 +29,7 @@ struct probe_ofi_cfg {
     int multi_node;       /* the job spans hosts: intra-node providers cannot reach */
     long tx_depth;        /* -t: operations in flight per endpoint */
     uint64_t max_size;    /* largest message of the run */
+    const char *fi_provider; /* FI_PROVIDER's value (NULL: unset): it filters what libfabric loads */
 };
 
 /* One rank's provider and domain. */

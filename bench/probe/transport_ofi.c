@@ -35,7 +35,8 @@ static enum fb_status ofi_open(struct probe_rank_env *env, struct probe_endpoint
     const struct probe_opts *o = env->o;
     const struct fb_world *w = env->c->w;
     struct probe_ofi_cfg cfg = {o->provider, o->ib_dev, o->op_read, o->counter_completion,
-                                o->use_cuda, w->nodes > 1, o->tx_depth, o->sizes[o->nsizes - 1]};
+                                o->use_cuda, w->nodes > 1, o->tx_depth, o->sizes[o->nsizes - 1],
+                                getenv("FI_PROVIDER")};
     if (probe_ofi_open(&cfg, w->local_rank, w->local_size, w->host, &env->ofi, ep, err) != FB_OK)
         return err->code;
     if (o->use_cuda)

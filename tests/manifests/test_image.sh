@@ -101,3 +101,13 @@ grep -q '^CMD \["/opt/fabric-bench/launch/pod-sshd.sh"\]' "$T_DIR/instr" && [ -x
 } >"$T_DIR/run.sh"
 if shellcheck -s bash "$T_DIR/run.sh" >"$T_OUT" 2>&1; then ok "RUN commands pass shellcheck"
 else not_ok "RUN commands pass shellcheck" "$(head -c 500 "$T_OUT" | tr '\n' ' ')"; fi
+
+# The probe's ofi transport (EFA, Slingshot) is in the image: the build
+# refuses to leave it out, and the runtime stage has the library.
+if grep '^RUN' "$T_DIR/instr" | grep 'make -j' | grep -q "fabric-rdma --version | grep -q 'ofi\$'" &&
+  grep -E '^RUN .*apt-get install' "$T_DIR/instr" | head -n 1 | grep -q 'libfabric-dev' &&
+  grep -E '^RUN .*apt-get install' "$T_DIR/instr" | tail -n 1 | grep -q 'libfabric1'; then
+  ok "fabric-rdma is built with libfabric, and the image has it"
+else
+  not_ok "fabric-rdma is built with libfabric, and the image has it" "no libfabric-dev in the build stage, no libfabric1 at run time, or no ofi check"
+fi

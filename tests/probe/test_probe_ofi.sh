@@ -96,6 +96,15 @@ if [ "$T_RC" -eq 2 ] && grep -q '^fabric-rdma: --provider tcp disagrees with FI_
 else
   not_ok "--provider against FI_PROVIDER: exit 2, one line" "exit $T_RC: $(head -c 300 "$T_ERR")"
 fi
+# FI_PROVIDER alone, naming a provider this libfabric lacks (an EFA
+# profile on a host without EFA): libfabric loads nothing; it is named.
+run env FI_PROVIDER=efa "${FB_MPIRUN[@]}" -q -np 2 -x FI_PROVIDER "$FB_BIN/fabric-rdma" --transport ofi "${J[@]}"
+if [ "$T_RC" -eq 5 ] && grep -q '^fabric-rdma: libfabric [0-9.]* loads no provider FI_PROVIDER=efa allows on this host; install' "$T_ERR" &&
+   [ ! -e "$T_DIR/bad.json" ]; then
+  ok "FI_PROVIDER=efa without EFA: exit 5 naming FI_PROVIDER, nothing written"
+else
+  not_ok "FI_PROVIDER=efa without EFA: exit 5 naming FI_PROVIDER" "exit $T_RC: $(head -c 300 "$T_ERR")"
+fi
 # udp alone (its reliability layer filtered out) has datagrams but no RMA.
 run env FI_PROVIDER='^ofi_rxd' "${FB_MPIRUN[@]}" -q -np 1 -x FI_PROVIDER "$FB_BIN/fabric-rdma" --transport ofi --provider udp "${J[@]}"
 if [ "$T_RC" -eq 5 ] && grep -q '^fabric-rdma: udp offers no FI_EP_RDM endpoint with FI_RMA write here (those that do: .*tcp' "$T_ERR"; then
