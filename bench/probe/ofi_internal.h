@@ -61,10 +61,16 @@ struct probe_ofi_lane {
     size_t nfree;
 };
 
-/* One end of a link: -q endpoints over this rank's slot. */
+/* One end of a link: -q endpoints over this rank's slot. A passive end of
+ * a bidirectional pair borrows the endpoints of the active end towards the
+ * same peer (one connection both ways, as fi_rma_bw and ib_write_bw -b
+ * use): `lender` is that end, and an end is freed when its last user
+ * (itself, its borrower) lets go. */
 struct probe_ofi_link {
     struct probe_ofi_dev *dev;
     int link_id, nlanes;
+    struct probe_ofi_link *lender; /* NULL: the endpoints are this end's own */
+    int users;
     char *local;        /* the slot */
     uint64_t len;
     char peer_name[FB_HOST_MAX + 96];
@@ -88,11 +94,15 @@ void probe_ofi_mr_mode_name(uint64_t mode, char *buf, size_t len);
 /* ---- rma_ofi.c ---- */
 
 /* Endpoints, queues and memory regions for one end, over [local, local +
- * len); `info` receives what the peer needs. */
+ * len), or with `share` non-NULL only the regions, bound to share's
+ * endpoints (a passive end lending its memory through them); `info`
+ * receives what the peer needs. */
 enum fb_status probe_ofi_link_create(struct probe_ofi_dev *d, int link_id, int rank, int nlanes,
                                      char *local, uint64_t len, const char *peer_name,
-                                     struct probe_ofi_link **out, struct probe_ofiinfo *info,
-                                     struct fb_err *err);
+                                     struct probe_ofi_link *share, struct probe_ofi_link **out,
+                                     struct probe_ofiinfo *info, struct fb_err *err);
+/* 1 when the end uses another end's endpoints: that end's polling drives them. */
+int probe_ofi_link_borrows(const struct probe_ofi_link *l);
 /* Inserts the peer's endpoint addresses; its provider must be ours. */
 enum fb_status probe_ofi_link_connect(struct probe_ofi_link *l, const struct probe_ofiinfo *peer,
                                       const char *me, struct fb_err *err);

@@ -161,10 +161,19 @@ static enum fb_status make_contexts(struct probe_ofi_link *l, struct probe_ofi_l
     return FB_OK;
 }
 
+/* The lane uses the lender's endpoint and queues; its region is its own. */
+static void borrow_queues(struct probe_ofi_lane *ln, const struct probe_ofi_lane *from)
+{
+    ln->ep = from->ep;
+    ln->av = from->av;
+    ln->cq = from->cq;
+    ln->cntr = from->cntr;
+}
+
 enum fb_status probe_ofi_link_create(struct probe_ofi_dev *d, int link_id, int rank, int nlanes,
                                      char *local, uint64_t len, const char *peer_name,
-                                     struct probe_ofi_link **out, struct probe_ofiinfo *info,
-                                     struct fb_err *err)
+                                     struct probe_ofi_link *share, struct probe_ofi_link **out,
+                                     struct probe_ofiinfo *info, struct fb_err *err)
 {
     struct probe_ofi_link *l = calloc(1, sizeof *l);
     *out = l;
@@ -175,6 +184,11 @@ enum fb_status probe_ofi_link_create(struct probe_ofi_dev *d, int link_id, int r
     l->nlanes = nlanes;
     l->local = local;
     l->len = len;
+    l->users = 1;
+    if (share != NULL) {
+        l->lender = share;
+        share->users++;
+    }
     snprintf(l->peer_name, sizeof l->peer_name, "%s", peer_name);
     memset(info, 0, sizeof *info);
     info->link = (uint32_t)link_id;
@@ -185,11 +199,20 @@ enum fb_status probe_ofi_link_create(struct probe_ofi_dev *d, int link_id, int r
     for (int q = 0; q < nlanes; q++) {
         struct probe_ofi_lane *ln = &l->lane[q];
         ln->peer = FI_ADDR_UNSPEC;
-        if (open_queues(l, ln, err) != FB_OK || register_slot(l, q, ln, &info->lane[q], err) != FB_OK ||
+        if (share != NULL)
+            borrow_queues(ln, &share->lane[q]);
+        else if (open_queues(l, ln, err) != FB_OK)
+            return err->code;
+        if (register_slot(l, q, ln, &info->lane[q], err) != FB_OK ||
             name_lane(l, ln, &info->lane[q], err) != FB_OK || make_contexts(l, ln, err) != FB_OK)
             return err->code;
     }
     return FB_OK;
+}
+
+int probe_ofi_link_borrows(const struct probe_ofi_link *l)
+{
+    return l != NULL && l->lender != NULL;
 }
 
 enum fb_status probe_ofi_link_connect(struct probe_ofi_link *l, const struct probe_ofiinfo *peer,
@@ -204,7 +227,9 @@ enum fb_status probe_ofi_link_connect(struct probe_ofi_link *l, const struct pro
                        "every rank with the same -q", me, l->nlanes, l->peer_name, peer->nlanes);
     for (int q = 0; q < l->nlanes; q++) {
         struct probe_ofi_lane *ln = &l->lane[q];
-        int rc = fi_av_insert(ln->av, peer->lane[q].name, 1, &ln->peer, 0, NULL);
+        /* A borrowing end never posts: the peer reaches it through the
+         * lender's endpoint, which knows the peer already. */
+        int rc = l->lender != NULL ? 1 : fi_av_insert(ln->av, peer->lane[q].name, 1, &ln->peer, 0, NULL);
         if (rc != 1)
             return fi_failed(l, "fi_av_insert of the peer's address", rc, err);
         ln->remote_base = peer->lane[q].base;
@@ -219,22 +244,48 @@ static void close_fid(struct fid *f)
         fi_close(f);
 }
 
+static void close_regions(struct probe_ofi_link *l)
+{
+    for (int q = 0; q < l->nlanes; q++) {
+        close_fid(l->lane[q].mr ? &l->lane[q].mr->fid : NULL);
+        l->lane[q].mr = NULL;
+        free(l->lane[q].ctx);
+        free(l->lane[q].free_ctx);
+        l->lane[q].ctx = NULL;
+        l->lane[q].free_ctx = NULL;
+    }
+}
+
+/* Drops one user of an end that owns its endpoints; the last one closes
+ * them, endpoint first: it holds references on the rest. */
+static void release(struct probe_ofi_link *l)
+{
+    if (--l->users > 0)
+        return;
+    for (int q = 0; q < l->nlanes; q++) {
+        struct probe_ofi_lane *ln = &l->lane[q];
+        close_fid(ln->ep ? &ln->ep->fid : NULL);
+        close_fid(ln->cntr ? &ln->cntr->fid : NULL);
+        close_fid(ln->cq ? &ln->cq->fid : NULL);
+        close_fid(ln->av ? &ln->av->fid : NULL);
+    }
+    free(l);
+}
+
+/* Regions go first (under FI_MR_ENDPOINT each is bound to an endpoint),
+ * endpoints when no end uses them any more. */
 void probe_ofi_link_destroy(struct probe_ofi_link *l)
 {
     if (l == NULL)
         return;
-    for (int q = 0; q < l->nlanes; q++) {
-        struct probe_ofi_lane *ln = &l->lane[q];
-        /* Endpoint first: it holds references on the rest. */
-        close_fid(ln->ep ? &ln->ep->fid : NULL);
-        close_fid(ln->mr ? &ln->mr->fid : NULL);
-        close_fid(ln->cntr ? &ln->cntr->fid : NULL);
-        close_fid(ln->cq ? &ln->cq->fid : NULL);
-        close_fid(ln->av ? &ln->av->fid : NULL);
-        free(ln->ctx);
-        free(ln->free_ctx);
+    close_regions(l);
+    struct probe_ofi_link *lender = l->lender;
+    if (lender == NULL) {
+        release(l);
+        return;
     }
     free(l);
+    release(lender);
 }
 
 /* ---- completions -------------------------------------------------------- */

@@ -62,22 +62,59 @@ static void ofi_close(struct probe_rank_env *env)
     env->ofi = NULL;
 }
 
-static enum fb_status connect_end(const struct probe_rank_env *env, struct probe_end *e,
-                                  struct fb_err *err)
+/* The end that posts the operations: the source writes, the destination
+ * reads (the bytes still flow from source to destination). */
+static int is_active(const struct probe_opts *o, const struct probe_end *e)
+{
+    return o->op_read ? !e->is_src : e->is_src;
+}
+
+/* Both directions at once: a passive end borrows the endpoints of an
+ * active end towards the same peer, so each pair of ranks shares one
+ * connection both ways (as fi_rma_bw and ib_write_bw -b do) and the
+ * active end's polling drives the peer's writes too. */
+static struct probe_ofi_link *lender_for(const struct probe_rank_env *env, struct probe_round *rd,
+                                         const struct probe_end *e, int *lent)
+{
+    if (!env->o->bidirectional || env->o->latency || is_active(env->o, e))
+        return NULL;
+    for (int i = 0; i < rd->nends; i++) {
+        const struct probe_end *a = &rd->ends[i];
+        if (!lent[i] && a->peer == e->peer && is_active(env->o, a) && a->ol != NULL) {
+            lent[i] = 1;
+            return a->ol;
+        }
+    }
+    return NULL;
+}
+
+/* This end's endpoints (or borrowed ones) and regions; its record for the
+ * peer goes into e->record, its length into *len. */
+static enum fb_status create_end(const struct probe_rank_env *env, struct probe_end *e,
+                                 struct probe_ofi_link *share, int *len, struct fb_err *err)
 {
     const struct probe_opts *o = env->o;
     if (env->host_memory)
         memset(e->slot, 0, env->slot_len); /* no stale byte may pass for a latency reply */
-    struct probe_ofiinfo mine, theirs;
+    struct probe_ofiinfo mine;
     if (probe_ofi_link_create(env->ofi, e->link->id, env->c->w->rank, o->latency ? 1 : (int)o->qps,
-                              e->slot, env->slot_len, e->peer_name, &e->ol, &mine, err) != FB_OK)
+                              e->slot, env->slot_len, e->peer_name, share, &e->ol, &mine,
+                              err) != FB_OK)
         return err->code;
+    *len = (int)probe_ofiinfo_encode(&mine, e->record);
+    return FB_OK;
+}
+
+static enum fb_status exchange_end(const struct probe_rank_env *env, struct probe_end *e, int len,
+                                   struct fb_err *err)
+{
     static uint8_t in[PROBE_OFIINFO_WIRE_MAX]; /* one end at a time; too large for the stack */
-    int len = (int)probe_ofiinfo_encode(&mine, e->record), got = 0;
+    struct probe_ofiinfo theirs;
+    int got = 0;
     char what[96];
     snprintf(what, sizeof what, "exchanging libfabric endpoint records for link %d", e->link->id);
     if (probe_exchange(env->c, e->peer, PROBE_TAG_OFIINFO, e->record, len, in, sizeof in, &got,
-                       o->timeout, what, err) != FB_OK ||
+                       env->o->timeout, what, err) != FB_OK ||
         probe_ofiinfo_decode(in, (size_t)got, &theirs, err) != FB_OK)
         return err->code;
     if ((int)theirs.link != e->link->id || theirs.rank != e->peer)
@@ -87,20 +124,24 @@ static enum fb_status connect_end(const struct probe_rank_env *env, struct probe
     return probe_ofi_link_connect(e->ol, &theirs, env->me, err);
 }
 
+/* Active ends first, so passive ones can borrow their endpoints; then
+ * the records, in the round's order on both sides. */
 static enum fb_status ofi_connect_round(const struct probe_rank_env *env, struct probe_round *rd,
                                         struct fb_err *err)
 {
+    int len[PROBE_ENDS_MAX] = {0}, lent[PROBE_ENDS_MAX] = {0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < rd->nends; i++) {
+            struct probe_end *e = &rd->ends[i];
+            if (is_active(env->o, e) != (pass == 0))
+                continue;
+            if (create_end(env, e, lender_for(env, rd, e, lent), &len[i], err) != FB_OK)
+                return err->code;
+        }
     for (int i = 0; i < rd->nends; i++)
-        if (connect_end(env, &rd->ends[i], err) != FB_OK)
+        if (exchange_end(env, &rd->ends[i], len[i], err) != FB_OK)
             return err->code;
     return FB_OK;
-}
-
-/* The end that posts the operations: the source writes, the destination
- * reads (the bytes still flow from source to destination). */
-static int is_active(const struct probe_opts *o, const struct probe_end *e)
-{
-    return o->op_read ? !e->is_src : e->is_src;
 }
 
 /* The passive ends of a step and the word each awaits from its peer. */
@@ -123,6 +164,18 @@ static enum fb_status progress_all(void *arg, struct fb_err *err)
     struct serving *sv = arg;
     for (int i = 0; i < sv->n; i++)
         if (probe_ofi_progress(sv->ends[i]->ol, err) != FB_OK)
+            return err->code;
+    return FB_OK;
+}
+
+/* While this rank's active ends run, they drive the endpoints passive
+ * ends borrow (reading those CQs here would take the active ends'
+ * completions): only the passive ends with endpoints of their own. */
+static enum fb_status progress_owners(void *arg, struct fb_err *err)
+{
+    struct serving *sv = arg;
+    for (int i = 0; i < sv->n; i++)
+        if (!probe_ofi_link_borrows(sv->ends[i]->ol) && probe_ofi_progress(sv->ends[i]->ol, err) != FB_OK)
             return err->code;
     return FB_OK;
 }
@@ -197,7 +250,7 @@ static enum fb_status ofi_bandwidth(const struct probe_rank_env *env, struct pro
         }
     }
     await_words(env, &sv);
-    struct probe_ofi_idle idle = {progress_all, &sv};
+    struct probe_ofi_idle idle = {progress_owners, &sv};
     enum fb_status st = na > 0 ? probe_ofi_bw(links, na, spec, &idle, tmp, err) : FB_OK;
     if (say_done(env, active, na, st, err) != FB_OK)
         return err->code;

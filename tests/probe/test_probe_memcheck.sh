@@ -44,6 +44,7 @@ if "$asan_bin" --version | grep -q 'ofi)'; then
   OFI=(--transport ofi --provider tcp -d lo)
   sanitized "ASan: libfabric bidirectional sweep, 2 endpoints" 0 2 "${OFI[@]}" -b -a --min-size 1K --max-size 256K -n 50 "${J[@]}"
   sanitized "ASan: libfabric ring of 3, counter, reads" 0 3 "${OFI[@]}" --pattern ring --op read --completion counter -n 50 "${J[@]}"
+  sanitized "ASan: libfabric bidirectional ring of 3, CQ: passive ends borrow two peers' endpoints" 0 3 "${OFI[@]}" --pattern ring -b -q 2 -n 50 "${J[@]}"
   sanitized "ASan: libfabric write and read latency" 0 2 "${OFI[@]}" --latency -a --max-size 1K -n 50 "${J[@]}"
   sanitized "ASan: libfabric read latency" 0 2 "${OFI[@]}" --latency --op read -n 50 "${J[@]}"
   sanitized "ASan: unknown provider (exit 5)" 5 2 --transport ofi --provider nosuch "${J[@]}"
