@@ -20,6 +20,8 @@ static const struct fb_node_check_def checks[] = {
      "NCCL_IB_HCA names RDMA devices (and ports) that exist"},
     {"efa", FB_FABRIC_RDMA, fb_node_check_efa,
      "AWS EFA: devices, instance family, NCCL OFI plugin, FI_PROVIDER/NCCL_NET/FI_EFA_* settings"},
+    {"efa-provider", FB_FABRIC_RDMA, fb_node_check_efa_provider,
+     "AWS EFA: this host's libfabric has the efa provider with RDM endpoints and RMA"},
     {"socket-ifname", FB_FABRIC_ALL, fb_node_check_socket_ifname,
      "NCCL_SOCKET_IFNAME names interfaces that exist and are up"},
     {"mtu", FB_FABRIC_ALL, fb_node_check_mtu,

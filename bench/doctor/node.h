@@ -89,6 +89,8 @@ void fb_node_check_ipc_lock(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_rdma_devices(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_ib_hca(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_efa(const struct fb_node_ctx *ctx, struct fb_check *c);
+/* node_efa_ofi.c under libfabric, else node_efa_none.c. */
+void fb_node_check_efa_provider(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_socket_ifname(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_mtu(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_shm(const struct fb_node_ctx *ctx, struct fb_check *c);

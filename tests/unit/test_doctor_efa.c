@@ -375,9 +375,18 @@ static void efa_environment_from_block(void)
     CHECK_STR(env.ld_library_path, "/a:/b");
 }
 
-static void root_is_live(void)
+/* ---- efa-provider ---- */
+
+static void provider_skips_on_a_tree(void)
 {
     efa_node();
+    fb_check_init(&c, "efa-provider");
+    fb_node_check_efa_provider(&ctx, &c);
+#ifdef HAVE_OFI
+    EXPECT("skip", "asks this host's libfabric, not a --root tree");
+#else
+    EXPECT("skip", "built without libfabric");
+#endif
     CHECK(fb_node_root_is_live(&ctx) == false);
     struct fb_node_ctx live;
     fb_node_ctx_init(&live, "/");
@@ -406,7 +415,7 @@ int main(void)
     RUN(efa_plugin_named_by_nccl_net_plugin);
     RUN(efa_keeps_every_finding_worst_first);
     RUN(efa_environment_from_block);
-    RUN(root_is_live);
+    RUN(provider_skips_on_a_tree);
     tree_done();
     return fbt_done();
 }
