@@ -336,6 +336,8 @@ static void judge_device_rdma(const struct fb_node_ctx *ctx, const struct instan
                               struct findings *fs, struct facts *ft)
 {
     const char *v = ctx->env.efa_device_rdma;
+    if (v != NULL && v[0] == '\0')
+        v = NULL; /* set but empty reads as unset */
     if (!in->rdma) {
         char families[256];
         fb_efa_rdma_families(families, sizeof families);

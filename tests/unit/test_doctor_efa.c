@@ -255,6 +255,9 @@ static void efa_device_rdma_warns_on_rdma_families(void)
     EXPECT("warn", "FI_EFA_USE_DEVICE_RDMA unset on p5.48xlarge, whose EFA does RDMA");
     CHECK(fb_check_has_culprit(&c, "FI_EFA_USE_DEVICE_RDMA"));
     CHECK_CONTAINS(c.fix, "FI_EFA_USE_DEVICE_RDMA=1");
+    ctx.env.efa_device_rdma = "";
+    run_efa();
+    EXPECT("warn", "FI_EFA_USE_DEVICE_RDMA unset on p5.48xlarge");
     ctx.env.efa_device_rdma = "0";
     run_efa();
     EXPECT("warn", "FI_EFA_USE_DEVICE_RDMA is 0 on p5.48xlarge");
