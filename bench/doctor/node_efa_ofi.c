@@ -79,7 +79,7 @@ static void domain_names(const struct fi_info *list, char *buf, size_t len, size
     "first in LD_LIBRARY_PATH, or use a newer libfabric with the efa provider"
 
 /* The full question found nothing: without FI_RMA, is efa there at all? */
-static void judge_missing(int rc, const char *lib, struct fb_check *c)
+static void judge_missing(int rc, const char *lib, size_t ndevs, struct fb_check *c)
 {
     struct fi_info *plain = NULL;
     /* FI_PROVIDER filters providers inside libfabric: say so when it is
@@ -96,11 +96,13 @@ static void judge_missing(int rc, const char *lib, struct fb_check *c)
                                        "FI_RMA: the OFI plugin cannot use it", lib);
     } else {
         fb_check_set(c, FB_CHECK_FAIL, "%s has no efa provider with FI_EP_RDM endpoints, though "
-                                       "this node has EFA devices%s", lib, why);
+                                       "this node has %zu EFA device%s%s", lib, ndevs,
+                     ndevs == 1 ? "" : "s", why);
     }
     fi_freeinfo(plain);
     fb_check_culprit(c, "efa");
-    fb_check_fix(c, "%s", FIX_LIBFABRIC);
+    fb_check_fix(c, "%s; where it is installed, the devices' /dev/infiniband files must reach "
+                    "the process (see rdma-devices)", FIX_LIBFABRIC);
 }
 
 void fb_node_check_efa_provider(const struct fb_node_ctx *ctx, struct fb_check *c)
@@ -123,7 +125,7 @@ void fb_node_check_efa_provider(const struct fb_node_ctx *ctx, struct fb_check *
     struct fi_info *list = NULL;
     int rc = ask_efa(FI_RMA, &list);
     if (rc != 0) {
-        judge_missing(rc, lib, c);
+        judge_missing(rc, lib, devs.n, c);
         return;
     }
     char domains[512];

@@ -3,7 +3,9 @@
 # a p5 pod with EFA devices, the OFI plugin and the settings it wants
 # passes; each broken setting fails or warns naming its variable, with a
 # fix; a node without EFA skips; efa-provider skips under --root, on this
-# machine (no EFA) and in a build without libfabric; documents validate.
+# machine (no EFA) and in a build without libfabric, and fails naming the
+# library when a fake EFA device (a mount namespace, as root) makes it ask
+# this machine's libfabric; documents validate.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/doctor/common.sh
@@ -176,6 +178,34 @@ else
     verdict_line "live: efa-provider skips, built without libfabric" efa-provider SKIP "built without libfabric"
   fi
   verdict_line "live: efa skips, no EFA devices" efa SKIP "no EFA devices"
+fi
+
+# ---- this machine's libfabric asked about a device it cannot open ----
+# A fake EFA device in a private mount namespace: the live check then asks
+# libfabric, which has no usable efa provider here.
+if ! is_root || ! command -v unshare >/dev/null; then
+  skip "live with a fake EFA device: efa-provider asks libfabric" "needs root and unshare"
+elif ! make -C "$FB_ROOT" -s help | grep 'libfabric: yes' >/dev/null; then
+  skip "live with a fake EFA device: efa-provider asks libfabric" "built without libfabric"
+else
+  fake_efa() { # fake_efa ENV...: fabric-doctor node efa-provider --json with one EFA device in /sys
+    # shellcheck disable=SC2016 # the inner shell expands "$@", the command given it
+    unshare -m sh -c 'mount -t tmpfs none /sys/class &&
+      mkdir -p /sys/class/infiniband/rdmap16s27/device &&
+      ln -s ../../../../bus/pci/drivers/efa /sys/class/infiniband/rdmap16s27/device/driver &&
+      exec env -i PATH="$PATH" "$@"' sh "$@" "$FB_BIN/fabric-doctor" node --json efa-provider
+  }
+  run fake_efa
+  cp "$T_OUT" "$T_DIR/live-efa.json"
+  exit_is "live with a fake EFA device: efa-provider fails, exit 31" 31
+  jq_is "live with a fake EFA device: no efa provider, the library named" "$T_DIR/live-efa.json" \
+    '.checks[0].evidence | test("^libfabric [0-9]+[.][0-9]+ [(]/.*libfabric[.]so.*[)] has no efa provider with FI_EP_RDM endpoints, though this node has 1 EFA device$")' true
+  jq_is "live with a fake EFA device: the fix names the EFA installer's libfabric" "$T_DIR/live-efa.json" \
+    '.checks[0].fix | test("/opt/amazon/efa/lib first in LD_LIBRARY_PATH")' true
+  check "live with a fake EFA device: document valid" json_valid "$SCHEMA" "$T_DIR/live-efa.json"
+  run fake_efa FI_PROVIDER=tcp
+  jq_is "live with a fake EFA device and FI_PROVIDER=tcp: the filter named" "$T_OUT" \
+    '.checks[0].evidence | endswith("(FI_PROVIDER=tcp filters it out)")' true
 fi
 
 # ---- a build without libfabric keeps the check and says why it skips ----
