@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/jsonio.h"
 #include "core/text.h"
@@ -85,6 +86,23 @@ enum fb_status fb_rootfs_read_long(const char *root, const char *path, long *out
     if (end == line || errno != 0 || (*end != '\0' && *end != ' '))
         return fb_fail(err, FB_ERR_INPUT, "%s%s holds '%s', not an integer", root, path, line);
     *out = v;
+    return FB_OK;
+}
+
+enum fb_status fb_rootfs_readlink(const char *root, const char *path, char *buf, size_t len,
+                                  struct fb_err *err)
+{
+    char full[FB_ROOTFS_PATH_MAX];
+    if (!fb_rootfs_path(root, path, full, sizeof full))
+        return fb_fail(err, FB_ERR_INPUT, "path too long: %s%s", root, path);
+    ssize_t n = readlink(full, buf, len);
+    if (n < 0)
+        return fb_fail(err, FB_ERR_INPUT, "cannot read link %s: %s", full, strerror(errno));
+    /* readlink neither terminates nor says it truncated: a full buffer may
+     * have been cut. */
+    if ((size_t)n >= len)
+        return fb_fail(err, FB_ERR_INPUT, "link %s is longer than %zu bytes", full, len - 1);
+    buf[n] = '\0';
     return FB_OK;
 }
 

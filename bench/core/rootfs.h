@@ -38,6 +38,12 @@ enum fb_status fb_rootfs_read_line(const char *root, const char *path, char *buf
 enum fb_status fb_rootfs_read_long(const char *root, const char *path, long *out,
                                    struct fb_err *err);
 
+/* The text of a symbolic link (not resolved: "../../../bus/pci/drivers/efa"
+ * of a sysfs device's driver link), NUL-terminated. FB_ERR_INPUT when it is
+ * no link, cannot be read, or does not fit in buf. */
+enum fb_status fb_rootfs_readlink(const char *root, const char *path, char *buf, size_t len,
+                                  struct fb_err *err);
+
 /* A sorted directory listing without "." and "..". *out is an array of
  * *count malloc'd names (fb_rootfs_free_list). A missing directory gives
  * FB_ERR_INPUT; an empty one gives FB_OK with count 0. */

@@ -18,6 +18,10 @@ static const struct fb_node_check_def checks[] = {
      "RDMA devices in /sys/class/infiniband, ports ACTIVE, /dev/infiniband present"},
     {"ib-hca", FB_FABRIC_RDMA, fb_node_check_ib_hca,
      "NCCL_IB_HCA names RDMA devices (and ports) that exist"},
+    {"efa", FB_FABRIC_RDMA, fb_node_check_efa,
+     "AWS EFA: devices, instance family, NCCL OFI plugin, FI_PROVIDER/NCCL_NET/FI_EFA_* settings"},
+    {"efa-provider", FB_FABRIC_RDMA, fb_node_check_efa_provider,
+     "AWS EFA: this host's libfabric has the efa provider with RDM endpoints and RMA"},
     {"socket-ifname", FB_FABRIC_ALL, fb_node_check_socket_ifname,
      "NCCL_SOCKET_IFNAME names interfaces that exist and are up"},
     {"mtu", FB_FABRIC_ALL, fb_node_check_mtu,
@@ -72,6 +76,18 @@ static void env_take(struct fb_node_env *env, const char *name, size_t name_len,
         env->nccl_lib_dir = value;
     else if (IS("NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"))
         env->llcm_dir = value;
+    else if (IS("FI_PROVIDER"))
+        env->fi_provider = value;
+    else if (IS("FI_EFA_USE_DEVICE_RDMA"))
+        env->efa_device_rdma = value;
+    else if (IS("NCCL_NET"))
+        env->nccl_net = value;
+    else if (IS("NCCL_NET_PLUGIN"))
+        env->nccl_net_plugin = value;
+    else if (IS("NCCL_PROTO"))
+        env->nccl_proto = value;
+    else if (IS("LD_LIBRARY_PATH"))
+        env->ld_library_path = value;
 #undef IS
     if (name_len > 13 && strncmp(name, "NCCL_FASTRAK_", 13) == 0)
         env->fastrak_set = true;
@@ -151,6 +167,11 @@ void fb_node_run(const struct fb_node_ctx *ctx, const struct fb_node_check_def *
         return;
     }
     def->run(ctx, out);
+}
+
+bool fb_node_root_is_live(const struct fb_node_ctx *ctx)
+{
+    return ctx->root == NULL || ctx->root[0] == '\0' || strcmp(ctx->root, "/") == 0;
 }
 
 void fb_node_proc_path(const struct fb_node_ctx *ctx, const char *file, char *buf, size_t len)

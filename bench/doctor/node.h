@@ -29,6 +29,12 @@ struct fb_node_env {
     const char *nccl_lib_dir;   /* NCCL_LIB_DIR (TCPXO profile location) */
     const char *llcm_dir;       /* NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY */
     bool fastrak_set;           /* any NCCL_FASTRAK_* variable present */
+    const char *fi_provider;    /* FI_PROVIDER (libfabric's provider filter) */
+    const char *efa_device_rdma; /* FI_EFA_USE_DEVICE_RDMA */
+    const char *nccl_net;       /* NCCL_NET (the network NCCL must use) */
+    const char *nccl_net_plugin; /* NCCL_NET_PLUGIN (which plugin library) */
+    const char *nccl_proto;     /* NCCL_PROTO */
+    const char *ld_library_path; /* LD_LIBRARY_PATH (where dlopen finds the plugin) */
 };
 
 struct fb_node_ctx {
@@ -82,6 +88,9 @@ void fb_node_check_memlock(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_ipc_lock(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_rdma_devices(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_ib_hca(const struct fb_node_ctx *ctx, struct fb_check *c);
+void fb_node_check_efa(const struct fb_node_ctx *ctx, struct fb_check *c);
+/* node_efa_ofi.c under libfabric, else node_efa_none.c. */
+void fb_node_check_efa_provider(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_socket_ifname(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_mtu(const struct fb_node_ctx *ctx, struct fb_check *c);
 void fb_node_check_shm(const struct fb_node_ctx *ctx, struct fb_check *c);
@@ -90,6 +99,10 @@ void fb_node_check_tcpxo_aperture(const struct fb_node_ctx *ctx, struct fb_check
 void fb_node_check_gpu_nic_affinity(const struct fb_node_ctx *ctx, struct fb_check *c);
 
 /* Shared by the node checks. */
+
+/* Whether the checks read the live machine (root "" or "/"), which checks
+ * that ask the host's libraries (hwloc, libfabric) need. */
+bool fb_node_root_is_live(const struct fb_node_ctx *ctx);
 
 /* Path of a file of the judged process: "/proc/self/limits". */
 void fb_node_proc_path(const struct fb_node_ctx *ctx, const char *file, char *buf, size_t len);

@@ -6,11 +6,6 @@
 #include "doctor/affinity.h"
 #include "doctor/node.h"
 
-static bool root_is_live(const char *root)
-{
-    return root == NULL || root[0] == '\0' || strcmp(root, "/") == 0;
-}
-
 static void judge(const struct fb_topo *t, const struct fb_affinity *a, struct fb_check *c)
 {
     if (t->ngpus == 0) {
@@ -51,7 +46,7 @@ void fb_node_check_gpu_nic_affinity(const struct fb_node_ctx *ctx, struct fb_che
     const struct fb_topo *t = ctx->topo;
     struct fb_err err = {FB_OK, ""};
     if (t == NULL) {
-        if (!root_is_live(ctx->root)) {
+        if (!fb_node_root_is_live(ctx)) {
             fb_check_set(c, FB_CHECK_SKIP, "hwloc reads only the live machine; for a --root tree "
                                            "pass --topology FILE.xml (lstopo --of xml on the node)");
             return;

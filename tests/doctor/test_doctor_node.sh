@@ -168,7 +168,7 @@ cp "$T_OUT" "$T_DIR/live.json"
 check "live node: document valid" json_valid "$SCHEMA" "$T_DIR/live.json"
 run doctor node
 n=$(grep -cE '^(OK|WARN|FAIL|SKIP) +[a-z-]+ +[^ ]' "$T_OUT")
-if [ "$n" -eq 11 ]; then ok "live node: all 11 checks report with evidence"; else not_ok "live node: all 11 checks report" "$n lines"; fi
+if [ "$n" -eq 13 ]; then ok "live node: all 13 checks report with evidence"; else not_ok "live node: all 13 checks report" "$n lines"; fi
 if [ -e /dev/infiniband ] || [ -d /sys/class/infiniband ]; then
   skip "live node: missing RDMA is named" "this machine has RDMA"
 else

@@ -262,6 +262,27 @@ static void rootfs_reads_below_the_root(void)
     fb_rootfs_free_list(names, n);
 }
 
+static void rootfs_reads_links_as_written(void)
+{
+    const char *root = tree_new();
+    put_link("/sys/class/infiniband/efa_0/device/driver", "../../../bus/pci/drivers/efa");
+    put("/sys/class/infiniband/efa_0/node_type", "7: unspecified\n");
+    char link[64];
+    struct fb_err err = {FB_OK, ""};
+    CHECK_INT(fb_rootfs_readlink(root, "/sys/class/infiniband/efa_0/device/driver", link,
+                                 sizeof link, &err), FB_OK);
+    CHECK_STR(link, "../../../bus/pci/drivers/efa");
+    /* A target that does not fit is an error, not a cut name. */
+    char small[8];
+    CHECK_INT(fb_rootfs_readlink(root, "/sys/class/infiniband/efa_0/device/driver", small,
+                                 sizeof small, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "longer than 7 bytes");
+    fb_err_clear(&err);
+    CHECK_INT(fb_rootfs_readlink(root, "/sys/class/infiniband/efa_0/node_type", link,
+                                 sizeof link, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "cannot read link");
+}
+
 static void inventory_reads_hcas(void)
 {
     const char *root = tree_new();
@@ -351,6 +372,7 @@ int main(void)
     RUN(exit_codes_follow_the_worst);
     RUN(strbuf_truncates_visibly);
     RUN(rootfs_reads_below_the_root);
+    RUN(rootfs_reads_links_as_written);
     RUN(inventory_reads_hcas);
     RUN(checklist_text_and_json);
     tree_done();

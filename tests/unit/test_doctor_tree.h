@@ -75,4 +75,19 @@ __attribute__((unused)) static void put_dir(const char *path)
     tree_mkdirs(full);
 }
 
+/* put_link("/sys/class/infiniband/efa_0/device/driver", "../../bus/pci/drivers/efa"):
+ * a symbolic link holding `target` as written (sysfs driver links). */
+__attribute__((unused)) static void put_link(const char *path, const char *target)
+{
+    char full[1024], dir[1024];
+    snprintf(full, sizeof full, "%s%s", tree_root, path);
+    snprintf(dir, sizeof dir, "%s", full);
+    *strrchr(dir, '/') = '\0';
+    tree_mkdirs(dir);
+    if (symlink(target, full) != 0) {
+        perror(full);
+        exit(2);
+    }
+}
+
 #endif
