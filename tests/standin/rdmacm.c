@@ -90,3 +90,34 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
     (void)id; (void)level; (void)optname; (void)optval; (void)optlen;
     FAIL_INT
 }
+void rdma_destroy_ep(struct rdma_cm_id *id);
+void rdma_destroy_ep(struct rdma_cm_id *id) { (void)id; }
+int rdma_establish(struct rdma_cm_id *id);
+int rdma_establish(struct rdma_cm_id *id) { (void)id; FAIL_INT }
+uint16_t rdma_get_src_port(struct rdma_cm_id *id);
+uint16_t rdma_get_src_port(struct rdma_cm_id *id)
+{
+    (void)id;
+    return 0;
+}
+struct ibv_context;
+/* No rdma_cm: no devices (NULL, errno ENODEV, as without the kernel module). */
+struct ibv_context **rdma_get_devices(int *num_devices);
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+    if (num_devices != NULL)
+        *num_devices = 0;
+    errno = ENODEV;
+    return NULL;
+}
+void rdma_free_devices(struct ibv_context **list);
+void rdma_free_devices(struct ibv_context **list) { (void)list; }
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel);
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel) { (void)id; (void)channel; FAIL_INT }
+struct ibv_qp_attr;
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+    (void)id; (void)qp_attr; (void)qp_attr_mask;
+    FAIL_INT
+}
