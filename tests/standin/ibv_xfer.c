@@ -77,7 +77,7 @@ static int push_send(struct sib_qp *q, const struct sib_wqe *w, uint64_t seq, en
 
 static void wait_until(double t)
 {
-    for (;;) {
+    while (t > 0) {
         double d = t - sib_now();
         if (d <= 0)
             return;
@@ -92,17 +92,27 @@ static void wait_until(double t)
 }
 
 /* The wire: bytes leave this process's port no faster than the lower cap
- * of the two ends, one message after another. */
-static void pace(struct sib_qp *q, uint64_t bytes, const struct sib_shqp *peer)
+ * of the two ends. A message occupies the link from its start (when the
+ * one before it has left) for bytes/rate; its bytes are copied at the start
+ * and it completes at the end. A message that follows its predecessor
+ * closely starts when that one ended, even if that lies up to PACE_SLACK_S
+ * in the past: a late wake-up (a sleep that overslept, a busy core) is made
+ * up by the messages after it and the average holds the rate; after an
+ * idle link a message starts now, no burst. Returns the end, 0 without a
+ * cap. */
+#define PACE_SLACK_S 5e-3
+static double pace_start(struct sib_qp *q, uint64_t bytes, const struct sib_shqp *peer)
 {
     double mine = q->ctx->dev->port.cap_gbps, theirs = peer->cap_gbps;
     double rate = mine > 0 && theirs > 0 ? fmin(mine, theirs) : fmax(mine, theirs);
     if (rate <= 0 || bytes == 0)
-        return;
+        return 0;
     struct sib_port *p = &q->ctx->dev->port;
-    double start = fmax(sib_now(), p->next_free);
+    double now = sib_now();
+    double start = p->next_free >= now - PACE_SLACK_S ? p->next_free : now;
+    wait_until(start);
     p->next_free = start + (double)bytes * 8.0 / (rate * 1e9);
-    wait_until(p->next_free);
+    return p->next_free;
 }
 
 /* Local ACK timeout: 4.096 us * 2^timeout, retry_cnt + 1 tries (0: none,
@@ -286,11 +296,12 @@ static enum outcome do_rdma(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, s
     int imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
     if (imm && !recv_posted(p))
         return X_RNR;
-    pace(q, len, p);
+    double end = pace_start(q, len, p);
     struct iovec rv = {(void *)(uintptr_t)(m->addr + (w->remote_addr - m->iova)), len};
     int e = len ? copy_vm(p->pid, !is_read, lv, nl, &rv, 1, len) : 0;
     if (e)
         return vm_failure(e, st);
+    wait_until(end);
     struct sib_shrecv r;
     if (imm && claim_recv(p, &r))
         deliver(p, r.wr_id, IBV_WC_RECV_RDMA_WITH_IMM, len, w->imm, IBV_WC_WITH_IMM, IBV_WC_SUCCESS,
@@ -326,10 +337,11 @@ static enum outcome do_send(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, s
         *st = IBV_WC_REM_INV_REQ_ERR;
         return X_FAIL_NOW;
     }
-    pace(q, len, p);
+    double end = pace_start(q, len, p);
     int e = len ? copy_vm(p->pid, 1, lv, nl, rv, nr, len) : 0;
     if (e)
         return vm_failure(e, st);
+    wait_until(end);
     int imm = w->opcode == IBV_WR_SEND_WITH_IMM;
     if (claim_recv(p, &r))
         deliver(p, r.wr_id, IBV_WC_RECV, len, imm ? w->imm : 0, imm ? IBV_WC_WITH_IMM : 0, IBV_WC_SUCCESS, qpn);
