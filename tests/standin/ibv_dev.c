@@ -449,8 +449,13 @@ static int describe_devices(void)
         }
         p += n + (p[n] == ',');
     }
-    for (int i = 0; i < g.ndev && g.sysfs[0]; i++)
+    for (int i = 0; i < g.ndev && g.sysfs[0]; i++) {
         write_tree(&g.devs[i]);
+        /* the device node fabric-doctor looks for beside the tree */
+        char rel[64];
+        snprintf(rel, sizeof rel, "dev/infiniband/uverbs%d", i);
+        put(root, rel, "");
+    }
     return 0;
 }
 
