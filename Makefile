@@ -95,6 +95,18 @@ STANDIN_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_
                  -pthread -Ibench -isystem $(CUDA_HOME)/include $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
 STANDIN_LINK  = $(STANDIN_CC) $(STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$(@F) -o $@
 
+# The libibverbs stand-in (tests/standin/ibv_*.c and the provider and
+# rdmacm stubs beside it, docs/standin.md "The RDMA stand-in"): compiled
+# against the real <infiniband/verbs.h> whenever it is here, into a
+# directory of its own so that the GPU stand-in's users never load it by
+# accident; scripts/rdma-standin.sh puts it on LD_LIBRARY_PATH.
+RDMA_STANDIN_DIR   := $(BUILD)/standin-rdma
+HAVE_VERBS_H       := $(shell printf '\043include <infiniband/verbs.h>\n' | $(STANDIN_CC) -E -x c - >/dev/null 2>&1 && echo 1)
+RDMA_STANDIN_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g -pthread
+RDMA_STANDIN_LINK   = $(STANDIN_CC) $(RDMA_STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$(@F) \
+                      -Wl,--version-script=$(filter %.map,$^) -o $@ $(filter %.c,$^)
+RDMA_STANDIN_LIBS  := $(addprefix $(RDMA_STANDIN_DIR)/,libibverbs.so.1 libmlx5.so.1 libefa.so.1 librdmacm.so.1)
+
 # Each module names the layers it uses, nearest first, in its module.mk.
 include $(wildcard bench/*/module.mk)
 ALL_MODULES := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
@@ -107,6 +119,7 @@ MODULES ?= $(ALL_MODULES)
 override MODULES := $(call closure,$(MODULES))
 # The stand-in stands in for what coll and probe call.
 STANDIN := $(if $(and $(filter 1,$(HAVE_NCCL)),$(STANDIN_SRCS),$(CUDART_MAJOR),$(filter coll probe,$(MODULES))),$(STANDIN_CUDART) $(STANDIN_DIR)/libnccl.so.2)
+RDMA_STANDIN := $(if $(and $(HAVE_VERBS_H),$(wildcard tests/standin/ibv_*.c),$(filter probe,$(MODULES))),$(RDMA_STANDIN_LIBS))
 ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
   ALL_SRCS := $(filter-out %_nccl.c,$(ALL_SRCS))
@@ -138,15 +151,17 @@ PERF_LINKS := $(if $(filter %/coll_main.c,$(MAIN_SRCS)),$(foreach n,$(PERF_NAMES
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps demo test bench check-asan check-valgrind clean lint help standin
-all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN)
-standin: $(STANDIN)
+.PHONY: all deps demo test bench check-asan check-valgrind clean lint help standin standin-rdma
+all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN) $(RDMA_STANDIN)
+standin: $(STANDIN) standin-rdma
+standin-rdma: $(RDMA_STANDIN)
 
 help:
 	@echo "make            build everything (NCCL backend: $(if $(filter 1,$(HAVE_NCCL)),yes,no); GPU validation kernels: $(if $(filter 1,$(HAVE_KERNELS)),yes,no); libfabric: $(if $(filter 1,$(HAVE_OFI)),yes,no))"
 	@echo "make demo       host-memory all_reduce sweep on local ranks, verdict and plot"
 	@echo "make test       all tests; ends with 'N passed, N failed'"
 	@echo "make standin    the CUDA/NCCL stand-in: GPU paths without a GPU (docs/standin.md)$(if $(STANDIN),, - not here: no CUDA/NCCL headers)"
+	@echo "make standin-rdma  the libibverbs stand-in: RDMA between local processes (docs/standin.md)$(if $(RDMA_STANDIN),, - not here: no <infiniband/verbs.h>)"
 	@echo "make bench      harness overhead and probe throughput against baselines"
 
 # Installs missing Debian packages once per build tree.
@@ -214,6 +229,21 @@ $(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/common
 	@mkdir -p $(@D)
 	@printf '{\n  global: nccl*;\n  local: *;\n};\n' >$(@D)/nccl.map
 	$(STANDIN_LINK) -Wl,--version-script=$(@D)/nccl.map $(filter %.c,$^) -L$(@D) -l:$(notdir $(STANDIN_CUDART))
+
+# Each stand-in library exports its symbols in the real library's version
+# nodes (its .map), so unmodified programs bind to it.
+$(RDMA_STANDIN_DIR)/libibverbs.so.1: $(wildcard tests/standin/ibv_*.c) tests/standin/libibverbs.map tests/standin/ibv_internal.h
+	@mkdir -p $(@D)
+	$(RDMA_STANDIN_LINK) -lm
+$(RDMA_STANDIN_DIR)/libmlx5.so.1: tests/standin/mlx5dv.c tests/standin/libmlx5.map
+	@mkdir -p $(@D)
+	$(RDMA_STANDIN_LINK)
+$(RDMA_STANDIN_DIR)/libefa.so.1: tests/standin/efadv.c tests/standin/libefa.map
+	@mkdir -p $(@D)
+	$(RDMA_STANDIN_LINK)
+$(RDMA_STANDIN_DIR)/librdmacm.so.1: tests/standin/rdmacm.c tests/standin/librdmacm.map
+	@mkdir -p $(@D)
+	$(RDMA_STANDIN_LINK)
 
 demo: all
 	scripts/demo.sh
