@@ -13,7 +13,7 @@ build_pkgs=(make gcc g++ pkg-config openmpi-bin libopenmpi-dev libjson-c-dev
 # Tests: multi-host namespaces, sshd, linters, schema validation, baselines.
 test_pkgs=(iproute2 openssh-server openssh-client procps jq shellcheck
   yamllint python3 python3-jsonschema python3-yaml iperf3 valgrind
-  util-linux psmisc slurm-wlm munge libfabric-bin
+  util-linux psmisc slurm-wlm munge libfabric-bin perftest
   prometheus prometheus-node-exporter)
 # fabric-report html opened in a headless browser (tests/report/test_html.sh).
 test_pkgs+=(chromium)

@@ -66,6 +66,9 @@ static int getinfo(const struct probe_ofi_cfg *cfg, struct ask a, struct fi_info
         hints->caps = rma_caps(cfg->op_read) | (a.hmem ? FI_HMEM : 0);
         hints->mode = FI_CONTEXT | FI_CONTEXT2;
         hints->domain_attr->mr_mode = MR_MODES | (a.hmem ? FI_MR_HMEM : 0);
+        /* One thread drives a rank's domain: the provider may leave its
+         * locks out, as it does for fi_rma_bw. */
+        hints->domain_attr->threading = FI_THREAD_DOMAIN;
     }
     if (cfg->provider != NULL)
         hints->fabric_attr->prov_name = strdup(cfg->provider);
