@@ -118,7 +118,7 @@ closure = $(sort $(1) $(foreach m,$(1),$(call uses,$(m))))
 MODULES ?= $(ALL_MODULES)
 override MODULES := $(call closure,$(MODULES))
 # The stand-in stands in for what coll and probe call.
-STANDIN := $(if $(and $(filter 1,$(HAVE_NCCL)),$(STANDIN_SRCS),$(CUDART_MAJOR),$(filter coll probe,$(MODULES))),$(STANDIN_CUDART) $(STANDIN_DIR)/libnccl.so.2)
+STANDIN := $(if $(and $(filter 1,$(HAVE_NCCL)),$(STANDIN_SRCS),$(CUDART_MAJOR),$(filter coll probe,$(MODULES))),$(STANDIN_CUDART) $(STANDIN_DIR)/libnccl.so.2 $(STANDIN_DIR)/libcuda.so.1)
 RDMA_STANDIN := $(if $(and $(HAVE_VERBS_H),$(wildcard tests/standin/ibv_*.c),$(filter probe,$(MODULES))),$(RDMA_STANDIN_LIBS))
 ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
@@ -229,6 +229,13 @@ $(STANDIN_DIR)/libnccl.so.2: $(filter tests/standin/nccl%.c tests/standin/common
 	@mkdir -p $(@D)
 	@printf '{\n  global: nccl*;\n  local: *;\n};\n' >$(@D)/nccl.map
 	$(STANDIN_LINK) -Wl,--version-script=$(@D)/nccl.map $(filter %.c,$^) -L$(@D) -l:$(notdir $(STANDIN_CUDART))
+
+# The driver API's dma-buf export (fabric-rdma --use-cuda dlopens
+# libcuda.so.1); the real library's cu* symbols are unversioned.
+$(STANDIN_DIR)/libcuda.so.1: tests/standin/cuda_driver.c tests/standin/common.c tests/standin/common.h $(STANDIN_CUDART)
+	@mkdir -p $(@D)
+	@printf '{\n  global: cu*;\n  local: *;\n};\n' >$(@D)/cuda.map
+	$(STANDIN_LINK) -Wl,--version-script=$(@D)/cuda.map $(filter %.c,$^) -L$(@D) -l:$(notdir $(STANDIN_CUDART))
 
 # Each stand-in library exports its symbols in the real library's version
 # nodes (its .map), so unmodified programs bind to it.

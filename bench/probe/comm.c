@@ -104,6 +104,16 @@ enum fb_status probe_recv(const struct probe_ctx *c, int peer, int tag, void *in
     return FB_OK;
 }
 
+static enum fb_status lost_rank(const struct probe_ctx *c, int r, const char *what,
+                                struct fb_err *err)
+{
+    char who[FB_HOST_MAX + 32];
+    probe_rank_name(c, r, who, sizeof who);
+    return fb_fail(err, FB_ERR_TIMEOUT,
+                   "%s stopped answering: its MPI connection broke while %s (process killed, out "
+                   "of memory, host down?); check that host", who, what);
+}
+
 enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather_spec *g,
                             const void *mine, void *all, unsigned char *arrived,
                             struct fb_err *err)
@@ -120,9 +130,11 @@ enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather
     int n = w->size - 1;
     MPI_Request *reqs = malloc((size_t)(n > 0 ? n : 1) * sizeof *reqs);
     int *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx);
-    if (reqs == NULL || idx == NULL) {
+    MPI_Status *sts = malloc((size_t)(n > 0 ? n : 1) * sizeof *sts);
+    if (reqs == NULL || idx == NULL || sts == NULL) {
         free(reqs);
         free(idx);
+        free(sts);
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
     }
     for (int r = 1; r < w->size; r++)
@@ -134,16 +146,28 @@ enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather
     enum fb_status st = FB_OK;
     while (left > 0 && st == FB_OK) {
         int got = 0;
-        MPI_Testsome(n, reqs, &got, idx, MPI_STATUSES_IGNORE);
+        int rc = MPI_Testsome(n, reqs, &got, idx, sts);
         for (int i = 0; got != MPI_UNDEFINED && i < got; i++) {
             int r = idx[i] + 1;
+            /* A receive that completed in error (the peer's process is gone
+             * and its connection broke) holds no report: that rank is lost,
+             * and nothing it sent may be read as a success. */
+            if (rc == MPI_ERR_IN_STATUS && sts[i].MPI_ERROR != MPI_SUCCESS) {
+                arrived[r] = PROBE_LOST;
+                st = lost_rank(c, r, g->what, err);
+                continue;
+            }
             arrived[r] = 1;
             double grace = fb_now() + g->grace_s;
             if (g->failed((char *)all + (size_t)r * g->len) && grace < deadline)
                 deadline = grace;
         }
-        if (got == MPI_UNDEFINED)
+        if (got == MPI_UNDEFINED || st != FB_OK)
             break;
+        if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+            st = fb_fail(err, FB_ERR_RUNTIME, "MPI failed while %s", g->what);
+            break;
+        }
         left -= got;
         if (left == 0 || got > 0)
             continue;
@@ -162,15 +186,47 @@ enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather
         if (st == FB_OK)
             backoff_pause(&b);
     }
+    /* Receives still posted towards silent ranks are left to MPI_Abort,
+     * which follows every failed gather. */
     free(reqs);
     free(idx);
+    free(sts);
+    return st;
+}
+
+/* Rank 0: one send per rank rather than a broadcast, so a rank that does
+ * not take it (its process gone, its connection broken) is the one named,
+ * not the root. */
+static enum fb_status send_to_all(const struct probe_ctx *c, void *buf, int len, double limit_s,
+                                  int *silent, struct fb_err *err)
+{
+    int n = c->w->size - 1;
+    MPI_Request *reqs = malloc((size_t)(n > 0 ? n : 1) * sizeof *reqs);
+    if (reqs == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    for (int r = 1; r <= n; r++)
+        MPI_Isend(buf, len, MPI_BYTE, r, PROBE_TAG_VERDICT, c->comm, &reqs[r - 1]);
+    double deadline = fb_now() + limit_s;
+    enum fb_status st = FB_OK;
+    for (int r = 1; r <= n && st == FB_OK; r++) {
+        double left = deadline - fb_now();
+        st = probe_wait(c, &reqs[r - 1], left > 0 ? left : 0, r, "taking rank 0's verdict", err);
+        if (st != FB_OK)
+            *silent = r;
+    }
+    /* Sends still pending towards a silent rank are left to MPI_Abort,
+     * which follows every failed step. */
+    free(reqs);
     return st;
 }
 
 enum fb_status probe_bcast(const struct probe_ctx *c, void *buf, int len, double limit_s,
-                           const char *what, struct fb_err *err)
+                           const char *what, int *silent, struct fb_err *err)
 {
+    *silent = -1;
+    if (c->w->rank == 0)
+        return send_to_all(c, buf, len, limit_s, silent, err);
     MPI_Request req;
-    MPI_Ibcast(buf, len, MPI_BYTE, 0, c->comm, &req);
+    MPI_Irecv(buf, len, MPI_BYTE, 0, PROBE_TAG_VERDICT, c->comm, &req);
     return probe_wait(c, &req, limit_s, 0, what, err);
 }

@@ -31,6 +31,7 @@ enum probe_tag {
     PROBE_TAG_LAT_GO,
     PROBE_TAG_OFIINFO,
     PROBE_TAG_OFI_DONE, /* ofi: the active end is through with a size (its status) */
+    PROBE_TAG_VERDICT,  /* rank 0's verdict on a step */
 };
 
 /* "rank 3 (host-b)" */
@@ -65,16 +66,22 @@ struct probe_gather_spec {
     const char *what; /* "reporting to rank 0" */
 };
 
+/* arrived[rank] of a rank whose connection broke before it reported. */
+#define PROBE_LOST 2
+
 /* Rank 0 receives a record from every rank into all[rank * len] (its own
- * copied from `mine`) and arrived[rank] says who answered; on a timeout
- * the error names the first silent rank. Other ranks send theirs, bounded
- * by limit_s. */
+ * copied from `mine`) and arrived[rank] says who answered (1) and who was
+ * lost (PROBE_LOST: the gather stops there, naming it); on a timeout the
+ * error names the first silent rank. Other ranks send theirs, bounded by
+ * limit_s. */
 enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather_spec *g,
                             const void *mine, void *all, unsigned char *arrived,
                             struct fb_err *err);
 
-/* Rank 0's `buf` reaches every rank, bounded by limit_s. */
+/* Rank 0's `buf` reaches every rank, bounded by limit_s. On rank 0 a
+ * timeout names the first rank that did not take it, in *silent (else -1);
+ * the others name rank 0. */
 enum fb_status probe_bcast(const struct probe_ctx *c, void *buf, int len, double limit_s,
-                           const char *what, struct fb_err *err);
+                           const char *what, int *silent, struct fb_err *err);
 
 #endif

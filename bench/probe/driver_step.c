@@ -17,18 +17,25 @@ struct probe_verdict probe_verdict_of(const struct fb_err *err, int rank, int ab
 
 static int timed_out(int code) { return code == FB_ERR_TIMEOUT; }
 
-/* Picks the report that explains the failure best: a named error beats a
- * timeout (the timeout is usually its consequence), then the lowest rank. */
-static void decide(const struct probe_report *all, int n, struct probe_verdict *v)
+/* Picks the report that explains the failure best: a rank that is gone
+ * beats everything (its peers' errors are its consequence), a named error
+ * beats a timeout (the timeout is usually its consequence), then the
+ * lowest rank. */
+static void decide(const struct probe_report *all, const unsigned char *arrived, int n,
+                   struct probe_verdict *v)
 {
     memset(v, 0, sizeof *v);
     v->rank = -1;
+    int lost = 0;
     for (int k = 0; k < n; k++) {
         const struct probe_report *r = &all[k];
         if (r->code == FB_OK)
             continue;
         v->abort_job |= timed_out(r->code);
-        int better = v->code == FB_OK || (timed_out(v->code) && !timed_out(r->code));
+        int gone = arrived[k] == PROBE_LOST;
+        int better = v->code == FB_OK || (gone && !lost) ||
+                     (!lost && timed_out(v->code) && !timed_out(r->code));
+        lost |= gone;
         if (better) {
             v->code = r->code;
             v->rank = r->rank;
@@ -84,12 +91,17 @@ static void fill_silent(struct probe_driver *d, struct probe_report *all,
                         const unsigned char *arrived, double limit_s)
 {
     for (int r = 1; r < d->w.size; r++) {
-        if (arrived[r])
+        if (arrived[r] == 1)
             continue;
         all[r] = (struct probe_report){.code = FB_ERR_TIMEOUT, .rank = r};
-        snprintf(all[r].msg, sizeof all[r].msg,
-                 "rank %d (%s) did not report within %.0f s; check that host (process alive? "
-                 "network up?) or raise --timeout", r, d->w.hosts[r], limit_s);
+        if (arrived[r] == PROBE_LOST)
+            snprintf(all[r].msg, sizeof all[r].msg,
+                     "stopped answering: its MPI connection to rank 0 broke before it reported "
+                     "(process killed, out of memory, host down?); check that host");
+        else
+            snprintf(all[r].msg, sizeof all[r].msg,
+                     "rank %d (%s) did not report within %.0f s; check that host (process "
+                     "alive? network up?) or raise --timeout", r, d->w.hosts[r], limit_s);
     }
 }
 
@@ -122,7 +134,7 @@ static int hear_all(struct probe_driver *d, const struct probe_gather_spec *g,
     }
     int shared = probe_gather(&d->c, g, mine, all, arrived, err) == FB_OK;
     fill_silent(d, all, arrived, g->limit_s);
-    decide(all, d->w.size, v);
+    decide(all, arrived, d->w.size, v);
     note_other_failures(d, all, v);
     fb_err_clear(err);
     if (round >= 0 && record_rows(d, all, round, err) != FB_OK && v->code == FB_OK)
@@ -147,12 +159,20 @@ int probe_driver_step(struct probe_driver *d, struct probe_report *mine, int rou
     }
     if (d->w.rank == 0 && !hear_all(d, &g, mine, round, v, &err))
         return 0;
-    if (probe_bcast(&d->c, v, sizeof *v, 2 * limit_s, "waiting for rank 0's verdict", &err) !=
-        FB_OK) {
+    /* A failed verdict ends the job: delivering it gets --timeout, as every
+     * wait after a failure does. */
+    double bound = d->w.rank == 0 && v->code != FB_OK ? d->o.timeout : 2 * limit_s;
+    int silent = -1;
+    if (probe_bcast(&d->c, v, sizeof *v, bound, "waiting for rank 0's verdict", &silent, &err) ==
+        FB_OK)
+        return 1;
+    if (d->w.rank != 0)
         *v = probe_verdict_of(&err, d->w.rank, 1);
-        return 0;
-    }
-    return 1;
+    else if (v->code == FB_OK)
+        *v = probe_verdict_of(&err, 0, 1);
+    else
+        v->abort_job = 1; /* the failure stands; the silent rank is likely its cause's host */
+    return 0;
 }
 
 int probe_driver_end(struct probe_driver *d, const struct probe_verdict *v, int shared)

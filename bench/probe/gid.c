@@ -46,7 +46,19 @@ void probe_gid_format(const uint8_t raw[16], char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-/* "0 RoCE v1 fe80::1, 1 RoCE v2 fe80::1, ..." for error messages. */
+/* What kind of address a RoCE entry holds, so an error tells the entry
+ * NCCL_IB_GID_INDEX should name at a glance; "" for InfiniBand. */
+static const char *address_kind(const struct probe_gid_entry *e)
+{
+    if (e->type == PROBE_GID_IB)
+        return "";
+    if (probe_gid_is_link_local(e->raw))
+        return " (link-local)";
+    return probe_gid_is_ipv4_mapped(e->raw) ? " (IPv4)" : " (IPv6)";
+}
+
+/* "0 RoCE v1 fe80::1 (link-local), 3 RoCE v2 ::ffff:10.0.0.1 (IPv4), ..."
+ * for error messages. */
 static void list_entries(const struct probe_gid_entry *e, size_t n, char *buf, size_t len)
 {
     size_t used = 0;
@@ -54,8 +66,9 @@ static void list_entries(const struct probe_gid_entry *e, size_t n, char *buf, s
     for (size_t i = 0; i < n && used < len; i++) {
         char addr[64];
         probe_gid_format(e[i].raw, addr, sizeof addr);
-        used += (size_t)snprintf(buf + used, len - used, "%s%u %s %s", i ? ", " : "",
-                                 e[i].index, probe_gid_type_name(e[i].type), addr);
+        used += (size_t)snprintf(buf + used, len - used, "%s%u %s %s%s", i ? ", " : "",
+                                 e[i].index, probe_gid_type_name(e[i].type), addr,
+                                 address_kind(&e[i]));
     }
     if (n == 0)
         snprintf(buf, len, "none");
@@ -87,6 +100,26 @@ static const struct probe_gid_entry *lowest_matching(const struct probe_gid_entr
     return best;
 }
 
+/* RoCE v1 frames are not IP packets: routers drop them and NCCL, which
+ * uses RoCE v2 unless told otherwise, would not take that path. An
+ * explicit v1 index is almost always the InfiniBand habit of index 0
+ * carried over to RoCE, so it is refused with the v2 index to use. */
+static enum fb_status refuse_roce_v1(const struct probe_gid_entry *e, size_t n, long requested,
+                                     const char *where, const char *valid, struct fb_err *err)
+{
+    const struct probe_gid_entry *v2 = lowest_matching(e, n, 1);
+    if (v2 == NULL)
+        v2 = lowest_matching(e, n, 0);
+    char hint[32] = "";
+    if (v2 != NULL)
+        snprintf(hint, sizeof hint, ", e.g. -x %u", v2->index);
+    return fb_fail(err, FB_ERR_USAGE,
+                   "GID index %ld of %s is RoCE v1, which IP routers drop and NCCL never picks "
+                   "by itself (it takes RoCE v2); table: %s; pass a routable RoCE v2 index with -x, the "
+                   "one NCCL_IB_GID_INDEX should name%s",
+                   requested, where, valid, hint);
+}
+
 static enum fb_status select_explicit(const struct probe_gid_entry *e, size_t n, uint32_t table_len,
                                       long requested, const char *where,
                                       struct probe_gid_choice *out, struct fb_err *err)
@@ -96,16 +129,19 @@ static enum fb_status select_explicit(const struct probe_gid_entry *e, size_t n,
     if (requested >= (long)table_len)
         return fb_fail(err, FB_ERR_USAGE,
                        "GID index %ld is out of range for %s: its table has %u entries (0-%u); "
-                       "populated: %s; pass one of those with -x",
+                       "populated: %s; pass one of those with -x (as NCCL_IB_GID_INDEX)",
                        requested, where, table_len, table_len ? table_len - 1 : 0, valid);
     for (size_t i = 0; i < n; i++) {
-        if (e[i].index == (uint32_t)requested && !probe_gid_is_zero(e[i].raw)) {
-            take(out, &e[i], 0, "explicit -x");
-            return FB_OK;
-        }
+        if (e[i].index != (uint32_t)requested || probe_gid_is_zero(e[i].raw))
+            continue;
+        if (e[i].type == PROBE_GID_ROCE_V1)
+            return refuse_roce_v1(e, n, requested, where, valid, err);
+        take(out, &e[i], 0, "explicit -x");
+        return FB_OK;
     }
     return fb_fail(err, FB_ERR_USAGE,
-                   "GID index %ld of %s is empty; populated: %s; pass one of those with -x",
+                   "GID index %ld of %s is empty; populated: %s; pass one of those with -x (as "
+                   "NCCL_IB_GID_INDEX)",
                    requested, where, valid);
 }
 

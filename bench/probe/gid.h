@@ -29,8 +29,9 @@ struct probe_gid_choice {
 /* Picks the GID for `where` ("mlx5_0 port 1"). requested < 0 means
  * automatic: InfiniBand takes the port GID (index 0); Ethernet takes the
  * lowest RoCE v2 entry holding a routable IPv4-mapped address, then a global
- * IPv6 one. An explicit index must lie inside the table (table_len entries)
- * and be populated; the error lists the entries that are. */
+ * IPv6 one. An explicit index must lie inside the table (table_len entries),
+ * be populated and not be RoCE v1 (not routed, not what NCCL uses); the
+ * error lists the entries with their types. */
 enum fb_status probe_gid_select(const struct probe_gid_entry *entries, size_t n,
                                 uint32_t table_len, enum probe_link_layer ll,
                                 long requested, const char *where,

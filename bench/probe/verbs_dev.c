@@ -85,8 +85,8 @@ static enum fb_status open_named(const struct probe_verbs_cfg *cfg, int local_ra
 }
 
 static enum fb_status check_port(struct probe_verbs_dev *d, const struct probe_verbs_cfg *cfg,
-                                 struct ibv_device_attr *dattr, struct ibv_port_attr *pattr,
-                                 struct fb_err *err)
+                                 const char *host, struct ibv_device_attr *dattr,
+                                 struct ibv_port_attr *pattr, struct fb_err *err)
 {
     if (ibv_query_device(d->ctx, dattr) != 0)
         return fb_fail(err, FB_ERR_RUNTIME, "ibv_query_device on %s failed: %s", d->name,
@@ -99,12 +99,16 @@ static enum fb_status check_port(struct probe_verbs_dev *d, const struct probe_v
     if (ibv_query_port(d->ctx, (uint8_t)d->port, pattr) != 0)
         return fb_fail(err, FB_ERR_RUNTIME, "ibv_query_port on %s port %d failed: %s", d->name,
                        d->port, strerror(errno));
+    /* Refused at open: a QP towards a port that is not ACTIVE would only
+     * time out later, with nothing to say which end is at fault. The
+     * host is named because every rank reports its own port. */
     if (pattr->state != IBV_PORT_ACTIVE)
         return fb_fail(err, FB_ERR_RUNTIME,
-                       "%s port %d is %s (physical state %s), not ACTIVE; check the cable, the "
-                       "switch port and the subnet manager, or choose another HCA with -d",
-                       d->name, d->port, ibv_port_state_str(pattr->state),
-                       phys_state_name(pattr->phys_state));
+                       "%s port %d on %s is %s (physical state %s), not ACTIVE; check the cable, "
+                       "the switch port and the subnet manager (ibstat %s on %s), or choose "
+                       "another HCA with -d",
+                       d->name, d->port, host, ibv_port_state_str(pattr->state),
+                       phys_state_name(pattr->phys_state), d->name, host);
     d->ll = pattr->link_layer == IBV_LINK_LAYER_ETHERNET ? PROBE_LL_ETH : PROBE_LL_IB;
     d->lid = pattr->lid;
     int active = probe_mtu_bytes(pattr->active_mtu);
@@ -129,7 +133,7 @@ static int convert_gid(const struct ibv_gid_entry *in, struct probe_gid_entry *o
 }
 
 static enum fb_status choose_gid(struct probe_verbs_dev *d, const struct probe_verbs_cfg *cfg,
-                                 const struct ibv_device_attr *dattr,
+                                 const char *host, const struct ibv_device_attr *dattr,
                                  const struct ibv_port_attr *pattr, struct fb_err *err)
 {
     size_t cap = (size_t)pattr->gid_tbl_len * dattr->phys_port_cnt;
@@ -150,8 +154,8 @@ static enum fb_status choose_gid(struct probe_verbs_dev *d, const struct probe_v
         for (ssize_t i = 0; i < got; i++)
             if (table[i].port_num == (uint32_t)d->port && convert_gid(&table[i], &mine[n]))
                 n++;
-        char where[96];
-        snprintf(where, sizeof where, "%s port %d", d->name, d->port);
+        char where[160];
+        snprintf(where, sizeof where, "%s port %d on %s", d->name, d->port, host);
         st = probe_gid_select(mine, n, (uint32_t)pattr->gid_tbl_len, d->ll, cfg->gid_index, where,
                               &d->gid, err);
     }
@@ -196,9 +200,9 @@ enum fb_status probe_verbs_open(const struct probe_verbs_cfg *cfg, int local_ran
     struct ibv_port_attr pattr;
     enum fb_status st = open_named(cfg, local_rank, local_size, host, d, err);
     if (st == FB_OK)
-        st = check_port(d, cfg, &dattr, &pattr, err);
+        st = check_port(d, cfg, host, &dattr, &pattr, err);
     if (st == FB_OK)
-        st = choose_gid(d, cfg, &dattr, &pattr, err);
+        st = choose_gid(d, cfg, host, &dattr, &pattr, err);
     if (st == FB_OK) {
         d->pd = ibv_alloc_pd(d->ctx);
         if (d->pd == NULL)

@@ -50,6 +50,21 @@ if "$asan_bin" --version | grep -q 'ofi)'; then
   sanitized "ASan: unknown provider (exit 5)" 5 2 --transport ofi --provider nosuch "${J[@]}"
 fi
 
+# The verbs transport on the RDMA stand-in (this build's, not sanitized): a
+# bidirectional sweep and a pair on local ranks, one HCA each.
+rs=$FB_ROOT/scripts/rdma-standin.sh
+have_rdma_standin=
+[ -e "$FB_BUILD/standin-rdma/libibverbs.so.1" ] && have_rdma_standin=1
+export FB_STANDIN_IB_DIR=$T_DIR/ib-registry FB_STANDIN_IB_DEVICES=mlx5_0,mlx5_1
+if [ -n "$have_rdma_standin" ]; then
+  run env BUILD="$FB_BUILD" "$rs" timeout -k 5 120 "${FB_MPIRUN[@]}" -np 2 -x LD_LIBRARY_PATH -x FB_STANDIN_IB_DIR -x FB_STANDIN_IB_DEVICES \
+    -x ASAN_OPTIONS -x UBSAN_OPTIONS "$asan_bin" -b -a --min-size 1K --max-size 256K -n 50 "${J[@]}"
+  if [ "$T_RC" -eq 0 ] && ! grep -qE 'AddressSanitizer|runtime error' "$T_ERR"; then ok "ASan: verbs bidirectional sweep on the RDMA stand-in"
+  else not_ok "ASan: verbs bidirectional sweep on the RDMA stand-in" "exit $T_RC: $(grep -m4 -E 'ERROR|runtime error|#[0-9] .*bench/|fabric-rdma:' "$T_ERR" | tr '\n' ' ')"; fi
+else
+  skip "ASan: verbs on the RDMA stand-in" "the stand-in is not built (no <infiniband/verbs.h>)"
+fi
+
 if ! command -v valgrind >/dev/null; then
   not_ok "valgrind present" "install valgrind (scripts/install-deps.sh)"
   exit 0
@@ -64,6 +79,11 @@ if "$FB_BIN/fabric-rdma" --version | grep -q 'ofi)'; then
   if [ "$T_RC" -eq 0 ]; then ok "valgrind: bidirectional libfabric pair, no memory errors or definite leaks"; else not_ok "valgrind: bidirectional libfabric pair" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi
   run fb_mpirun 2 "${vg[@]}" "$FB_BIN/fabric-rdma" --transport ofi --provider tcp -d lo --latency -n 50 --timeout 60 "${J[@]}"
   if [ "$T_RC" -eq 0 ]; then ok "valgrind: libfabric latency, no memory errors or definite leaks"; else not_ok "valgrind: libfabric latency" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi
+fi
+if [ -n "$have_rdma_standin" ]; then
+  run "$rs" timeout -k 5 300 "${FB_MPIRUN[@]}" -np 2 -x LD_LIBRARY_PATH -x FB_STANDIN_IB_DIR -x FB_STANDIN_IB_DEVICES \
+    "${vg[@]}" "$FB_BIN/fabric-rdma" -s 64K -n 200 --timeout 60 "${J[@]}"
+  if [ "$T_RC" -eq 0 ]; then ok "valgrind: verbs pair on the RDMA stand-in, no memory errors or definite leaks"; else not_ok "valgrind: verbs pair on the RDMA stand-in" "exit $T_RC $(grep -m6 '==[0-9]*==\|fabric-rdma:' "$T_ERR" | tr '\n' ' ')"; fi
 fi
 run timeout 120 "${vg[@]}" "$FB_BIN/fabric-rdma" "${J[@]}"
 if [ "$T_RC" -eq 5 ]; then ok "valgrind: the no-RDMA path, no errors or definite leaks"; else not_ok "valgrind: the no-RDMA path" "exit $T_RC $(grep -m6 '==[0-9]*==' "$T_ERR" | tr '\n' ' ')"; fi

@@ -16,6 +16,7 @@
 #define DEFAULT_GPUS 8
 #define DEFAULT_MEM (80ULL << 30)
 #define ALIGN 256
+#define LARGE_PAGE ((size_t)2 << 20)
 
 struct alloc {
     char *base;
@@ -280,7 +281,10 @@ cudaError_t cudaMalloc(void **devPtr, size_t size)
     pthread_mutex_lock(&g.lock);
     cudaError_t e = cudaErrorMemoryAllocation;
     void *p = NULL;
-    if (size <= g.total - g.used[d] && posix_memalign(&p, ALIGN, size) == 0) {
+    /* CUDA hands out 2 MiB pages for allocations that large: their start
+     * is page-aligned, as the dma-buf export (libcuda stand-in) demands. */
+    size_t align = size >= LARGE_PAGE ? LARGE_PAGE : ALIGN;
+    if (size <= g.total - g.used[d] && posix_memalign(&p, align, size) == 0) {
         if (remember(p, size, d)) {
             g.used[d] += size;
             *devPtr = p;

@@ -96,10 +96,20 @@ static void test_explicit_index_is_checked(void)
     roce_table(t);
     struct probe_gid_choice c;
     struct fb_err err = {0};
-    CHECK_INT(probe_gid_select(t, 4, 256, PROBE_LL_ETH, 2, "mlx5_0 port 1", &c, &err), FB_OK);
-    CHECK_INT(c.index, 2);
-    CHECK_INT(c.type, PROBE_GID_ROCE_V1);
+    CHECK_INT(probe_gid_select(t, 4, 256, PROBE_LL_ETH, 1, "mlx5_0 port 1", &c, &err), FB_OK);
+    CHECK_INT(c.index, 1);
+    CHECK_INT(c.type, PROBE_GID_ROCE_V2);
     CHECK(!c.automatic);
+
+    /* RoCE v1 is refused, naming the table's types and the v2 IPv4 index. */
+    fb_err_clear(&err);
+    CHECK_INT(probe_gid_select(t, 4, 256, PROBE_LL_ETH, 2, "mlx5_0 port 1", &c, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "GID index 2 of mlx5_0 port 1 is RoCE v1");
+    CHECK_CONTAINS(err.msg, "0 RoCE v1 fe80::bace:f6ff:fe12:3456 (link-local)");
+    CHECK_CONTAINS(err.msg, "3 RoCE v2 ::ffff:10.1.2.3 (IPv4)");
+    CHECK_CONTAINS(err.msg, "NCCL_IB_GID_INDEX");
+    CHECK_CONTAINS(err.msg, "e.g. -x 3");
+    CHECK(strchr(err.msg, '\n') == NULL);
 
     fb_err_clear(&err);
     CHECK_INT(probe_gid_select(t, 4, 4, PROBE_LL_ETH, 9, "mlx5_0 port 1", &c, &err), FB_ERR_USAGE);
