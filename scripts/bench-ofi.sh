@@ -12,7 +12,7 @@
 # directions, so load that comes and goes on a shared machine cancels
 # (target: within 5%). Called by scripts/bench.sh.
 #   FI_RMA_BW (fi_rma_bw on PATH)  FB_BENCH_ROUNDS (11)  FB_BENCH_OFI_SIZES ("1M 2M 4M 8M")
-#   FB_BENCH_OFI_ITERS (1000)  BUILD (build)
+#   FB_BENCH_OFI_ITERS (1000)  BUILD (build)  FB_BENCH_VERBOSE (set: every round's figures on stderr)
 # fi_rma_bw is not packaged in Debian; build fabtests of the installed
 # libfabric outside this tree: ./autogen.sh && ./configure --with-libfabric=/usr && make
 set -euo pipefail
@@ -93,6 +93,7 @@ for s in "${sizes[@]}"; do
       b=$(peer_once "$s" "$work/f"); a=$(probe_once "$s" "$work/p.json")
     fi
     echo "$a" >>"$work/ours"; echo "$b" >>"$work/theirs"
+    [ -z "${FB_BENCH_VERBOSE:-}" ] || echo "  $s round $r: probe $a fi_rma_bw $b MB/s" >&2
     awk -v a="$a" -v b="$b" 'BEGIN { print a / b }' >>"$work/ratios"
   done
   printf '%8s | %10.0f %10.0f | %6.3f\n' "$s" "$(median <"$work/ours")" "$(median <"$work/theirs")" \
