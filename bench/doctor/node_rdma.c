@@ -19,6 +19,42 @@ static void list_names(const struct fb_inv_rdma *devs, size_t n, char *buf, size
         snprintf(buf, len, "none");
 }
 
+static const char *first_link_layer(const struct fb_inv_rdma *d)
+{
+    return d->nports && d->port[0].link_layer[0] ? d->port[0].link_layer : "unknown";
+}
+
+/* "link InfiniBand 400 Gb/sec (4X NDR)" when every device's first port has
+ * one link layer; else each layer with its devices, since a node with an
+ * InfiniBand fabric for the GPUs and RoCE for storage must not read as one
+ * fabric. */
+static void link_summary(const struct fb_inv_rdma *devs, size_t n, char *buf, size_t len)
+{
+    size_t used = 0, i = 0;
+    buf[0] = '\0';
+    while (i < n && strcmp(first_link_layer(&devs[i]), first_link_layer(&devs[0])) == 0)
+        i++;
+    if (i == n) {
+        const struct fb_inv_port *p0 = devs[0].nports ? &devs[0].port[0] : NULL;
+        snprintf(buf, len, "link %s %s", first_link_layer(&devs[0]), p0 && p0->rate[0] ? p0->rate : "");
+        return;
+    }
+    fb_strbuf_append(buf, len, &used, "mixed links:");
+    for (size_t a = 0; a < n; a++) {
+        const char *layer = first_link_layer(&devs[a]);
+        size_t b = 0;
+        while (b < a && strcmp(first_link_layer(&devs[b]), layer) != 0)
+            b++;
+        if (b < a)
+            continue; /* this layer was listed with its first device */
+        fb_strbuf_append(buf, len, &used, "%s %s (", a ? ";" : "", layer);
+        for (size_t k = a, m = 0; k < n; k++)
+            if (strcmp(first_link_layer(&devs[k]), layer) == 0)
+                fb_strbuf_append(buf, len, &used, "%s%s", m++ ? ", " : "", devs[k].name);
+        fb_strbuf_append(buf, len, &used, ")");
+    }
+}
+
 static size_t count_uverbs(const char *root)
 {
     char **names = NULL;
@@ -55,12 +91,10 @@ void fb_node_check_rdma_devices(const struct fb_node_ctx *ctx, struct fb_check *
                         "RDMA resource (rdma/..., nvidia.com/rdma_vf, vpc.amazonaws.com/efa)");
         return;
     }
-    char names[512];
+    char names[512], links[512];
     list_names(devs, n, names, sizeof names);
-    const struct fb_inv_port *p0 = devs[0].nports ? &devs[0].port[0] : NULL;
-    fb_check_set(c, FB_CHECK_OK, "%zu device%s (%s), link %s %s", n, n == 1 ? "" : "s", names,
-                 p0 && p0->link_layer[0] ? p0->link_layer : "unknown",
-                 p0 && p0->rate[0] ? p0->rate : "");
+    link_summary(devs, n, links, sizeof links);
+    fb_check_set(c, FB_CHECK_OK, "%zu device%s (%s), %s", n, n == 1 ? "" : "s", names, links);
 
     if (!fb_rootfs_is_dir(ctx->root, "/dev/infiniband")) {
         fb_check_set(c, FB_CHECK_FAIL, "%zu RDMA device%s in /sys/class/infiniband (%s) but no "

@@ -329,6 +329,18 @@ static void rdma_devices_healthy(void)
     CHECK_CONTAINS(c.evidence, "4 uverbs");
 }
 
+/* An InfiniBand fabric for the GPUs and RoCE for storage: both named. */
+static void rdma_devices_mixed_links(void)
+{
+    ib_node(3);
+    put("/sys/class/infiniband/mlx5_2/ports/1/link_layer", "Ethernet\n");
+    run_check(fb_node_check_rdma_devices, "rdma-devices");
+    EXPECT("ok", "mixed links: InfiniBand (mlx5_0, mlx5_1); Ethernet (mlx5_2)");
+    ib_node(2);
+    run_check(fb_node_check_rdma_devices, "rdma-devices");
+    EXPECT("ok", "2 devices (mlx5_0, mlx5_1), link InfiniBand 400 Gb/sec (4X NDR)");
+}
+
 static void rdma_devices_none(void)
 {
     fresh();
@@ -724,6 +736,7 @@ int main(void)
     RUN(shm_not_mounted);
     RUN(rdma_devices_healthy);
     RUN(rdma_devices_none);
+    RUN(rdma_devices_mixed_links);
     RUN(rdma_devices_not_in_container);
     RUN(rdma_devices_port_down);
     RUN(rdma_devices_missing_uverbs);
