@@ -204,6 +204,24 @@ static bool check_include_entry(const struct fb_devspec *spec, size_t e,
     return matched;
 }
 
+/* The devices NCCL would take unasked: those with an ACTIVE port, and those
+ * it passes over, so a DOWN device is not read as one in use. */
+static void list_active(const struct fb_inv_rdma *devs, size_t n, char *buf, size_t len)
+{
+    size_t used = 0, nactive = 0, ndown = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (fb_inv_rdma_any_active(&devs[i]))
+            fb_strbuf_append(buf, len, &used, "%s%s", nactive++ ? ", " : "", devs[i].name);
+    if (nactive == 0)
+        fb_strbuf_append(buf, len, &used, "none");
+    for (size_t i = 0; i < n; i++)
+        if (!fb_inv_rdma_any_active(&devs[i]))
+            fb_strbuf_append(buf, len, &used, "%s%s", ndown++ ? ", " : "; not ", devs[i].name);
+    if (ndown > 0)
+        fb_strbuf_append(buf, len, &used, ": no ACTIVE port, see rdma-devices");
+}
+
 void fb_node_check_ib_hca(const struct fb_node_ctx *ctx, struct fb_check *c)
 {
     struct fb_inv_rdma *devs = NULL;
@@ -217,9 +235,12 @@ void fb_node_check_ib_hca(const struct fb_node_ctx *ctx, struct fb_check *c)
         if (n == 0)
             fb_check_set(c, FB_CHECK_SKIP, "NCCL_IB_HCA unset and no RDMA device (see "
                                            "rdma-devices)");
-        else
+        else {
+            char active[512];
+            list_active(devs, n, active, sizeof active);
             fb_check_set(c, FB_CHECK_OK, "NCCL_IB_HCA unset: NCCL uses every RDMA device with "
-                                         "an active port (%s)", names);
+                                         "an active port (%s)", active);
+        }
         free(devs);
         return;
     }

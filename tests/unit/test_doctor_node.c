@@ -398,6 +398,15 @@ static void ib_hca_unset_and_exact_list(void)
     EXPECT("ok", "selects 2 of 2 devices");
 }
 
+/* Unset, a DOWN device is not among those NCCL uses. */
+static void ib_hca_unset_leaves_down_device_out(void)
+{
+    ib_node(3);
+    put("/sys/class/infiniband/mlx5_1/ports/1/state", "1: DOWN\n");
+    ib_hca_with(NULL);
+    EXPECT("ok", "with an active port (mlx5_0, mlx5_2; not mlx5_1: no ACTIVE port");
+}
+
 static void ib_hca_names_missing_device(void)
 {
     ib_node(2);
@@ -741,6 +750,7 @@ int main(void)
     RUN(rdma_devices_port_down);
     RUN(rdma_devices_missing_uverbs);
     RUN(ib_hca_unset_and_exact_list);
+    RUN(ib_hca_unset_leaves_down_device_out);
     RUN(ib_hca_names_missing_device);
     RUN(ib_hca_names_missing_port);
     RUN(ib_hca_prefix_surprise);
