@@ -23,7 +23,6 @@ probe=$build/bin/fabric-rdma
 rounds=${FB_BENCH_ROUNDS:-11}
 read -r -a sizes <<<"${FB_BENCH_OFI_SIZES:-1M 2M 4M 8M}"
 iters=${FB_BENCH_OFI_ITERS:-1000}
-ncpu=$(nproc)
 th=$root/scripts/testhosts.sh
 hostset=fbob
 
@@ -39,20 +38,8 @@ if [ "$(id -u)" -ne 0 ] || [ ! -x "$th" ]; then
   exit 0
 fi
 "$probe" --version | grep -q 'ofi)' || die "$probe is built without libfabric"
-work=$(mktemp -d)
-cleanup() {
-  "$th" down "$hostset" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$th" up "$hostset" 2 2 >/dev/null
-# mpirun starts each rank through this: rank r on core r.
-cat >"$work/pin" <<'SH'
-#!/bin/sh
-exec taskset -c "$((OMPI_COMM_WORLD_RANK % $(nproc)))" "$@"
-SH
-chmod +x "$work/pin"
-core_of_host() { echo $(( ($1 - 1) % ncpu )); }
+# shellcheck source=scripts/bench/hosts.sh
+. "$root/scripts/bench/hosts.sh"
 
 bytes_of() { numfmt --from=iec "$1"; }
 

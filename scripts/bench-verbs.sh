@@ -24,7 +24,6 @@ cap=${FB_BENCH_VERBS_CAP:-20}
 th=$root/scripts/testhosts.sh
 standin=$root/scripts/rdma-standin.sh
 hostset=fbvb
-ncpu=$(nproc)
 
 skip() { echo "fabric-rdma (verbs) vs ib_write_bw on the RDMA stand-in: skipped ($*)"; exit 0; }
 [ -x "$probe" ] || skip "no $probe; run make first"
@@ -32,20 +31,9 @@ skip() { echo "fabric-rdma (verbs) vs ib_write_bw on the RDMA stand-in: skipped 
 [ -e "$build/standin-rdma/libibverbs.so.1" ] || skip "the RDMA stand-in is not built (make standin-rdma)"
 [ "$(id -u)" -eq 0 ] || skip "needs root for namespace hosts"
 
-work=$(mktemp -d)
-cleanup() {
-  "$th" down "$hostset" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$th" up "$hostset" 2 2 >/dev/null
+# shellcheck source=scripts/bench/hosts.sh
+. "$root/scripts/bench/hosts.sh"
 export FB_STANDIN_IB_RATE_GBPS=$cap FB_STANDIN_IB_DIR=$work/registry
-cat >"$work/pin" <<'SH'
-#!/bin/sh
-exec taskset -c "$((OMPI_COMM_WORLD_RANK % $(nproc)))" "$@"
-SH
-chmod +x "$work/pin"
-core_of_host() { echo $(( ($1 - 1) % ncpu )); }
 
 # on HOST CMD...: CMD on namespace host HOST, pinned, on the stand-in.
 on() {

@@ -1,0 +1,22 @@
+# shellcheck shell=bash
+# What the bench scripts that pair two namespace hosts share (bench-ofi.sh,
+# bench-verbs.sh): hosts HOSTSET1 and HOSTSET2 up with 2 slots each, a
+# scratch directory $work, both removed at exit, and $work/pin, through
+# which mpirun starts rank r on core r; core_of_host I is the core host I's
+# tools are pinned to. Source it after setting th (scripts/testhosts.sh)
+# and hostset.
+# shellcheck disable=SC2154 # th and hostset: set by the script that sources this
+work=$(mktemp -d)
+# shellcheck disable=SC2154
+bench_hosts_cleanup() {
+  "$th" down "$hostset" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap bench_hosts_cleanup EXIT
+"$th" up "$hostset" 2 2 >/dev/null
+cat >"$work/pin" <<'SH'
+#!/bin/sh
+exec taskset -c "$((OMPI_COMM_WORLD_RANK % $(nproc)))" "$@"
+SH
+chmod +x "$work/pin"
+core_of_host() { echo $(( ($1 - 1) % $(nproc) )); }
