@@ -1,10 +1,12 @@
 #include "probe/opts.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/world.h"
+#include "probe/tcp_layout.h"
 
 #define OFF(f) offsetof(struct probe_opts, f)
 #define BIG 2147483647.0
@@ -27,6 +29,8 @@ const struct fb_opt probe_options[] = {
     {0, "tclass", FB_OPT_INT, OFF(tclass), "N", "RoCE traffic class (default 0)", 0, 255, 0},
     {0, "iface", FB_OPT_STRING, OFF(iface), "LIST", "tcp: interface per local rank, comma list (default: loopback on one host, else the default route's)", 0, 0, 0},
     {'P', "streams", FB_OPT_INT, OFF(streams), "N", "tcp: streams per link (default 1)", 1, 64, 0},
+    {0, "threads", FB_OPT_INT, OFF(threads), "N", "tcp: threads per link end driving its streams (default: one per stream, as iperf3)", 1, 64, 0},
+    {0, "nccl-like", FB_OPT_FLAG, OFF(nccl_like), NULL, "tcp: streams and threads as NCCL's socket transport picks them (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, else the NIC's cloud default)", 0, 0, 0},
     {0, "sock-buf", FB_OPT_SIZE, OFF(sock_buf), "BYTES", "tcp: socket buffer size (default: kernel autotuning)", 0, 0, 0},
     {'s', "size", FB_OPT_SIZE, OFF(size), "BYTES", "message size (default 1M; latency 2)", 0, 0, 0},
     {'a', "all", FB_OPT_FLAG, OFF(all_sizes), NULL, "sweep sizes from --min-size to --max-size by powers of 2", 0, 0, 0},
@@ -148,6 +152,37 @@ static enum fb_status check_ofi_options(const struct probe_opts *o, const struct
     return FB_OK;
 }
 
+/* --threads and --nccl-like: TCP only; --nccl-like sets -P and --threads
+ * as NCCL would on this host's NIC, so it takes neither. */
+static enum fb_status plan_tcp_threads(struct probe_opts *o, const struct fb_opts_result *res,
+                                       struct fb_err *err)
+{
+    static const char *const tcp_only[] = {"threads", "nccl-like"};
+    for (size_t i = 0; o->transport != PROBE_TCP && i < sizeof tcp_only / sizeof tcp_only[0]; i++)
+        if (given(res, tcp_only[i]))
+            return fb_fail(err, FB_ERR_USAGE, "--%s applies to --transport tcp; add "
+                           "--transport tcp or drop --%s", tcp_only[i], tcp_only[i]);
+    if (o->nccl_like) {
+        if (given(res, "streams") || given(res, "threads"))
+            return fb_fail(err, FB_ERR_USAGE, "--nccl-like picks the streams and threads as NCCL "
+                           "does; drop -P/--threads, or set NCCL_SOCKET_NTHREADS and "
+                           "NCCL_NSOCKS_PERTHREAD");
+        struct probe_tcp_layout l;
+        if (probe_tcp_nccl_layout(getenv("NCCL_SOCKET_NTHREADS"), getenv("NCCL_NSOCKS_PERTHREAD"),
+                                  probe_tcp_iface_vendor("", o->iface), &l, err) != FB_OK)
+            return err->code;
+        o->streams = l.streams;
+        o->threads = l.threads;
+        snprintf(o->layout, sizeof o->layout, "%s", l.why);
+    }
+    if (o->threads > o->streams)
+        return fb_fail(err, FB_ERR_USAGE, "--threads %ld with -P %ld: each thread drives at least "
+                       "one stream; raise -P or lower --threads", o->threads, o->streams);
+    if (o->transport == PROBE_TCP && o->threads == 0)
+        o->threads = o->streams; /* recorded as what ran */
+    return FB_OK;
+}
+
 static enum fb_status check_gpu_memory(const struct probe_opts *o,
                                        const struct fb_opts_result *res, struct fb_err *err)
 {
@@ -187,7 +222,7 @@ static enum fb_status check_combinations(struct probe_opts *o, const struct fb_o
         return fb_fail(err, FB_ERR_USAGE, "--pattern %s: use pairs, ring or all-pairs",
                        o->pattern_name);
     if (check_modes(o, res, err) != FB_OK || check_ofi_options(o, res, err) != FB_OK ||
-        check_gpu_memory(o, res, err) != FB_OK)
+        check_gpu_memory(o, res, err) != FB_OK || plan_tcp_threads(o, res, err) != FB_OK)
         return err->code;
     default_amount(o, res);
     return o->tp->check_options != NULL ? o->tp->check_options(o, err) : FB_OK;

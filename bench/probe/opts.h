@@ -20,6 +20,9 @@ struct probe_opts {
     long ib_port, gid_index, mtu, sl, tclass;
     const char *iface;
     long streams;
+    long threads;                          /* tcp: 0 = one per stream */
+    int nccl_like;                         /* tcp: --nccl-like */
+    char layout[160];                      /* tcp: how --nccl-like chose streams and threads */
     uint64_t sock_buf;
     uint64_t size, min_size, max_size;
     int all_sizes;

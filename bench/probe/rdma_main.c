@@ -25,7 +25,9 @@ static void print_help_or_version(const struct probe_driver *d)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* TCP streams run on threads; only this one calls MPI. */
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     static struct probe_driver d;

@@ -416,7 +416,10 @@ json_object *probe_results_json(const struct probe_results *r, int complete)
     json_object_object_add(d, "pattern", json_object_new_string(probe_pattern_name(o->pattern)));
     json_object_object_add(d, "mode", json_object_new_string(o->latency ? "latency" : "bandwidth"));
     json_object_object_add(d, "bidirectional", json_object_new_boolean(o->bidirectional));
-    json_object_object_add(d, "config", fb_opts_to_json(probe_options, o));
+    json_object *config = fb_opts_to_json(probe_options, o);
+    if (o->layout[0] != '\0') /* how --nccl-like chose -P and --threads */
+        json_object_object_add(config, "nccl_layout", json_object_new_string(o->layout));
+    json_object_object_add(d, "config", config);
     json_object *topo = json_object_new_object();
     json_object_object_add(topo, "ranks", json_object_new_int(r->nranks));
     json_object_object_add(topo, "nodes", json_object_new_int(r->nnodes));
@@ -493,7 +496,7 @@ void probe_print_header(FILE *out, const struct probe_results *r)
             r->sched->nrounds, r->sched->nrounds == 1 ? "" : "s");
     const struct probe_transport_ops *tp = o->tp;
     long lanes = tp->lanes(o);
-    char settings[128] = "";
+    char settings[256] = "";
     if (tp->describe_options != NULL)
         tp->describe_options(o, settings, sizeof settings);
     fprintf(out, "# %s, %s per %s, %ld %s%s per link%s\n", sizes, amount, tp->lane, lanes, tp->lane,

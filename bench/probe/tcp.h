@@ -22,6 +22,7 @@
 struct probe_tcp_cfg {
     const char *ifaces; /* --iface: comma list by local rank, NULL for the default */
     int streams;        /* -P */
+    int threads;        /* --threads: workers per link end, 0 = one per stream */
     long sock_buf;      /* --sock-buf: SO_SNDBUF/SO_RCVBUF, 0 leaves autotuning on */
     int nodelay;        /* TCP_NODELAY (latency mode) */
     void (*progress)(void *arg); /* called while waiting on sockets during set-up */
@@ -67,13 +68,14 @@ struct probe_tcp_flow {
     char peer_name[FB_HOST_MAX + 96];
 };
 
-/* Bandwidth on all flows of this rank at once: a warm-up phase, then the
- * timed one. Each phase ends with the source telling the destination over
+/* Bandwidth on all flows of this rank at once, each flow's streams spread
+ * over `threads` worker threads (0: one per stream): a warm-up phase, then
+ * the timed one. Each phase ends with the source telling the destination over
  * MPI how many bytes it sent and the destination acknowledging once it read
  * them all. The destination measures (first byte read to last), out[i] for
  * receiving flows[i]. */
 enum fb_status probe_tcp_bw(const struct probe_ctx *c, struct probe_tcp_flow *flows, int n,
-                            const struct probe_size_spec *r, struct probe_measure *out,
+                            int threads, const struct probe_size_spec *r, struct probe_measure *out,
                             struct fb_err *err);
 
 /* Ping-pong of `size`-byte messages on stream 0; the initiator times the

@@ -20,8 +20,8 @@ static enum fb_status tcp_open(struct probe_rank_env *env, struct probe_endpoint
 {
     const struct probe_opts *o = env->o;
     const struct fb_world *w = env->c->w;
-    env->tcfg = (struct probe_tcp_cfg){o->iface, (int)o->streams, (long)o->sock_buf, o->latency,
-                                       NULL, NULL};
+    env->tcfg = (struct probe_tcp_cfg){o->iface, (int)o->streams, (int)o->threads,
+                                       (long)o->sock_buf, o->latency, NULL, NULL};
     return probe_tcp_pick_iface(&env->tcfg, w->local_rank, w->local_size, w->nodes == 1, w->host,
                                 &env->addr, ep, err);
 }
@@ -129,7 +129,7 @@ static enum fb_status tcp_bandwidth(const struct probe_rank_env *env, struct pro
     struct probe_measure tmp[PROBE_ENDS_MAX];
     for (int i = 0; i < rd->nends; i++)
         flows[i] = rd->ends[i].flow;
-    if (probe_tcp_bw(env->c, flows, rd->nends, spec, tmp, err) != FB_OK)
+    if (probe_tcp_bw(env->c, flows, rd->nends, env->tcfg.threads, spec, tmp, err) != FB_OK)
         return err->code;
     for (int i = 0; i < rd->nends; i++)
         if (!rd->ends[i].is_src)
@@ -143,6 +143,19 @@ static enum fb_status tcp_latency(const struct probe_rank_env *env, struct probe
 {
     (void)env;
     return probe_tcp_lat(&e->flow, spec, e->is_src, out, err);
+}
+
+/* ", one thread per stream" or ", 2 threads (NCCL_SOCKET_NTHREADS=2 x ...)". */
+static void tcp_describe_options(const struct probe_opts *o, char *buf, size_t len)
+{
+    if (o->threads <= 0 || o->threads == o->streams)
+        snprintf(buf, len, ", %s", o->streams == 1 ? "on its own thread" : "one thread per stream");
+    else
+        snprintf(buf, len, ", %ld thread%s", o->threads, o->threads == 1 ? "" : "s");
+    if (o->layout[0] != '\0') {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, " (%s)", o->layout);
+    }
 }
 
 static void tcp_disconnect_end(struct probe_end *e)
@@ -168,7 +181,7 @@ const struct probe_transport_ops probe_transport_tcp = {
     .gpu_memory = 0,
     .slot_min = TCP_RECV_MIN,
     .check_options = NULL,
-    .describe_options = NULL,
+    .describe_options = tcp_describe_options,
     .open = tcp_open,
     .register_memory = NULL,
     .close = tcp_close,

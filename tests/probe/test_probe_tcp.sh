@@ -92,3 +92,67 @@ schema_ok "the interrupted run's file matches the schema" "$T_DIR/stop.json"
 jq_ok "the interrupted run is incomplete, keeps its sizes and says timeout" "$T_DIR/stop.json" \
   '.complete == false and .fault.status == "timeout" and .fault.exit_code == 8 and (.links | length) >= 1
    and (.fault.message | test("rank 1"))'
+
+# Streams on threads: with -P 4 each stream has a worker thread of its own
+# (counted in /proc while the run is on), with --threads 1 one thread drives
+# all four; both count exactly the messages sent.
+# peak_threads PATTERN: the most threads a process matching PATTERN had
+# while it ran (sampled every 50 ms).
+peak_threads() {
+  local best=0 n pid
+  while [ -z "$(jobs -rp)" ] || kill -0 "$(jobs -rp | head -1)" 2>/dev/null; do
+    for pid in $(pgrep -f "$1"); do
+      n=$(find "/proc/$pid/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+      [ "$n" -gt "$best" ] && best=$n
+    done
+    [ -z "$(jobs -rp)" ] && break
+    sleep 0.05
+  done
+  echo "$best"
+}
+for t in 4 1; do
+  fb_mpirun 2 "$FB_BIN/fabric-rdma" --transport tcp -P 4 --threads "$t" -D 1.5 --margin 0.2 -s 64K \
+    -J "$T_DIR/thr$t.json" >"$T_DIR/thr$t.out" 2>&1 &
+  peak_threads "fabric-rdma.*thr$t.json" >"$T_DIR/thr$t.peak"
+  wait
+done
+p4=$(cat "$T_DIR/thr4.peak") p1=$(cat "$T_DIR/thr1.peak")
+if [ "$p4" -ge $((p1 + 3)) ]; then
+  ok "-P 4: a thread per stream ($p4 threads at most, $p1 with --threads 1)"
+else
+  not_ok "-P 4: a thread per stream" "$p4 threads at most with -P 4, $p1 with --threads 1"
+fi
+expect_grep "the header says one thread per stream" '4 streams per link, one thread per stream$' "$T_DIR/thr4.out"
+expect_grep "the header says --threads 1" '4 streams per link, 1 thread$' "$T_DIR/thr1.out"
+jq_ok "the record keeps streams and threads" "$T_DIR/thr4.json" \
+  '.complete and .config.streams == 4 and .config.threads == 4 and .links[0].avg_Gbps > 0'
+run fb_mpirun 2 "$FB_BIN/fabric-rdma" --transport tcp -P 6 --threads 4 -n 300 -w 10 -s 32K -J "$T_DIR/thrn.json"
+# 6 streams over 4 threads (2, 2, 1, 1): every message arrives, less the
+# first read's bytes, which came before the clock started.
+jq_ok "-P 6 over 4 threads: 6 x 300 messages counted" "$T_DIR/thrn.json" \
+  '.complete and .links[0].messages <= 1800 and .links[0].messages >= 1790 and .config.threads == 4'
+run fb_mpirun 3 "$FB_BIN/fabric-rdma" --transport tcp --pattern ring -b -P 3 -n 200 -s 16K -J "$T_DIR/thrring.json"
+jq_ok "bidirectional ring on threads: 6 links, each 3 x 200 messages" "$T_DIR/thrring.json" \
+  '.complete and (.links | length) == 6 and all(.links[]; .messages <= 600 and .messages >= 590)'
+
+# --nccl-like: NCCL's variables decide, and the header and record say so.
+run env NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=3 timeout -k 5 300 "${FB_MPIRUN[@]}" -np 2 \
+  -x NCCL_SOCKET_NTHREADS -x NCCL_NSOCKS_PERTHREAD "$FB_BIN/fabric-rdma" --transport tcp --nccl-like \
+  -D 0.5 -s 64K -J "$T_DIR/nccl.json"
+expect_grep "--nccl-like: 2 x 3 named in the header" \
+  '6 streams per link, 2 threads \(NCCL_SOCKET_NTHREADS=2 x NCCL_NSOCKS_PERTHREAD=3, both set\)' "$T_OUT"
+jq_ok "--nccl-like: the record has 6 streams, 2 threads and the layout" "$T_DIR/nccl.json" \
+  '.complete and .config.streams == 6 and .config.threads == 2 and (.config.nccl_layout | test("both set"))'
+schema_ok "--nccl-like result matches the schema" "$T_DIR/nccl.json"
+run env -u NCCL_SOCKET_NTHREADS -u NCCL_NSOCKS_PERTHREAD timeout -k 5 300 "${FB_MPIRUN[@]}" -np 2 \
+  "$FB_BIN/fabric-rdma" --transport tcp --nccl-like -D 0.3 -J "$T_DIR/nccl1.json"
+jq_ok "--nccl-like on loopback: NCCL's default, one socket" "$T_DIR/nccl1.json" \
+  '.config.streams == 1 and (.config.nccl_layout | test("no helper threads"))'
+expect_error "--nccl-like with a bad NCCL_SOCKET_NTHREADS: exit 2 naming it" 2 'NCCL_SOCKET_NTHREADS=two' \
+  fabric-rdma env NCCL_SOCKET_NTHREADS=two "$FB_BIN/fabric-rdma" --transport tcp --nccl-like
+expect_error "--nccl-like with -P: exit 2" 2 'drop -P/--threads' fabric-rdma \
+  "$FB_BIN/fabric-rdma" --transport tcp --nccl-like -P 2
+expect_error "--threads above -P: exit 2" 2 '--threads 5 with -P 4' fabric-rdma \
+  "$FB_BIN/fabric-rdma" --transport tcp -P 4 --threads 5
+expect_error "--threads with rdma: exit 2" 2 '--threads applies to --transport tcp' fabric-rdma \
+  "$FB_BIN/fabric-rdma" --threads 2

@@ -1,10 +1,15 @@
 /* The transport table: --transport by name, the names its messages list,
  * and what each row says about the options and the endpoint table. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "probe/endpoint.h"
 #include "probe/opts.h"
+#include "probe/tcp_layout.h"
 #include "probe/transport.h"
 
 static void test_transports_are_found_by_their_exact_name(void)
@@ -107,6 +112,78 @@ static void test_the_build_says_which_transports_it_has(void)
     CHECK(probe_transport_verbs.unavailable == NULL && probe_transport_tcp.unavailable == NULL);
 }
 
+static void check_layout(const char *nt, const char *ns, long vendor, int threads, int streams,
+                         const char *why_has)
+{
+    struct probe_tcp_layout l = {0};
+    struct fb_err err = {0};
+    CHECK_INT(probe_tcp_nccl_layout(nt, ns, vendor, &l, &err), FB_OK);
+    CHECK_INT(l.threads, threads);
+    CHECK_INT(l.streams, streams);
+    CHECK_CONTAINS(l.why, why_has);
+}
+
+/* NCCL's choice: by NIC vendor when unset, the variables when set, its
+ * caps (16 threads, 64 sockets) applied in its order. */
+static void test_nccl_layout_follows_ncclnetsocketgetnsocknthread(void)
+{
+    check_layout(NULL, NULL, 0x1d0f, 2, 16, "NCCL_SOCKET_NTHREADS=2 x NCCL_NSOCKS_PERTHREAD=8, AWS");
+    check_layout(NULL, NULL, 0x1ae0, 4, 4, "Google NIC default");
+    check_layout(NULL, NULL, 0x8086, 1, 1, "one socket, one thread");
+    check_layout(NULL, NULL, -1, 1, 1, "NCCL_SOCKET_NTHREADS=0");
+    check_layout("", "", 0x1d0f, 2, 16, "AWS");
+    check_layout("3", NULL, 0x1d0f, 3, 24, "NCCL_SOCKET_NTHREADS=3 x NCCL_NSOCKS_PERTHREAD=8, the unset");
+    check_layout("4", "2", -1, 4, 8, "both set");
+    check_layout("0", "8", 0x1d0f, 1, 1, "one socket");
+    check_layout("2", "0", -1, 1, 1, "one socket");
+    check_layout("40", "1", -1, 16, 16, "NCCL_SOCKET_NTHREADS=16");
+    check_layout("16", "8", -1, 16, 64, "NCCL_NSOCKS_PERTHREAD=4");
+    check_layout("3", "30", -1, 3, 63, "NCCL_NSOCKS_PERTHREAD=21");
+    const char *bad[] = {"two", "-1", "2x", " ", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct probe_tcp_layout l;
+        struct fb_err err = {0};
+        CHECK_INT(probe_tcp_nccl_layout(bad[i], NULL, -1, &l, &err), FB_ERR_USAGE);
+        CHECK_CONTAINS(err.msg, "NCCL_SOCKET_NTHREADS=");
+        struct fb_err err2 = {0};
+        CHECK_INT(probe_tcp_nccl_layout("1", bad[i], -1, &l, &err2), FB_ERR_USAGE);
+        CHECK_CONTAINS(err2.msg, "NCCL_NSOCKS_PERTHREAD=");
+    }
+}
+
+static void put(const char *root, const char *rel, const char *text)
+{
+    char path[512], dir[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = strchr(path + strlen(root) + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(p - path), path);
+        mkdir(dir, 0755);
+    }
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f != NULL)
+        fputs(text, f), fclose(f);
+}
+
+/* The vendor comes from --iface's first entry, else the default route's. */
+static void test_nccl_layout_reads_the_vendor_of_the_interface_in_use(void)
+{
+    char root[] = "/tmp/fbt-vendor.XXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    put(root, "sys/class/net/ens5/device/vendor", "0x1d0f\n");
+    put(root, "sys/class/net/eth0/device/vendor", "0x1ae0\n");
+    put(root, "proc/net/route", "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n"
+                                "eth0\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\n");
+    CHECK_INT(probe_tcp_iface_vendor(root, "ens5,eth0"), 0x1d0f);
+    CHECK_INT(probe_tcp_iface_vendor(root, NULL), 0x1ae0);
+    CHECK_INT(probe_tcp_iface_vendor(root, ""), 0x1ae0);
+    CHECK_INT(probe_tcp_iface_vendor(root, "veth0"), -1);
+    CHECK_INT(probe_tcp_iface_vendor(root, "../../etc"), -1);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK_INT(system(cmd), 0);
+}
+
 int main(void)
 {
     RUN(test_transports_are_found_by_their_exact_name);
@@ -115,5 +192,7 @@ int main(void)
     RUN(test_options_mean_lanes_and_defaults_per_transport);
     RUN(test_endpoints_are_described_in_the_transports_terms);
     RUN(test_the_build_says_which_transports_it_has);
+    RUN(test_nccl_layout_follows_ncclnetsocketgetnsocknthread);
+    RUN(test_nccl_layout_reads_the_vendor_of_the_interface_in_use);
     return fbt_done();
 }
