@@ -265,6 +265,6 @@ lint:
 	tests/run test_shellcheck
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) $(BUILD)-*
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

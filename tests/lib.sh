@@ -22,6 +22,31 @@ ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1: $2"; }
 skip() { echo "skip - $1: $2"; }
 
+# hosts_lock NAME: holds the namespace host set NAME (scripts/testhosts.sh)
+# until this test ends, so that two tests or two runs that build the same
+# set take turns while tests of other sets run beside them (each set has
+# its own namespaces and bridge). sshd closes what it inherits; a process
+# left behind holding the lock delays the next taker by its wait at most.
+hosts_lock() {
+  local fd
+  exec {fd}>"${TMPDIR:-/tmp}/fabric-bench-hosts.$1.lock"
+  flock -w 900 "$fd"
+}
+
+# variant_build NAME MAKE-ARGS...: a build of this tree with other settings
+# (SAN=1, CUDA_HOME=/nonexistent, ...) in $FB_BUILD-NAME, shared by the tests
+# that need the same variant: made by the first, brought up to date by the
+# next, one at a time. Sets `tree`; make's output goes to $T_DIR/make.log.
+# Checks of what a variant leaves out look at its tree, not at the log
+# (the log of an up-to-date tree is empty).
+variant_build() {
+  tree=$FB_BUILD-$1
+  shift
+  mkdir -p "$tree"
+  (flock -w 1800 9 && make -C "$FB_ROOT" -j"$(nproc)" BUILD="$tree" "$@") 9>"$tree/.variant.lock" \
+    >"$T_DIR/make.log" 2>&1
+}
+
 # run CMD...: runs it, stdout to $T_OUT, stderr to $T_ERR, exit code in $T_RC.
 run() {
   "$@" >"$T_OUT" 2>"$T_ERR"
@@ -122,6 +147,7 @@ hosts_up() {
     skip "$4" "needs root for network namespaces"
     return 1
   fi
+  hosts_lock "$1"
   on_exit "$th down $1 >/dev/null 2>&1"
   if ! "$th" up "$1" "$2" "$3" >"$T_DIR/up.log" 2>&1; then
     not_ok "test hosts come up" "$(cat "$T_DIR/up.log")"

@@ -509,6 +509,13 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
          * killed node, mpirun exits 0 whatever the ranks return. */
         MPI_Abort(r->w.comm, (int)st);
     }
+    if (r->w.rank != 0 && st == FB_ERR_USAGE) {
+        /* Every rank found it (options and layout are agreed): rank 0's
+         * MPI_Abort ends the job with the code; a rank inside MPI_Finalize
+         * meanwhile could die of the abort on a busy machine instead. */
+        sleep(60);
+        _exit((int)st);
+    }
     if (r->w.rank != 0 && st == FB_OK && r->abandoned) {
         /* Rank 0 is ending the job with MPI_Abort: wait for it, bounded. */
         sleep(60);

@@ -34,6 +34,7 @@ if ! is_root; then
   exit 0
 fi
 th=$FB_ROOT/scripts/testhosts.sh
+hosts_lock fbs
 on_exit "$th down fbs >/dev/null 2>&1"
 "$th" up fbs 2 2 >"$T_DIR/up.log" 2>&1 || { not_ok "test hosts up" "$(cat "$T_DIR/up.log")"; exit 0; }
 

@@ -48,6 +48,7 @@ hosts_up() {
     skip "$what" "no $FB_BIN/fabric-coll: build it (make MODULES=\"core coll report\")"
     exit 0
   fi
+  hosts_lock "$name"
   on_exit "'$th' down $name >/dev/null 2>&1"
   if ! "$th" up "$name" "$n" >"$T_OUT" 2>"$T_ERR"; then
     not_ok "$n namespace hosts up" "$(head -c 400 "$T_ERR")"

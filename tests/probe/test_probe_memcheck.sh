@@ -6,8 +6,7 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-tree=$FB_BUILD-probe-asan
-if make -C "$FB_ROOT" -j2 MODULES="core probe" SAN=1 BUILD="$tree" >"$T_DIR/make.log" 2>&1; then
+if variant_build asan MODULES="core probe" SAN=1; then
   ok "fabric-rdma builds with -fsanitize=address,undefined"
 else
   not_ok "fabric-rdma builds with -fsanitize=address,undefined" "$(grep -m3 'error:' "$T_DIR/make.log")"

@@ -21,6 +21,7 @@ jq_ok() {
 }
 hosts_mpirun() { timeout -k 10 180 "$TH" mpirun fbp -q "$@"; }
 
+hosts_lock fbp
 on_exit "\"$TH\" down fbp >/dev/null 2>&1"
 if ! "$TH" up fbp 4 2 >"$T_DIR/up.log" 2>&1; then
   not_ok "4 namespace hosts come up" "$(tail -n 3 "$T_DIR/up.log")"

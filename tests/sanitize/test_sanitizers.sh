@@ -5,8 +5,7 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-tree=$FB_BUILD-asan
-if make -C "$FB_ROOT" -j2 SAN=1 BUILD="$tree" >"$T_DIR/make.log" 2>&1; then
+if variant_build asan SAN=1; then
   ok "builds with -fsanitize=address,undefined"
 else
   not_ok "builds with -fsanitize=address,undefined" "$(grep -m3 -E 'error:' "$T_DIR/make.log")"
