@@ -12,7 +12,7 @@
 /* --- 8-bit floats: e4m3 (bias 7, no infinities, 448 the largest) and
  * e5m2 (bias 15, IEEE-like) -------------------------------------------------- */
 
-static double fp8_value(uint8_t code, int e4m3)
+static double fp8_decode(uint8_t code, int e4m3)
 {
     int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
     int exp = (code & 0x7f) >> mbits, mant = code & ((1 << mbits) - 1);
@@ -20,19 +20,46 @@ static double fp8_value(uint8_t code, int e4m3)
     return code & 0x80 ? -mag : mag;
 }
 
+/* Every code's value, decoded once: a sweep of every type converts
+ * millions of elements. [1] is e4m3, [0] e5m2. */
+static double fp8_values[2][256];
+static pthread_once_t fp8_once = PTHREAD_ONCE_INIT;
+
+static void fp8_fill(void)
+{
+    for (int f = 0; f < 2; f++)
+        for (int c = 0; c < 256; c++)
+            fp8_values[f][c] = fp8_decode((uint8_t)c, f);
+}
+
+static double fp8_value(uint8_t code, int e4m3)
+{
+    pthread_once(&fp8_once, fp8_fill);
+    return fp8_values[e4m3 != 0][code];
+}
+
 /* The nearest code (ties to the even one), saturating at the largest
- * finite value: a search over the 126 or 123 finite magnitudes. */
+ * finite value: a search of the 126 or 123 finite magnitudes, which grow
+ * with the code, for the two that bracket the value. */
 static uint8_t fp8_code(double v, int e4m3)
 {
-    int last = e4m3 ? 0x7e : 0x7b;
+    int last = e4m3 ? 0x7e : 0x7b, lo = 0, hi = last;
+    uint8_t sign = signbit(v) ? 0x80 : 0;
     double a = fabs(v);
-    int best = 0;
-    for (int c = 1; c <= last; c++) {
-        double d = fabs(fp8_value((uint8_t)c, e4m3) - a), bd = fabs(fp8_value((uint8_t)best, e4m3) - a);
-        if (d < bd || (d == bd && (c & 1) == 0))
-            best = c;
+    if (isnan(a))
+        return sign;
+    if (a >= fp8_value((uint8_t)last, e4m3))
+        return (uint8_t)(last | sign);
+    while (hi - lo > 1) { /* fp8_value(lo) <= a < fp8_value(hi) */
+        int mid = (lo + hi) / 2;
+        if (fp8_value((uint8_t)mid, e4m3) <= a)
+            lo = mid;
+        else
+            hi = mid;
     }
-    return (uint8_t)(best | (signbit(v) ? 0x80 : 0));
+    double below = a - fp8_value((uint8_t)lo, e4m3), above = fp8_value((uint8_t)hi, e4m3) - a;
+    int best = above < below || (above == below && (hi & 1) == 0) ? hi : lo;
+    return (uint8_t)(best | sign);
 }
 
 double fbsi_elem_load(ncclDataType_t t, const void *buf, size_t i)
