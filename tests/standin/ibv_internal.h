@@ -172,6 +172,11 @@ struct sib_wqe {
     uint64_t remote_addr;
     uint32_t nsge, inline_len;
     struct ibv_sge sge[SIB_SGE_MAX];
+    double posted_at;    /* when the process posted it: the wire may start it then */
+    int on_wire;         /* its bytes moved; it completes at done_at */
+    double done_at;
+    int has_recv;        /* it consumed the responder's receive `recv` */
+    struct sib_shrecv recv;
     double fail_at;      /* > 0: fails with fail_status then */
     double rnr_deadline; /* > 0: receiver not ready since, give up then */
     enum ibv_wc_status fail_status;

@@ -10,7 +10,6 @@
  * flushed. */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,9 @@
 
 #include "ibv_internal.h"
 
-enum outcome { X_DONE, X_RNR, X_FAIL_NOW, X_FAIL_LATER };
+/* X_DONE: the bytes moved, the WQE completes at its done_at; X_WAIT: the
+ * link is still busy with the messages before it. */
+enum outcome { X_DONE, X_WAIT, X_RNR, X_FAIL_NOW, X_FAIL_LATER };
 
 /* ---- completion queue ------------------------------------------------------- */
 
@@ -75,44 +76,29 @@ static int push_send(struct sib_qp *q, const struct sib_wqe *w, uint64_t seq, en
 
 /* ---- timing -------------------------------------------------------------------- */
 
-static void wait_until(double t)
-{
-    while (t > 0) {
-        double d = t - sib_now();
-        if (d <= 0)
-            return;
-        if (d > 300e-6) {
-            double s = d - 150e-6;
-            struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-            nanosleep(&ts, NULL);
-        } else {
-            sched_yield();
-        }
-    }
-}
-
 /* The wire: bytes leave this process's port no faster than the lower cap
- * of the two ends. A message occupies the link from its start (when the
- * one before it has left) for bytes/rate; its bytes are copied at the start
- * and it completes at the end. A message that follows its predecessor
- * closely starts when that one ended, even if that lies up to PACE_SLACK_S
- * in the past: a late wake-up (a sleep that overslept, a busy core) is made
- * up by the messages after it and the average holds the rate; after an
- * idle link a message starts now, no burst. Returns the end, 0 without a
- * cap. */
-#define PACE_SLACK_S 5e-3
-static double pace_start(struct sib_qp *q, uint64_t bytes, const struct sib_shqp *peer)
+ * of the two ends. A message occupies the link for bytes/rate from its
+ * start: when the one before it has left, or when it was posted if the link
+ * was idle then. The times are the wire's, not the process's: an HCA works
+ * through its send queue while the process that posted sleeps, so a process
+ * that wakes late (a core taken by another process) finds what it had
+ * posted already sent and the average holds the rate. A message that
+ * waited for its receiver starts no earlier than now. 0 while the link is
+ * busy at `now`; else 1 with the message's end (now without a cap). */
+static int wire_slot(struct sib_qp *q, const struct sib_wqe *w, uint64_t bytes, const struct sib_shqp *peer,
+                     double now, double *end)
 {
     double mine = q->ctx->dev->port.cap_gbps, theirs = peer->cap_gbps;
     double rate = mine > 0 && theirs > 0 ? fmin(mine, theirs) : fmax(mine, theirs);
+    *end = now;
     if (rate <= 0 || bytes == 0)
-        return 0;
+        return 1;
     struct sib_port *p = &q->ctx->dev->port;
-    double now = sib_now();
-    double start = p->next_free >= now - PACE_SLACK_S ? p->next_free : now;
-    wait_until(start);
-    p->next_free = start + (double)bytes * 8.0 / (rate * 1e9);
-    return p->next_free;
+    double start = fmax(p->next_free, w->rnr_deadline > 0 ? now : w->posted_at);
+    if (start > now)
+        return 0;
+    p->next_free = *end = start + (double)bytes * 8.0 / (rate * 1e9);
+    return 1;
 }
 
 /* Local ACK timeout: 4.096 us * 2^timeout, retry_cnt + 1 tries (0: none,
@@ -278,7 +264,7 @@ static enum outcome vm_failure(int e, enum ibv_wc_status *st)
 }
 
 static enum outcome do_rdma(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, struct sib_shqp *p,
-                         enum ibv_wc_status *st)
+                           double now, enum ibv_wc_status *st)
 {
     int is_read = w->opcode == IBV_WR_RDMA_READ;
     uint32_t len = wqe_length(w);
@@ -296,21 +282,18 @@ static enum outcome do_rdma(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, s
     int imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
     if (imm && !recv_posted(p))
         return X_RNR;
-    double end = pace_start(q, len, p);
+    if (!wire_slot(q, w, len, p, now, &w->done_at))
+        return X_WAIT;
     struct iovec rv = {(void *)(uintptr_t)(m->addr + (w->remote_addr - m->iova)), len};
     int e = len ? copy_vm(p->pid, !is_read, lv, nl, &rv, 1, len) : 0;
     if (e)
         return vm_failure(e, st);
-    wait_until(end);
-    struct sib_shrecv r;
-    if (imm && claim_recv(p, &r))
-        deliver(p, r.wr_id, IBV_WC_RECV_RDMA_WITH_IMM, len, w->imm, IBV_WC_WITH_IMM, IBV_WC_SUCCESS,
-                q->qpx.qp_base.qp_num);
+    w->has_recv = imm && claim_recv(p, &w->recv);
     return X_DONE;
 }
 
 static enum outcome do_send(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, struct sib_shqp *p,
-                         enum ibv_wc_status *st)
+                           double now, enum ibv_wc_status *st)
 {
     uint32_t len = wqe_length(w);
     struct iovec lv[SIB_SGE_MAX], rv[SIB_RECV_SGE_MAX];
@@ -337,18 +320,16 @@ static enum outcome do_send(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, s
         *st = IBV_WC_REM_INV_REQ_ERR;
         return X_FAIL_NOW;
     }
-    double end = pace_start(q, len, p);
+    if (!wire_slot(q, w, len, p, now, &w->done_at))
+        return X_WAIT;
     int e = len ? copy_vm(p->pid, 1, lv, nl, rv, nr, len) : 0;
     if (e)
         return vm_failure(e, st);
-    wait_until(end);
-    int imm = w->opcode == IBV_WR_SEND_WITH_IMM;
-    if (claim_recv(p, &r))
-        deliver(p, r.wr_id, IBV_WC_RECV, len, imm ? w->imm : 0, imm ? IBV_WC_WITH_IMM : 0, IBV_WC_SUCCESS, qpn);
+    w->has_recv = claim_recv(p, &w->recv);
     return X_DONE;
 }
 
-static enum outcome execute(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, enum ibv_wc_status *st)
+static enum outcome execute(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, double now, enum ibv_wc_status *st)
 {
     struct sib_shqp *p = peer_of(q);
     if (p == NULL || !reachable(q, p)) {
@@ -356,8 +337,8 @@ static enum outcome execute(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, e
         return X_FAIL_LATER;
     }
     if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM)
-        return do_send(q, w, seq, p, st);
-    return do_rdma(q, w, seq, p, st);
+        return do_send(q, w, seq, p, now, st);
+    return do_rdma(q, w, seq, p, now, st);
 }
 
 /* ---- progress ------------------------------------------------------------------- */
@@ -406,6 +387,25 @@ void sib_flush(struct sib_qp *q)
     flush_rq(q);
 }
 
+/* A WQE whose bytes moved completes once the wire is done with it: the
+ * responder's receive (a send, a write with immediate), then the sender's
+ * completion. 1 when it completed. */
+static int complete(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, int signaled, double now)
+{
+    if (now < w->done_at || (signaled && !cq_has_room(send_cq(q))))
+        return 0;
+    struct sib_shqp *p = w->has_recv ? peer_of(q) : NULL;
+    if (p != NULL) {
+        int write_imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+        int imm = write_imm || w->opcode == IBV_WR_SEND_WITH_IMM;
+        deliver(p, w->recv.wr_id, write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, wqe_length(w),
+                imm ? w->imm : 0, imm ? IBV_WC_WITH_IMM : 0, IBV_WC_SUCCESS, q->qpx.qp_base.qp_num);
+    }
+    if (signaled)
+        push_send(q, w, seq, IBV_WC_SUCCESS);
+    return 1;
+}
+
 /* Returns 1 when the WQE at the head is done with (completed or failed). */
 static int step(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, double now)
 {
@@ -419,14 +419,17 @@ static int step(struct sib_qp *q, struct sib_wqe *w, uint64_t seq, double now)
         sib_flush(q);
         return 1;
     }
+    if (w->on_wire)
+        return complete(q, w, seq, signaled, now);
     if (!cq_has_room(send_cq(q)))
         return 0;
     enum ibv_wc_status st = IBV_WC_SUCCESS;
-    switch (execute(q, w, seq, &st)) {
+    switch (execute(q, w, seq, now, &st)) {
     case X_DONE:
-        if (signaled)
-            push_send(q, w, seq, IBV_WC_SUCCESS);
-        return 1;
+        w->on_wire = 1;
+        return complete(q, w, seq, signaled, now);
+    case X_WAIT:
+        return 0;
     case X_RNR:
         if (w->rnr_deadline == 0)
             w->rnr_deadline = now + rnr_time(q, q->peer);
@@ -468,6 +471,36 @@ void sib_progress(struct sib_ctx *c)
     }
 }
 
+/* How long until a send queue of this context can move on its own (the
+ * wire finishing a message or free for the next); 0 when one may move now
+ * or none waits on the wire. */
+static double wire_wait(const struct sib_ctx *c)
+{
+    double now = sib_now(), due = INFINITY;
+    for (const struct sib_qp *q = c->qps; q; q = q->next) {
+        if (q->executed == q->posted)
+            continue;
+        const struct sib_wqe *w = &q->sq[q->executed % q->sq_size];
+        if (w->fail_at > 0 || w->rnr_deadline > 0)
+            return 0;
+        due = fmin(due, w->on_wire ? w->done_at : fmax(c->dev->port.next_free, w->posted_at));
+    }
+    return due > now && due < INFINITY ? due - now : 0;
+}
+
+/* Nothing to return while the wire is busy: sleep part of the wait, as a
+ * poller spinning on an HCA would have seen nothing either, and leave the
+ * cores to the processes that share them. At most WIRE_NAP_S, so that a
+ * peer's delivery is seen soon too. */
+#define WIRE_NAP_S 500e-6
+static void nap_on_wire(double wait)
+{
+    if (wait <= 0)
+        return;
+    wait = fmin(wait, WIRE_NAP_S);
+    nanosleep(&(struct timespec){0, (long)(wait * 1e9)}, NULL);
+}
+
 int sib_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
     struct sib_cq *cq = sib_cq_of(ibcq);
@@ -482,7 +515,9 @@ int sib_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
         wc[got++] = e->wc;
         cq->tail++;
     }
+    double wait = got == 0 ? wire_wait(c) : 0;
     pthread_mutex_unlock(&c->lock);
+    nap_on_wire(wait);
     return got;
 }
 
@@ -523,6 +558,7 @@ static int build(struct sib_qp *q, const struct ibv_send_wr *wr, uint64_t seq)
     struct sib_wqe *w = &q->sq[seq % q->sq_size];
     memset(w, 0, sizeof *w);
     w->wr_id = wr->wr_id;
+    w->posted_at = sib_now();
     w->opcode = wr->opcode;
     w->flags = wr->send_flags;
     w->imm = wr->imm_data;
@@ -616,6 +652,7 @@ static struct sib_wqe *new_wqe(struct ibv_qp_ex *x, enum ibv_wr_opcode op)
     struct sib_wqe *w = &q->sq[(q->posted + q->batch_n) % q->sq_size];
     memset(w, 0, sizeof *w);
     w->wr_id = x->wr_id;
+    w->posted_at = sib_now();
     w->flags = x->wr_flags & ~(unsigned)IBV_SEND_INLINE;
     w->opcode = op;
     q->batch_n++;
