@@ -20,6 +20,7 @@ void sweep_arm(struct sweep *r, double seconds, const char *what)
  * collective, so the only clean end is to say where and abort the job. */
 void sweep_abort(struct sweep *r, struct fb_err *err)
 {
+    fb_watchdog_let_end(r->wd);
     fprintf(stderr, "fabric-coll: rank %d on %s: %s\n", r->world.rank, r->world.host, err->msg);
     if (r->world.rank == 0 && r->rec.doc != NULL) {
         struct fb_err ignored = {0};

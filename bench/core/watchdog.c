@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -19,6 +20,7 @@
 #define GRACE_S 5.0       /* how long other ranks leave rank 0 to act */
 #define FIRST_CONTACT_S 30.0
 #define LAST_WORD_S 1.0   /* how long a rank's "done" may take to leave */
+#define LET_END_WAIT_S 10 /* how long the main thread leaves the thread to end the job */
 
 extern char *program_invocation_short_name;
 
@@ -36,6 +38,7 @@ struct fb_watchdog {
     void *ctx;
     sigset_t signals;
     atomic_int stop;
+    atomic_int ending; /* the thread is ending the process: its code stands */
 
     pthread_mutex_t lock; /* guards the armed state below */
     double deadline, armed_at, armed_for;
@@ -52,6 +55,16 @@ struct fb_watchdog {
     int ordered_to_end; /* the other ranks: rank 0 said the job ends */
     struct peer *peers; /* rank 0 */
 };
+
+void fb_watchdog_let_end(struct fb_watchdog *wd)
+{
+    if (wd == NULL || !atomic_load(&wd->ending))
+        return;
+    /* The thread exits the process within a few writes; the bound only
+     * keeps a main thread from waiting on a thread that cannot finish. */
+    for (int i = 0; i < LET_END_WAIT_S * 100; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+}
 
 double fb_watchdog_bound(double ops, double bytes, double floor_Bps)
 {
@@ -202,6 +215,7 @@ static void end_job(struct fb_watchdog *wd)
 /* Rank 0 said the job ends: it has said why and where. */
 static void end_on_order(struct fb_watchdog *wd)
 {
+    atomic_store(&wd->ending, 1);
     if (wd->hook)
         wd->hook(wd->ctx, FB_ERR_TIMEOUT, "rank 0 ended the job: a wait did not complete within its bound");
     fflush(stdout);
@@ -214,6 +228,7 @@ static void report_and_abort(struct fb_watchdog *wd, double now, int culprit)
 {
     const char *prog = program_invocation_short_name;
     char message[FB_HOST_MAX + 256], where[48] = "";
+    atomic_store(&wd->ending, 1);
     struct fb_wd_msg me;
     snapshot(wd, &me, now);
     /* Rank 0 knows where the culprit is: that is the place to name. */
@@ -244,6 +259,7 @@ static void handle_signal(struct fb_watchdog *wd, int sig)
 {
     enum fb_status code = sig == SIGINT ? FB_EXIT_SIGINT : FB_EXIT_SIGTERM;
     char message[FB_HOST_MAX + 64];
+    atomic_store(&wd->ending, 1);
     snprintf(message, sizeof message, "stopped by %s on rank %d (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
              wd->w->rank, wd->w->host);
     if (wd->hook)

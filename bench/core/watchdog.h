@@ -62,6 +62,14 @@ void fb_watchdog_tick(struct fb_watchdog *wd, long iteration, const char *phase)
 
 void fb_watchdog_disarm(struct fb_watchdog *wd);
 
+/* Main thread, before it ends the job over a failure of its own: when the
+ * watchdog is already ending it (a timeout, rank 0's order, a signal), the
+ * failure may be that end's doing (its hook aborted a communicator the
+ * main thread waited in), and the watchdog's exit code and report are the
+ * ones to keep: waits for the thread to exit the process. Returns at once
+ * otherwise, or with a NULL wd. */
+void fb_watchdog_let_end(struct fb_watchdog *wd);
+
 /* The bound for moving `bytes` `ops` times when the slowest plausible
  * bandwidth is `floor_Bps`: a fixed allowance for first contact (NCCL sets
  * up connections lazily) plus four times the transfer time. */
