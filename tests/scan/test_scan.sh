@@ -99,10 +99,11 @@ wait_for() {
 }
 
 # Tests of 2M x 8: long enough (tens of ms) that a busy machine's hiccup
-# is averaged out. Every run judges at half the median, not the default
-# 0.8: on this shared machine two healthy pairs differ by up to 1.5x, while
-# a throttled host is at a twentieth.
-QUICK=(-b 2M -n 8 -w 2 --threshold 0.5)
+# is averaged out. Every run judges at a quarter of the median, not the
+# default 0.8: while other tests share the cores two healthy pairs here
+# differ by up to 3x (one came in at 0.31x), while a throttled host is at
+# a twentieth: the threshold sits between the two with room on each side.
+QUICK=(-b 2M -n 8 -w 2 --threshold 0.25)
 
 # ---- 4 healthy hosts: the baseline of this machine ----
 scan "$T_DIR/ok" "$(hosts_list 4)" "${QUICK[@]}"
@@ -145,16 +146,18 @@ if command -v valgrind >/dev/null; then
     not_ok "valgrind: an exhaustive scan of 3 hosts" "exit $(rc_of "$T_DIR/vg"): $(grep -m8 '==' "$T_DIR/vg.err" | tr '\n' ' ')"
   fi
 fi
-if [ -x "$FB_BUILD-asan/bin/fabric-scan" ]; then
+# The sanitizer build shared with the other tests that need it (made by
+# whichever comes first).
+if variant_build asan MODULES=scan SAN=1 && [ -x "$tree/bin/fabric-scan" ]; then
   scan_with env ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$FB_BUILD-asan/bin/fabric-scan" "$T_DIR/asan"
+    "$tree/bin/fabric-scan" "$T_DIR/asan"
   if [ "$(rc_of "$T_DIR/asan")" = 0 ] && ! grep -qE 'AddressSanitizer|runtime error' "$T_DIR/asan.err" && jq -e '.complete' "$T_DIR/asan.json" >/dev/null 2>&1; then
     ok "ASan/UBSan: an exhaustive scan of 3 hosts, clean on every rank"
   else
     not_ok "ASan/UBSan: an exhaustive scan of 3 hosts" "exit $(rc_of "$T_DIR/asan"): $(grep -m5 -E 'ERROR|runtime error' "$T_DIR/asan.err" | tr '\n' ' ')"
   fi
 else
-  skip "ASan/UBSan: fabric-scan" "no sanitizer build ($FB_BUILD-asan: tests/sanitize/test_sanitizers.sh makes it)"
+  not_ok "ASan/UBSan: fabric-scan builds with SAN=1" "$(tail -5 "$T_DIR/make.log")"
 fi
 
 # ---- 8 hosts, fast mode, host 5 throttled: it and only it ----
@@ -163,11 +166,11 @@ scan "$T_DIR/slow" "$(hosts_list 8)" "${QUICK[@]}" --seed 11
 unthrottle 5
 if [ "$(rc_of "$T_DIR/slow")" = 24 ]; then ok "8 hosts, sc5 throttled to ${rate_kbit} kbit/s: exit 24 (suspects)"; else not_ok "8 hosts, sc5 throttled to ${rate_kbit} kbit/s: exit 24 (suspects)" "exit $(rc_of "$T_DIR/slow"): $(tail -c 600 "$T_DIR/slow.err")"; fi
 jq_ok "... sc5 is the one suspect, slow; the other 7 pass" "$T_DIR/slow.json" \
-  '.config.threshold == 0.5 and .suspects.nodes == ["sc5"] and ([.nodes[] | select(.verdict != "pass") | .host] == ["sc5"])
+  '.config.threshold == 0.25 and .suspects.nodes == ["sc5"] and ([.nodes[] | select(.verdict != "pass") | .host] == ["sc5"])
    and (.nodes[] | select(.host == "sc5") | .verdict) == "slow" and .suspects.links == []'
 jq_ok "... retested against a known-good node in the second pass, with the evidence" "$T_DIR/slow.json" \
   '(.nodes[] | select(.host == "sc5")) as $n
-   | $n.ratio_to_median < 0.5 and ($n.reason | test("slow with known-good sc[1-8]: .* GB/s, 0\\.[0-9]+x the fleet median .*; first pass with sc"))
+   | $n.ratio_to_median < 0.25 and ($n.reason | test("slow with known-good sc[1-8]: .* GB/s, 0\\.[0-9]+x the fleet median .*; first pass with sc"))
    and ([.tests[] | select(.pass == "second" and (.hosts | index("sc5")))] | length) == 1'
 jq_ok "... sc5's first partner is cleared by its own second test" "$T_DIR/slow.json" \
   '([.tests[] | select(.pass == "first" and (.hosts | index("sc5"))) | .hosts[] | select(. != "sc5")][0]) as $p
@@ -286,8 +289,10 @@ fi
 
 # ---- faults mid-scan: the scan names the host failed and goes on ----
 # Tests long enough (16M x 10) that a round is under way when the fault
-# lands; each test bounded at 4 s.
-LONG=(-b 16M -n 10 -w 1 --test-timeout 4 --threshold 0.5)
+# lands; each test bounded at 4 s. Failures are their subject, not speed:
+# a threshold this low judges no healthy host slow when other tests share
+# the cores (at 0.5 one did, at 0.43x the median), as with valgrind above.
+LONG=(-b 16M -n 10 -w 1 --test-timeout 4 --threshold 0.05)
 
 # kill -9 of sc3's rank during an exhaustive scan of 6 hosts, early
 # enough that rounds are left to run without it.
