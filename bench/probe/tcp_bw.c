@@ -9,6 +9,7 @@
  * with a poll loop of its own; it leaves when its flow's `stop` is set
  * (or, at a source, when each of its streams sent its share). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,8 +28,11 @@
 #define BURST 16
 /* A worker with nothing to do looks at its flow's stop flag this often. */
 #define WAIT_MS 5
-/* The control thread's period: short next to the 1 ms sample interval. */
-#define TICK_NS 200000L
+/* The control thread's period: a quarter of the shortest sample interval
+ * being filled, within these bounds. Each wake takes a core from a worker
+ * on a small machine, and intervals double as a run goes on. */
+#define TICK_MIN_S 0.0002
+#define TICK_MAX_S 0.002
 /* A destination worker's own part of the landing buffer when the buffer
  * is large enough; else workers share it (the bytes are not looked at). */
 #define RECV_SLICE_MIN (64u << 10)
@@ -113,10 +117,12 @@ static enum fb_status pump_send(struct worker *w, int k, int time_up, double now
     return FB_OK;
 }
 
-static enum fb_status pump_recv(struct worker *w, int k, double now)
+/* Each read is stamped when it returned: a blocking read may have waited. */
+static enum fb_status pump_recv(struct worker *w, int k)
 {
     for (int i = 0; i < BURST; i++) {
         ssize_t n = recv(w->f->fds[k], w->rbuf, w->rlen, 0);
+        double now = fb_now();
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             break;
         if (n <= 0) {
@@ -150,9 +156,38 @@ static int worker_pollset(const struct worker *w, struct pollfd *p, int *stream)
     return m;
 }
 
-static void *run_worker(void *arg)
+/* Sets a socket blocking with WAIT_MS timeouts, or back to non-blocking. */
+static void set_blocking(int fd, int on)
 {
-    struct worker *w = arg;
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, on ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
+    struct timeval tv = {0, on ? WAIT_MS * 1000 : 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+/* A worker with one stream waits inside send() and recv() instead of in
+ * poll(): no poll() and no EAGAIN call per wait. The timeouts bring it
+ * back to look at the stop flag. */
+static void run_single(struct worker *w)
+{
+    int k = w->first, fd = w->f->fds[k];
+    set_blocking(fd, 1);
+    while (w->st == FB_OK && !atomic_load_explicit(w->stop, memory_order_acquire)) {
+        double now = fb_now();
+        if (w->f->sending) {
+            w->st = pump_send(w, k, now >= w->stop_at, now);
+            if (w->sdone[k])
+                break;
+        } else {
+            w->st = pump_recv(w, k);
+        }
+    }
+    set_blocking(fd, 0);
+}
+
+static void run_polled(struct worker *w)
+{
     struct pollfd p[PROBE_STREAMS_MAX];
     int stream[PROBE_STREAMS_MAX];
     while (w->st == FB_OK && !atomic_load_explicit(w->stop, memory_order_acquire)) {
@@ -170,9 +205,18 @@ static void *run_worker(void *arg)
             if (w->f->sending && (p[j].revents || time_up))
                 w->st = pump_send(w, stream[j], time_up, now);
             else if (!w->f->sending && p[j].revents)
-                w->st = pump_recv(w, stream[j], now);
+                w->st = pump_recv(w, stream[j]);
         }
     }
+}
+
+static void *run_worker(void *arg)
+{
+    struct worker *w = arg;
+    if (w->count == 1)
+        run_single(w);
+    else
+        run_polled(w);
     atomic_store_explicit(&w->finished, 1, memory_order_release);
     return NULL;
 }
@@ -342,6 +386,8 @@ static void plan_workers(struct flow_ctl *x, int threads, const struct probe_siz
         k += w->count;
         w->rbuf = slice >= RECV_SLICE_MIN ? f->buf + (size_t)i * slice : f->buf;
         w->rlen = slice >= RECV_SLICE_MIN ? slice : f->buf_len;
+        if (w->rlen > r->size) /* a message per read keeps the landing area in cache */
+            w->rlen = r->size;
         w->st = FB_OK;
     }
     x->nw = nw;
@@ -402,6 +448,15 @@ static int control_step(const struct probe_ctx *c, struct flow_ctl *x, int n,
     return all_done;
 }
 
+static double control_tick(const struct flow_ctl *x, int n)
+{
+    double tick = TICK_MAX_S;
+    for (int i = 0; i < n; i++)
+        if (x[i].samples != NULL && !x[i].done && x[i].samples->interval / 4 < tick)
+            tick = x[i].samples->interval / 4;
+    return tick < TICK_MIN_S ? TICK_MIN_S : tick;
+}
+
 static enum fb_status run_phase(const struct probe_ctx *c, struct flow_ctl *x, int n, int threads,
                                 const struct probe_size_spec *r, int phase, uint64_t quota,
                                 double seconds, struct probe_measure *out, struct fb_err *err)
@@ -423,7 +478,7 @@ static enum fb_status run_phase(const struct probe_ctx *c, struct flow_ctl *x, i
             x[i].nw = 0, x[i].done = 1;
     }
     while (st == FB_OK && !control_step(c, x, n, r, &st, err))
-        nanosleep(&(struct timespec){0, TICK_NS}, NULL);
+        nanosleep(&(struct timespec){0, (long)(control_tick(x, n) * 1e9)}, NULL);
     for (int i = 0; i < n; i++)
         stop_workers(&x[i]);
     return st;
