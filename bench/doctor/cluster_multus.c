@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/jsonio.h"
+#include "core/text.h"
 #include "doctor/cluster.h"
 
 #define NETWORKS "k8s.v1.cni.cncf.io/networks"
@@ -35,14 +36,15 @@ static void parse_short_request(const char *text, const char *pod_ns, struct net
     char *at = strchr(s, '@'), *slash = strchr(s, '/');
     if (at)
         *at = '\0';
-    snprintf(r->iface, sizeof r->iface, "%s", at ? at + 1 : "");
+    const char *iface = at ? at + 1 : "";
+    fb_copy(r->iface, sizeof r->iface, iface, strlen(iface));
     if (slash && (!at || slash < at)) {
         *slash = '\0';
-        snprintf(r->ns, sizeof r->ns, "%s", s);
-        snprintf(r->name, sizeof r->name, "%s", slash + 1);
+        fb_copy(r->ns, sizeof r->ns, s, strlen(s));
+        fb_copy(r->name, sizeof r->name, slash + 1, strlen(slash + 1));
     } else {
-        snprintf(r->ns, sizeof r->ns, "%s", pod_ns);
-        snprintf(r->name, sizeof r->name, "%s", s);
+        fb_copy(r->ns, sizeof r->ns, pod_ns, strlen(pod_ns));
+        fb_copy(r->name, sizeof r->name, s, strlen(s));
     }
 }
 
