@@ -552,8 +552,12 @@ static void mismatch(ncclComm_t world, cudaStream_t s)
         ncclCommGetAsyncError(world, &async);
         nanosleep(&t, NULL);
     }
+    /* A rank that saw the mismatch first may abort and go before this one
+     * compares: then this one's error is the peer's connection closed or
+     * broken, still an error and no hang. */
     const char *last = ncclGetLastError(world);
-    check(async != ncclSuccess && (strstr(last, "different collectives or counts") || strstr(last, "closed")),
+    check(async != ncclSuccess && (strstr(last, "different collectives or counts") || strstr(last, "closed") ||
+                                   strstr(last, "broke")),
           "different counts on different ranks: an asynchronous error that says so", last);
     check(cudaStreamQuery(s) == cudaErrorNotReady, "the failed call keeps its stream busy until the abort",
           "stream idle");
