@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # fabric-rdma --transport tcp against iperf3 on the same pair with the same
 # stream count, write size and time: loopback, then two network-namespace
-# hosts (root only, host set "fbpb"). Each round runs both tools back to
-# back, in turn going first; the ratio is the median over rounds of each
-# round's fabric-rdma / iperf3, so load that comes and goes on a shared
-# machine cancels (target >= 0.95). Each tool's median and best are shown.
+# hosts (root only, host set "fbpb"). Each round runs iperf3, fabric-rdma,
+# iperf3 back to back: the ratio is the median over rounds of fabric-rdma
+# over the mean of the two iperf3 runs around it, so load that comes and
+# goes on a shared machine cancels (target >= 0.95). The noise floor is the
+# median over rounds of how far the two iperf3 runs of a round differ
+# (|second/first - 1|): ratios closer to 1 than that cannot be told apart.
+# Each tool's median and best are shown.
 # Called by scripts/bench.sh.
 #   FB_BENCH_ROUNDS (7)  FB_BENCH_PROBE_SECONDS (2)  FB_BENCH_PROBE_SIZE (128K)
 #   FB_BENCH_PROBE_STREAMS ("1 4")  BUILD (build)
@@ -62,16 +65,12 @@ iperf_namespaces() {
   wait "$server" || true
 }
 
-# Round r of a setting: both tools, the first one alternating.
+# Round r of a setting: fabric-rdma between two iperf3 runs.
 run_round() {
   local setting=$1 p=$2 r=$3 out=$work/$1.$2.$3
-  if [ $((r % 2)) -eq 1 ]; then
-    "probe_$setting" "$p" "$out.probe.json"
-    "iperf_$setting" "$p" "$out.iperf.json"
-  else
-    "iperf_$setting" "$p" "$out.iperf.json"
-    "probe_$setting" "$p" "$out.probe.json"
-  fi
+  "iperf_$setting" "$p" "$out.iperf.json"
+  "probe_$setting" "$p" "$out.probe.json"
+  "iperf_$setting" "$p" "$out.iperf2.json"
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -80,11 +79,15 @@ best() { sort -g | tail -n 1; }
 report() {
   local setting=$1 p=$2 r
   for r in $(seq 1 "$rounds"); do gbps_probe "$work/$setting.$p.$r.probe.json"; done >"$work/ours"
-  for r in $(seq 1 "$rounds"); do gbps_iperf "$work/$setting.$p.$r.iperf.json"; done >"$work/theirs"
-  paste "$work/ours" "$work/theirs" | awk '{print $1 / $2}' >"$work/ratios"
+  for r in $(seq 1 "$rounds"); do gbps_iperf "$work/$setting.$p.$r.iperf.json"; done >"$work/first"
+  for r in $(seq 1 "$rounds"); do gbps_iperf "$work/$setting.$p.$r.iperf2.json"; done >"$work/second"
+  cat "$work/first" "$work/second" >"$work/theirs"
+  paste "$work/ours" "$work/first" "$work/second" | awk '{print $1 / (($2 + $3) / 2)}' >"$work/ratios"
+  paste "$work/first" "$work/second" | awk '{d = $2 / $1 - 1; print d < 0 ? -d : d}' >"$work/noise"
   awk -v s="$setting" -v p="$p" -v am="$(median <"$work/ours")" -v bm="$(median <"$work/theirs")" \
     -v ab="$(best <"$work/ours")" -v bb="$(best <"$work/theirs")" -v r="$(median <"$work/ratios")" \
-    'BEGIN { printf "%-11s %7d | %9.2f %9.2f | %9.2f %9.2f | %6.3f\n", s, p, am, bm, ab, bb, r }'
+    -v n="$(median <"$work/noise")" \
+    'BEGIN { printf "%-11s %7d | %9.2f %9.2f | %9.2f %9.2f | %6.3f | %5.3f\n", s, p, am, bm, ab, bb, r, n }'
 }
 
 bench_setting() {
@@ -96,8 +99,8 @@ bench_setting() {
 }
 
 echo "fabric-rdma --transport tcp vs iperf3: $size writes, ${secs} s after ${warm} s warm-up, $rounds rounds"
-printf '%-11s %7s | %19s | %19s | %6s\n' "" "" "median Gb/s" "best Gb/s" "ratio"
-printf '%-11s %7s | %9s %9s | %9s %9s | %6s\n' setting streams probe iperf3 probe iperf3 median
+printf '%-11s %7s | %19s | %19s | %6s | %5s\n' "" "" "median Gb/s" "best Gb/s" "ratio" "noise"
+printf '%-11s %7s | %9s %9s | %9s %9s | %6s | %5s\n' setting streams probe iperf3 probe iperf3 median floor
 bench_setting loopback
 if [ "$(id -u)" -eq 0 ] && [ -x "$th" ]; then
   "$th" up "$hostset" 2 2 >/dev/null && ns_up=1
@@ -105,4 +108,5 @@ if [ "$(id -u)" -eq 0 ] && [ -x "$th" ]; then
 else
   echo "namespaces: skipped (needs root and scripts/testhosts.sh)"
 fi
-echo "Gb/s received; ratio = median of per-round probe/iperf3; target >= 0.95"
+echo "Gb/s received; ratio = median of per-round probe / mean of the round's two iperf3 runs; target >= 0.95"
+echo "noise floor = median of per-round |second iperf3 / first iperf3 - 1|"
