@@ -17,12 +17,16 @@ die() { echo "slurm-testcluster: $*" >&2; exit 1; }
 
 START_WAIT=30
 
-# free_port: a TCP port with nothing listening on it or the next one.
+# free_port: a TCP port that no socket uses, nor the next one, below the
+# kernel's ephemeral range: a port in it can be taken by any outgoing
+# connection (another test's) between this check and slurmd's bind.
 free_port() {
-  local p
+  local p low
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+  [ "$low" -gt 20100 ] || low=61000
   for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    if [ -z "$(ss -Hltn "( sport = :$p or sport = :$((p + 1)) )")" ]; then
+    p=$((20000 + RANDOM % (low - 20002)))
+    if [ -z "$(ss -Htan "( sport = :$p or sport = :$((p + 1)) or sport = :$((p + 2)) )")" ]; then
       echo "$p"
       return 0
     fi

@@ -323,11 +323,13 @@ else
   not_ok "kill -9 of sc3 mid-scan" "no round 1 or no rank in sc3: $(tail -c 400 "$T_DIR/kill.err")"
 fi
 
-# SIGSTOP of sc2 during a fast scan of 4 hosts: its test times out, rank 0
-# ends the scan naming it, exit 24.
-scan "$T_DIR/stop" "$(hosts_list 4)" "${LONG[@]}" &
+# SIGSTOP of sc2 as soon as the scan has started, during an exhaustive scan
+# of 4 hosts (four rounds: a fast one can be over, and its ranks inside
+# MPI_Finalize, before a stop sent after round 0 lands on a busy machine):
+# its test times out, rank 0 ends the scan naming it, exit 24.
+scan "$T_DIR/stop" "$(hosts_list 4)" "${LONG[@]}" --mode exhaustive &
 job=$!
-if wait_for "$T_DIR/stop.err" 'round 0 ' 60 && pid=$(rank_pid 2); then
+if wait_for "$T_DIR/stop.out" '^# fabric-scan: ' 60 && pid=$(rank_pid 2); then
   start=$(date +%s)
   kill -STOP "$pid"
   wait "$job"
