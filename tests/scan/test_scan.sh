@@ -329,7 +329,7 @@ fi
 # its test times out, rank 0 ends the scan naming it, exit 24.
 scan "$T_DIR/stop" "$(hosts_list 4)" "${LONG[@]}" --mode exhaustive &
 job=$!
-if wait_for "$T_DIR/stop.out" '^# fabric-scan: ' 60 && pid=$(rank_pid 2); then
+if wait_for "$T_DIR/stop.err" '^fabric-scan: [0-9]+ nodes x' 60 && pid=$(rank_pid 2); then
   start=$(date +%s)
   kill -STOP "$pid"
   wait "$job"
@@ -342,7 +342,7 @@ if wait_for "$T_DIR/stop.out" '^# fabric-scan: ' 60 && pid=$(rank_pid 2); then
   if [ "$took" -lt 60 ]; then ok "... within the test bound (${took} s)"; else not_ok "... within the test bound" "${took} s"; fi
 else
   wait "$job"
-  not_ok "sc2 stopped mid-scan" "no round 0: $(tail -c 400 "$T_DIR/stop.err")"
+  not_ok "sc2 stopped mid-scan" "the scan did not start: $(tail -c 400 "$T_DIR/stop.err")"
 fi
 
 # sc4's link cut during an exhaustive scan of 4 hosts.
