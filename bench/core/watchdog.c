@@ -62,8 +62,7 @@ void fb_watchdog_let_end(struct fb_watchdog *wd)
         return;
     /* The thread exits the process within a few writes; the bound only
      * keeps a main thread from waiting on a thread that cannot finish. */
-    for (int i = 0; i < LET_END_WAIT_S * 100; i++)
-        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    nanosleep(&(struct timespec){LET_END_WAIT_S, 0}, NULL);
 }
 
 double fb_watchdog_bound(double ops, double bytes, double floor_Bps)

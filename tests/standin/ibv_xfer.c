@@ -85,6 +85,13 @@ static int push_send(struct sib_qp *q, const struct sib_wqe *w, uint64_t seq, en
  * posted already sent and the average holds the rate. A message that
  * waited for its receiver starts no earlier than now. 0 while the link is
  * busy at `now`; else 1 with the message's end (now without a cap). */
+/* When the wire can start w: after the messages before it, and not before
+ * it was posted (now, once it waited for its receiver). */
+static double wire_start(const struct sib_port *p, const struct sib_wqe *w, double now)
+{
+    return fmax(p->next_free, w->rnr_deadline > 0 ? now : w->posted_at);
+}
+
 static int wire_slot(struct sib_qp *q, const struct sib_wqe *w, uint64_t bytes, const struct sib_shqp *peer,
                      double now, double *end)
 {
@@ -94,7 +101,7 @@ static int wire_slot(struct sib_qp *q, const struct sib_wqe *w, uint64_t bytes, 
     if (rate <= 0 || bytes == 0)
         return 1;
     struct sib_port *p = &q->ctx->dev->port;
-    double start = fmax(p->next_free, w->rnr_deadline > 0 ? now : w->posted_at);
+    double start = wire_start(p, w, now);
     if (start > now)
         return 0;
     p->next_free = *end = start + (double)bytes * 8.0 / (rate * 1e9);
@@ -483,7 +490,7 @@ static double wire_wait(const struct sib_ctx *c)
         const struct sib_wqe *w = &q->sq[q->executed % q->sq_size];
         if (w->fail_at > 0 || w->rnr_deadline > 0)
             return 0;
-        due = fmin(due, w->on_wire ? w->done_at : fmax(c->dev->port.next_free, w->posted_at));
+        due = fmin(due, w->on_wire ? w->done_at : wire_start(&c->dev->port, w, now));
     }
     return due > now && due < INFINITY ? due - now : 0;
 }
