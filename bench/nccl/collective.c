@@ -68,8 +68,9 @@ static struct fb_counts counts_alltoallv(size_t bytes, size_t eltsize, int nrank
 static double factor_allreduce(int n) { return 2.0 * (n - 1) / n; }
 static double factor_block(int n) { return (double)(n - 1) / n; }
 static double factor_one(int n) { (void)n; return 1.0; }
-/* Hypercube's algBW counts the n-1 blocks a rank receives, not its own. */
-static double alg_hypercube(int n) { return (double)(n - 1) / n; }
+/* Hypercube's algBW counts the n-1 blocks a rank receives, not its own (as
+ * all_gather's and reduce_scatter's did before 2020-06). */
+static double alg_received(int n) { return (double)(n - 1) / n; }
 
 /* The inverses, for logs that print bandwidths but not the rank count; 0
  * where the factor says nothing (1 for every n) or n would pass the
@@ -136,7 +137,7 @@ static const struct fb_collective table[FB_NCOLLS] = {
     [FB_SCATTER] = {FB_SCATTER, "scatter", "scatter_perf", .reduces = 0, .rooted = 1, .counts = counts_scatter,
         .bus_factor = factor_block, .ranks_for_factor = ranks_block, .inplace_offsets = inplace_scatter_rooted},
     [FB_HYPERCUBE] = {FB_HYPERCUBE, "hypercube", "hypercube_perf", .reduces = 0, .rooted = 0, .counts = counts_gather,
-        .pow2_ranks = 1, .bus_factor = factor_one, .alg_factor = alg_hypercube, .ranks_for_factor = ranks_unknown,
+        .pow2_ranks = 1, .bus_factor = factor_one, .alg_factor = alg_received, .ranks_for_factor = ranks_unknown,
         .inplace_offsets = inplace_gather},
 };
 
@@ -265,4 +266,23 @@ double fb_busbw_GBps(const struct fb_collective *c, size_t bytes, double seconds
 bool fb_collective_runs_on(const struct fb_collective *c, int nranks)
 {
     return nranks >= 1 && (!c->pow2_ranks || (nranks & (nranks - 1)) == 0);
+}
+
+bool fb_coll_rule_differs(const struct fb_collective *c, enum fb_bw_rule rule)
+{
+    return rule == FB_BW_RULE_GATHER_2020 && (c->id == FB_ALL_GATHER || c->id == FB_REDUCE_SCATTER);
+}
+
+double fb_coll_alg_share(const struct fb_collective *c, enum fb_bw_rule rule, int nranks)
+{
+    if (c->id == FB_ALLTOALLV)
+        return NAN;
+    if (fb_coll_rule_differs(c, rule))
+        return alg_received(nranks);
+    return c->alg_factor ? c->alg_factor(nranks) : 1.0;
+}
+
+double fb_coll_bus_share(const struct fb_collective *c, enum fb_bw_rule rule, int nranks)
+{
+    return fb_coll_rule_differs(c, rule) ? 1.0 : c->bus_factor(nranks);
 }

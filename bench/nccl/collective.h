@@ -90,6 +90,27 @@ size_t fb_alltoallv_send_offset(size_t param, size_t eltsize, int nranks, int fr
 /* Whether the collective runs on this many ranks (hypercube: a power of two). */
 bool fb_collective_runs_on(const struct fb_collective *c, int nranks);
 
+/* How nccl-tests turned a row's size S (its "size" column: the whole
+ * buffer for the gathers and scatters) and time t into its two bandwidths,
+ * by released version (docs/report.md, "How nccl-tests computed its
+ * bandwidths"): algBW = S / t x an algorithm share, busBW = algBW x a bus
+ * share. Only all_gather and reduce_scatter changed (2020-06): before,
+ * algBW already carried (n-1)/n and busBW was algBW, so busBW is the same
+ * figure under both rules and only algBW differs. */
+enum fb_bw_rule {
+    FB_BW_RULE_TODAY,       /* 2020-06 and later; every other collective always */
+    FB_BW_RULE_GATHER_2020, /* before 2020-06: all_gather and reduce_scatter as hypercube */
+};
+
+/* algBW = S / t x this. NAN where S and t do not give algBW (alltoallv:
+ * its algBW is the busiest rank's bytes, set by a pattern or matrix the
+ * output does not print). */
+double fb_coll_alg_share(const struct fb_collective *c, enum fb_bw_rule rule, int nranks);
+/* busBW = algBW x this. */
+double fb_coll_bus_share(const struct fb_collective *c, enum fb_bw_rule rule, int nranks);
+/* Whether the rule computes c's bandwidths otherwise than today's. */
+bool fb_coll_rule_differs(const struct fb_collective *c, enum fb_bw_rule rule);
+
 /* Bandwidths of one measurement, GB = 1e9 as nccl-tests. fb_algbw_GBps is
  * size / time; fb_coll_algbw_GBps applies the collective's alg_factor. */
 double fb_algbw_GBps(size_t bytes, double seconds);
