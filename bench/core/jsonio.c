@@ -105,7 +105,7 @@ enum fb_status fb_json_parse_text(const char *name, const char *text, size_t len
         if (junk == len && !fb_json_lint_ok(text, len, &lint)) {
             json_object_put(obj);
             why->error = json_tokener_error_parse_unexpected;
-            return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: %s; fix the file (a JSON object names each key once, numbers are finite)",
+            return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: %s; fix the file (each key once in an object, finite numbers within a double's range, no \\u0000 in a string)",
                            name, lint.line, lint.what);
         }
         if (junk == len) {
