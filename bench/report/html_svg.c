@@ -14,9 +14,25 @@
 #define PAD_T 34.0
 #define PAD_B 52.0
 
+/* A control character HTML must not carry raw (C0 but tab, newline and
+ * carriage return; DEL; C1, U+0080..U+009F, as UTF-8): the bytes at p
+ * it spans, 0 for none. */
+static size_t control_at(const unsigned char *p)
+{
+    if ((*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') || *p == 0x7F)
+        return 1;
+    return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F ? 2 : 0;
+}
+
 void fb_html_escape(struct fb_str *out, const char *text)
 {
     for (const char *p = text ? text : ""; *p; p++) {
+        size_t ctl = control_at((const unsigned char *)p);
+        if (ctl > 0) {
+            fb_str_addf(out, "&#xFFFD;"); /* the replacement character */
+            p += ctl - 1;
+            continue;
+        }
         switch (*p) {
         case '&': fb_str_addf(out, "&amp;"); break;
         case '<': fb_str_addf(out, "&lt;"); break;

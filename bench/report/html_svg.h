@@ -23,7 +23,8 @@ struct fb_svg_plot {
     size_t nxticks;
 };
 
-/* HTML text: &, <, >, " and ' as entities (text and attribute values). */
+/* HTML text: &, <, >, " and ' as entities (text and attribute values),
+ * control characters as U+FFFD. */
 void fb_html_escape(struct fb_str *out, const char *text);
 
 /* Appends one <svg> element. */

@@ -1,5 +1,6 @@
 #include "report/import.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,49 @@ bool fb_import_looks_json(const char *text, size_t len)
 bool fb_import_contains(const char *text, size_t len, const char *needle)
 {
     return memmem(text, len, needle, strlen(needle)) != NULL;
+}
+
+/* Length of the well-formed UTF-8 sequence of at most `left` bytes at p,
+ * 0 when it is not one (RFC 3629: no overlong forms, no surrogates). */
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+    unsigned char c = p[0];
+    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0 || n > left)
+        return 0;
+    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    for (size_t i = 1; i < n; i++) {
+        if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF))
+            return 0;
+    }
+    return n;
+}
+
+char *fb_import_printable(char *dst, size_t cap, const char *src, size_t max)
+{
+    size_t used = 0, len = strnlen(src, max);
+    const unsigned char *s = (const unsigned char *)src;
+    if (cap == 0)
+        return dst;
+    dst[0] = '\0';
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_len(s + i, len - i);
+        char esc[8] = "";
+        if (s[i] == '\t')
+            snprintf(esc, sizeof esc, " ");
+        else if (n == 0 || s[i] < 0x20 || s[i] == 0x7F)
+            snprintf(esc, sizeof esc, "\\x%02x", s[i]), n = 1;
+        else if (n == 2 && s[i] == 0xC2 && s[i + 1] < 0xA0) /* U+0080..U+009F */
+            snprintf(esc, sizeof esc, "\\u%04x", s[i + 1]);
+        size_t add = esc[0] ? strlen(esc) : n;
+        if (used + add >= cap)
+            break;
+        memcpy(dst + used, esc[0] ? esc : (const char *)s + i, add);
+        used += add;
+        dst[used] = '\0';
+        i += n;
+    }
+    return dst;
 }
 
 /* Why JSON that no importer claims is refused. */

@@ -75,6 +75,14 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
 bool fb_import_looks_json(const char *text, size_t len);
 bool fb_import_contains(const char *text, size_t len, const char *needle);
 
+/* Input text made safe to quote in a message or a warning: at most `max`
+ * bytes of `src` into `dst` (always terminated, cut short rather than
+ * overflow), with control characters, DEL, C1 controls and bytes that are
+ * not UTF-8 written as visible escapes ("\x1b", "\u009b"), so a quoted
+ * line can neither drive the terminal it is printed on nor break a JSON
+ * reader downstream. Returns dst. */
+char *fb_import_printable(char *dst, size_t cap, const char *src, size_t max);
+
 /* Appends a document to `out` (takes it). */
 enum fb_status fb_import_out_add(struct fb_import_out *out, json_object *doc, struct fb_err *err);
 

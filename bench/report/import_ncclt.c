@@ -18,7 +18,9 @@
 #include <string.h>
 
 #include "report/import.h"
+#include "nccl/dtype.h"
 #include "nccl/nccl_log.h"
+#include "report/import_figures.h"
 #include "report/import_ncclt_record.h"
 #include "core/text.h"
 
@@ -27,11 +29,12 @@
 /* Where the numbers of a data line are, from the column header. */
 struct layout {
     bool known;
-    int pre;      /* size, count, type, redop[, root] */
-    bool root;
+    int pre;      /* size, count, type, then redop and root where printed */
+    int op_col, root_col; /* -1 where the layout has none */
     int per;      /* columns per placement: 4, or 8 with -I */
-    bool wrong_is_error; /* old "error" column: a max deviation, not a count */
+    bool wrong_is_error; /* old "error" / "res" column: a max deviation, not a count */
     bool timestamp;      /* -S 1: each row ends with "YYYY-MM-DD HH:MM:SS" */
+    bool one_is_oop;     /* one placement printed, and it is out-of-place (2017 broadcast) */
 };
 
 struct parser {
@@ -154,7 +157,8 @@ static enum fb_status on_rank(struct parser *p, const char *line, struct fb_err 
             break;
     }
     if (d.rank < 0 || d.host[0] == '\0') {
-        ncclt_warn(&p->run, "device line not understood: %.200s", line);
+        char quoted[256];
+        ncclt_warn(&p->run, "device line not understood: %s", fb_import_printable(quoted, sizeof quoted, line, 200));
         return FB_OK;
     }
     if (i + 2 < n && tok[i + 2][0] == '[') {
@@ -172,16 +176,29 @@ static enum fb_status on_rank(struct parser *p, const char *line, struct fb_err 
     return ncclt_add_device(&p->run, &d, err);
 }
 
-/* "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time ..." */
-static bool on_columns(struct parser *p, const char *line)
+/* The header's era (import_ncclt_record.h): 2017's names its first
+ * columns "bytes N" and its last "res"; 2019's "size count" and "error";
+ * 2022's and later "#wrong". */
+static enum ncclt_layout header_era(char **tok, int n, int first)
+{
+    if (strcmp(tok[0], "bytes") == 0)
+        return NCCLT_LAYOUT_2017;
+    return first + 3 < n && strcmp(tok[first + 3], "error") == 0 ? NCCLT_LAYOUT_ERROR : NCCLT_LAYOUT_WRONG;
+}
+
+/* "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time ..."
+ * (2017: "#  bytes  N  type  op  root  time  algbw  busbw  res ..."). */
+static bool on_columns(struct parser *p, const char *body)
 {
     char buf[1024];
-    fb_copy(buf, sizeof buf, line + 1, strlen(line + 1));
+    fb_copy(buf, sizeof buf, body, strlen(body));
     char *tok[TOK_MAX];
     int n = fb_tokens(buf, tok, TOK_MAX);
-    if (n < 6 || strcmp(tok[0], "size") != 0 || strcmp(tok[1], "count") != 0)
+    if (n < 6 || !((strcmp(tok[0], "size") == 0 && strcmp(tok[1], "count") == 0) ||
+                   (strcmp(tok[0], "bytes") == 0 && strcmp(tok[1], "N") == 0)))
         return false;
     int first = -1, second = -1;
+    p->lay.op_col = p->lay.root_col = -1;
     for (int i = 0; i < n; i++) {
         if (strcmp(tok[i], "time") == 0 || strcmp(tok[i], "cputime") == 0) {
             if (first < 0)
@@ -189,30 +206,37 @@ static bool on_columns(struct parser *p, const char *line)
             else if (second < 0)
                 second = i;
         }
-        if (strcmp(tok[i], "root") == 0)
-            p->lay.root = true;
+        if (first < 0 && strcmp(tok[i], "root") == 0)
+            p->lay.root_col = i;
+        if (first < 0 && (strcmp(tok[i], "redop") == 0 || strcmp(tok[i], "op") == 0))
+            p->lay.op_col = i;
     }
     if (first < 0)
         return false;
     p->lay.known = true;
     p->lay.pre = first;
     p->lay.per = second > first ? second - first : 4;
-    p->lay.wrong_is_error = first + 3 < n && strcmp(tok[first + 3], "error") == 0;
+    p->run.layout = header_era(tok, n, first);
+    p->run.time_is_cpu = strcmp(tok[first], "cputime") == 0;
+    p->lay.wrong_is_error = p->run.layout != NCCLT_LAYOUT_WRONG;
+    p->lay.one_is_oop = p->run.layout == NCCLT_LAYOUT_2017 && second < 0;
     p->lay.timestamp = strcmp(tok[n - 1], "timestamp") == 0;
     return true;
 }
 
-static bool parse_place(struct parser *p, char **tok, struct fb_place *out)
+/* One placement's time, algBW, busBW and #wrong: the figures as printf
+ * wrote them (import_figures.h), with the rounding each hides. */
+static bool parse_place(struct parser *p, char **tok, struct fb_place *out, struct ncclt_halves *h)
 {
     memset(out, 0, sizeof *out);
     out->present = true;
     out->wrong = -1;
     out->time_us = out->algbw_GBps = out->busbw_GBps = NAN;
-    if (!fb_parse_double_token(tok[0], &out->time_us) || !fb_parse_double_token(tok[1], &out->algbw_GBps) ||
-        !fb_parse_double_token(tok[2], &out->busbw_GBps))
+    struct fb_printed t, a, b;
+    if (!fb_printed_parse(tok[0], &t) || !fb_printed_parse(tok[1], &a) || !fb_printed_parse(tok[2], &b))
         return false;
-    if (out->time_us < 0 || out->algbw_GBps < 0 || out->busbw_GBps < 0)
-        return false;
+    out->time_us = t.v, out->algbw_GBps = a.v, out->busbw_GBps = b.v;
+    *h = (struct ncclt_halves){t.half, a.half, b.half};
     if (strcmp(tok[3], "N/A") == 0)
         return true;
     double w = 0;
@@ -238,7 +262,8 @@ static void infer_layout(struct parser *p, int n)
     p->lay.per = 4;
     int pre = n >= 11 ? n - 8 : n - 4;
     p->lay.pre = pre < 3 ? 3 : pre > 5 ? 5 : pre;
-    p->lay.root = p->lay.pre == 5;
+    p->lay.op_col = p->lay.pre >= 4 ? 3 : -1;
+    p->lay.root_col = p->lay.pre == 5 ? 4 : -1;
     ncclt_warn(&p->run, "no column header: %s layout assumed", names[p->lay.pre - 3]);
 }
 
@@ -262,38 +287,43 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     /* -S 1's local time closes the row: two words, not measurements. */
     if (p->lay.timestamp && n >= 2 && strchr(tok[n - 1], ':') != NULL && strchr(tok[n - 2], '-') != NULL)
         n -= 2;
+    char quoted[256];
     if (pre < 3 || n < pre + 4)
-        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: table line cut short (%d columns): \"%.80s\"; the file is truncated or not an nccl-tests output", p->name, p->lineno, n, line);
+        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: table line cut short (%d columns): \"%s\"; the file is truncated or not an nccl-tests output",
+                       p->name, p->lineno, n, fb_import_printable(quoted, sizeof quoted, line, 80));
     /* Both placements, or the in-place ones alone:
      * any other count means a column was lost or added, and reading on
      * would put numbers in the wrong placement. */
     bool both = n == pre + 2 * per, in_only = n == pre + per;
     if (!both && !in_only)
-        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: %d columns where the table has %d: \"%.80s\"; the row is damaged",
-                       p->name, p->lineno, n, pre + 2 * per, line);
+        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: %d columns where the table has %d: \"%s\"; the row is damaged",
+                       p->name, p->lineno, n, pre + 2 * per, fb_import_printable(quoted, sizeof quoted, line, 80));
     struct ncclt_record *r = &p->run;
     if (r->nrows == 0) {
         fb_copy(r->dtype, sizeof r->dtype, tok[2], strlen(tok[2]));
-        if (pre >= 4) /* the oldest layout has no redop column */
-            fb_copy(r->op, sizeof r->op, tok[3], strlen(tok[3]));
-        if (p->lay.root)
-        {
-            r->root = strtol(tok[4], NULL, 10);
+        if (p->lay.op_col >= 0) /* the oldest layout has no redop column */
+            fb_copy(r->op, sizeof r->op, tok[p->lay.op_col], strlen(tok[p->lay.op_col]));
+        if (p->lay.root_col >= 0) {
+            r->root = strtol(tok[p->lay.root_col], NULL, 10);
             r->root_printed = true;
         }
     }
     bool ok;
+    struct ncclt_row_halves halves = {{0, 0, 0}, {0, 0, 0}};
+    struct fb_place *absent = p->lay.one_is_oop ? &row.ip : &row.oop;
     if (both) {
-        ok = parse_place(p, tok + pre, &row.oop) && parse_place(p, tok + pre + per, &row.ip);
+        ok = parse_place(p, tok + pre, &row.oop, &halves.oop) && parse_place(p, tok + pre + per, &row.ip, &halves.ip);
     } else {
-        /* Only the in-place columns printed (replayed traces). */
-        row.oop.present = false;
-        row.oop.wrong = -1;
-        row.oop.time_us = row.oop.algbw_GBps = row.oop.busbw_GBps = NAN;
-        ok = parse_place(p, tok + pre, &row.ip);
+        /* One placement printed: in-place (replayed traces), or 2017's
+         * broadcast, which timed only out-of-place. */
+        absent->present = false;
+        absent->wrong = -1;
+        absent->time_us = absent->algbw_GBps = absent->busbw_GBps = NAN;
+        ok = p->lay.one_is_oop ? parse_place(p, tok + pre, &row.oop, &halves.oop) : parse_place(p, tok + pre, &row.ip, &halves.ip);
     }
     if (!ok)
-        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: a value that is not a number >= 0 (NaN, inf, negative or text): \"%.80s\"", p->name, p->lineno, line);
+        return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: a value that is not a number >= 0 as printf prints one (NaN, inf, negative or text): \"%s\"",
+                       p->name, p->lineno, fb_import_printable(quoted, sizeof quoted, line, 80));
     row.run = 0;
     row.line = p->lineno;
     if (r->nrows > 0) {
@@ -307,7 +337,7 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
                            p->name, p->lineno, bytes, prev->bytes);
         row.run = prev->run + (bytes <= prev->bytes ? 1 : 0);
     }
-    return ncclt_add_row(r, &row, r->iters > 0 ? r->iters * (r->agg > 0 ? r->agg : 1) : 0, err);
+    return ncclt_add_row(r, &row, r->iters > 0 ? r->iters * (r->agg > 0 ? r->agg : 1) : 0, &halves, err);
 }
 
 /* How much a line says about why a run failed: the NCCL or CUDA error
@@ -328,16 +358,15 @@ static void note_failure(struct parser *p, const char *line)
 {
     int w = failure_weight(line);
     if (w > p->fault_weight && p->open) {
-        fb_copy(p->run.fault, sizeof p->run.fault, line, strlen(line));
+        fb_import_printable(p->run.fault, sizeof p->run.fault, line, sizeof p->run.fault - 1);
         p->fault_weight = w;
     }
 }
 
-static enum fb_status on_comment(struct parser *p, const char *line, struct fb_err *err)
+/* A "#" line's text after the "#" and its blanks; or one of the lines the
+ * 2017 layout printed without "#" (its nThread header and its footer). */
+static enum fb_status on_meta(struct parser *p, const char *body, struct fb_err *err)
 {
-    const char *body = line + 1;
-    while (*body == ' ' || *body == '\t')
-        body++;
     if (fb_starts_with(body, "Collective test starting:")) {
         /* The version line comes just before: keep a run that holds nothing else. */
         if (!p->open || p->saw_header || p->run.nrows > 0) {
@@ -375,8 +404,9 @@ static enum fb_status on_comment(struct parser *p, const char *line, struct fb_e
         on_version(p, body);
     else if (fb_starts_with(body, "Rank "))
         return on_rank(p, body, err);
-    else if (fb_starts_with(body, "size") && (body[4] == ' ' || body[4] == '\t'))
-        on_columns(p, line);
+    else if ((fb_starts_with(body, "size") && (body[4] == ' ' || body[4] == '\t')) ||
+             (fb_starts_with(body, "bytes") && (body[5] == ' ' || body[5] == '\t')))
+        on_columns(p, body);
     else if (fb_starts_with(body, "Out of bounds values")) {
         const char *v = strchr(body, ':');
         p->run.oob = v ? strtoll(v + 1, NULL, 10) : -1;
@@ -401,7 +431,10 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
             continue; /* fed to the log reader as a whole */
         note_failure(p, s);
         if (s[0] == '#')
-            st = on_comment(p, s, err);
+            st = on_meta(p, s + 1 + strspn(s + 1, " \t"), err);
+        else if (fb_starts_with(s, "nThread ") || fb_starts_with(s, "Out of bounds values") ||
+                 fb_starts_with(s, "Avg bus bandwidth"))
+            st = on_meta(p, s, err);
         else if (isdigit((unsigned char)s[0]))
             st = on_data(p, s, err);
     }
@@ -460,8 +493,6 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
  * its header still reads as nccl-tests (two integers, a type, a reduction). */
 static bool has_table_line(const char *text, size_t len)
 {
-    static const char *const types[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                        "half", "float", "double", "bfloat16"};
     size_t pos = 0, n = 0;
     const char *line = NULL;
     for (int lines = 0; lines < 200 && fb_next_line(text, len, &pos, &line, &n); lines++) {
@@ -471,9 +502,10 @@ static bool has_table_line(const char *text, size_t len)
         unsigned long long a, b;
         if (fb_tokens(fb_strip_launcher_prefixes(buf), tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
             continue;
-        for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-            if (strcmp(tok[2], types[i]) == 0)
-                return true;
+        /* The type table nccl-tests names its column from (fp8 and NCCL
+         * 1's "char" and "int" included). */
+        if (fb_dtype_parse(tok[2]) >= 0)
+            return true;
     }
     return false;
 }

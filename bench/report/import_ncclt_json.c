@@ -27,6 +27,7 @@
 #include "core/jsonio.h"
 #include "nccl/dtype.h"
 #include "report/import.h"
+#include "report/import_figures.h"
 #include "report/import_ncclt_record.h"
 #include "core/text.h"
 
@@ -164,11 +165,12 @@ static void read_env(struct ncclt_record *r, json_object *env)
     }
 }
 
-/* A measured figure: a finite number >= 0, a numeric string, or null /
- * "nan" / "N/A" for one nccl-tests did not measure (NAN). */
-static bool strict_figure(json_object *v, double *out)
+/* A measured figure: a finite number >= 0 or a numeric string, with the
+ * precision its text shows (import_figures.h); or null / "nan" / "N/A"
+ * for one nccl-tests did not measure (NAN). */
+static bool strict_figure(json_object *v, struct fb_printed *out)
 {
-    *out = NAN;
+    *out = (struct fb_printed){NAN, 0};
     if (v == NULL)
         return true;
     if (json_object_is_type(v, json_type_string)) {
@@ -178,7 +180,13 @@ static bool strict_figure(json_object *v, double *out)
         if (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0 || strcmp(s, "N/A") == 0)
             return true;
     }
-    return loose_number(v, out) && *out >= 0;
+    return fb_printed_json(v, out);
+}
+
+/* A member's JSON text made safe to quote in a message. */
+static const char *quoted_member(json_object *o, const char *key, char *buf, size_t len)
+{
+    return fb_import_printable(buf, len, json_object_to_json_string(fb_json_member(o, key)), 80);
 }
 
 /* #wrong: a count, or null / "N/A" when nccl-tests did not check (-1). */
@@ -194,8 +202,8 @@ static bool strict_wrong(json_object *v, long long *out)
     return true;
 }
 
-static enum fb_status read_place(json_object *o, const char *where, struct fb_place *p, const char *name,
-                                 struct fb_err *err)
+static enum fb_status read_place(struct ncclt_record *r, json_object *o, const char *where, struct fb_place *p,
+                                 struct ncclt_halves *h, const char *name, struct fb_err *err)
 {
     memset(p, 0, sizeof *p);
     p->wrong = -1;
@@ -205,18 +213,21 @@ static enum fb_status read_place(json_object *o, const char *where, struct fb_pl
     if (!json_object_is_type(o, json_type_object))
         return fb_fail(err, FB_ERR_INPUT, "%s: %s is not an object; the file is damaged", name, where);
     p->present = true;
+    /* -C: the time is CPU time; the bandwidths came from the other one. */
     const char *time_key = fb_json_member(o, "time") ? "time" : "cpu_time";
-    const struct {
-        const char *key;
-        double *to;
-    } figures[] = {{time_key, &p->time_us}, {"alg_bw", &p->algbw_GBps}, {"bus_bw", &p->busbw_GBps}};
-    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++)
-        if (!strict_figure(fb_json_member(o, figures[i].key), figures[i].to))
+    r->time_is_cpu = r->time_is_cpu || strcmp(time_key, "cpu_time") == 0;
+    const char *const keys[] = {time_key, "alg_bw", "bus_bw"};
+    struct fb_printed f[3];
+    char quoted[256];
+    for (size_t i = 0; i < 3; i++)
+        if (!strict_figure(fb_json_member(o, keys[i]), &f[i]))
             return fb_fail(err, FB_ERR_INPUT, "%s: %s.%s is %s, not a finite number >= 0; the file is damaged", name, where,
-                           figures[i].key, json_object_to_json_string(fb_json_member(o, figures[i].key)));
+                           keys[i], quoted_member(o, keys[i], quoted, sizeof quoted));
+    p->time_us = f[0].v, p->algbw_GBps = f[1].v, p->busbw_GBps = f[2].v;
+    *h = (struct ncclt_halves){f[0].half, f[1].half, f[2].half};
     if (!strict_wrong(fb_json_member(o, "nwrong"), &p->wrong))
         return fb_fail(err, FB_ERR_INPUT, "%s: %s.nwrong is %s, not a count or null; the file is damaged", name, where,
-                       json_object_to_json_string(fb_json_member(o, "nwrong")));
+                       quoted_member(o, "nwrong", quoted, sizeof quoted));
     return FB_OK;
 }
 
@@ -225,16 +236,17 @@ static enum fb_status check_type_op(json_object *e, size_t i, const char *name, 
 {
     static const char *const ops[] = {"sum", "prod", "max", "min", "avg", "mulsum", "none"};
     const char *type = string_member(e, "type"), *op = string_member(e, "redop");
-    bool fp8 = type != NULL && (strcmp(type, "f8e4m3") == 0 || strcmp(type, "f8e5m2") == 0); /* 2.19+, CUDA 11.8+ */
-    if (type == NULL || (fb_dtype_parse(type) < 0 && !fp8))
-        return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu].type %s is not an nccl-tests data type (int8 ... bfloat16); the file is damaged",
-                       name, i, type ? type : "is missing and");
+    char quoted[128];
+    /* The type table (nccl/dtype.h) has fp8's f8e4m3 and f8e5m2 too. */
+    if (type == NULL || fb_dtype_parse(type) < 0)
+        return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu].type %s is not an nccl-tests data type (%s); the file is damaged",
+                       name, i, type ? fb_import_printable(quoted, sizeof quoted, type, 40) : "is missing and", fb_dtype_choices());
     bool known = op == NULL; /* older versions print no reduction */
     for (size_t k = 0; op != NULL && k < sizeof ops / sizeof *ops; k++)
         known = known || strcmp(op, ops[k]) == 0;
     if (!known)
         return fb_fail(err, FB_ERR_INPUT, "%s: results[%zu].redop \"%s\" is not an nccl-tests operation (sum, prod, max, min, avg, mulsum, none)",
-                       name, i, op);
+                       name, i, fb_import_printable(quoted, sizeof quoted, op, 40));
     return FB_OK;
 }
 
@@ -255,12 +267,13 @@ static enum fb_status read_results(struct ncclt_record *r, json_object *results,
         row.count = (unsigned long long)d;
         enum fb_status pst = check_type_op(e, i, name, err);
         char where[64];
+        struct ncclt_row_halves halves = {{0, 0, 0}, {0, 0, 0}};
         snprintf(where, sizeof where, "results[%zu].out_of_place", i);
         if (pst == FB_OK)
-            pst = read_place(fb_json_member(e, "out_of_place"), where, &row.oop, name, err);
+            pst = read_place(r, fb_json_member(e, "out_of_place"), where, &row.oop, &halves.oop, name, err);
         snprintf(where, sizeof where, "results[%zu].in_place", i);
         if (pst == FB_OK)
-            pst = read_place(fb_json_member(e, "in_place"), where, &row.ip, name, err);
+            pst = read_place(r, fb_json_member(e, "in_place"), where, &row.ip, &halves.ip, name, err);
         if (pst != FB_OK)
             return pst;
         if (!row.oop.present && !row.ip.present)
@@ -278,7 +291,7 @@ static enum fb_status read_results(struct ncclt_record *r, json_object *results,
          * (-n x -m), as fabric-coll's record does. */
         long agg = r->agg > 0 ? r->agg : 1;
         long iters = loose_long(e, "actual_iterations", r->iters) * agg;
-        enum fb_status st = ncclt_add_row(r, &row, iters, err);
+        enum fb_status st = ncclt_add_row(r, &row, iters, &halves, err);
         if (st != FB_OK)
             return st;
     }
@@ -313,7 +326,7 @@ static enum fb_status convert(struct ncclt_record *r, json_object *doc, const ch
     if (errors != NULL && json_object_is_type(errors, json_type_array) && json_object_array_length(errors) > 0) {
         json_object *e0 = json_object_array_get_idx(errors, 0);
         if (json_object_is_type(e0, json_type_string) && json_object_get_string(e0)[0] != '\0')
-            copy_string(r->fault, sizeof r->fault, json_object_get_string(e0));
+            fb_import_printable(r->fault, sizeof r->fault, json_object_get_string(e0), sizeof r->fault - 1);
     }
     json_object *result = NULL;
     st = ncclt_build_doc(r, name, o, &result, err);
@@ -341,6 +354,7 @@ enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t l
     }
     struct ncclt_record r;
     ncclt_record_init(&r, "nccl-tests-json");
+    r.layout = NCCLT_LAYOUT_JSON;
     st = convert(&r, doc, name, o, out, err);
     ncclt_record_free(&r);
     json_object_put(doc);

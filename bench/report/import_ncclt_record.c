@@ -13,6 +13,7 @@
 #include "core/version.h"
 #include "core/text.h"
 #include "nccl/collective.h"
+#include "report/import_figures.h"
 
 void ncclt_record_init(struct ncclt_record *r, const char *format)
 {
@@ -31,6 +32,7 @@ void ncclt_record_free(struct ncclt_record *r)
     free(r->devs);
     free(r->rows);
     free(r->row_iters);
+    free(r->row_halves);
     if (r->env != NULL)
         json_object_put(r->env);
     if (r->warnings != NULL)
@@ -41,7 +43,7 @@ void ncclt_record_free(struct ncclt_record *r)
 }
 
 enum fb_status ncclt_add_row(struct ncclt_record *r, const struct fb_row *row, long iterations,
-                             struct fb_err *err)
+                             const struct ncclt_row_halves *halves, struct fb_err *err)
 {
     if (r->nrows == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 64;
@@ -53,10 +55,15 @@ enum fb_status ncclt_add_row(struct ncclt_record *r, const struct fb_row *row, l
         if (iters == NULL)
             return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing rows");
         r->row_iters = iters;
+        struct ncclt_row_halves *h = realloc(r->row_halves, cap * sizeof *h);
+        if (h == NULL)
+            return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing rows");
+        r->row_halves = h;
         r->cap = cap;
     }
     r->rows[r->nrows] = *row;
     r->row_iters[r->nrows] = iterations;
+    r->row_halves[r->nrows] = halves ? *halves : (struct ncclt_row_halves){{0, 0, 0}, {0, 0, 0}};
     r->nrows++;
     return FB_OK;
 }
@@ -319,6 +326,64 @@ static bool count_fits(const struct fb_collective *c, const struct fb_row *row, 
     return k.param == row->count && k.bytes == row->bytes;
 }
 
+/* The rules released nccl-tests versions computed bandwidths by, with the
+ * layouts each printed (docs/report.md, "How nccl-tests computed its
+ * bandwidths"), today's first: a run is read by the first its layout
+ * admits whose rule every row follows. */
+#define LAYOUT(l) (1u << (l))
+static const struct convention {
+    enum fb_bw_rule rule;
+    double time_scale; /* printed time x this = microseconds */
+    unsigned layouts;  /* LAYOUT(enum ncclt_layout) of each it printed */
+} conventions[] = {
+    {FB_BW_RULE_TODAY, 1,
+     LAYOUT(NCCLT_LAYOUT_NONE) | LAYOUT(NCCLT_LAYOUT_ERROR) | LAYOUT(NCCLT_LAYOUT_WRONG) | LAYOUT(NCCLT_LAYOUT_JSON)},
+    /* 2019-03 to 2020-06: the gathers' algBW carried (n-1)/n. */
+    {FB_BW_RULE_GATHER_2020, 1, LAYOUT(NCCLT_LAYOUT_NONE) | LAYOUT(NCCLT_LAYOUT_ERROR)},
+    /* Before 2019-03: the same rule, times printed in ms. */
+    {FB_BW_RULE_GATHER_2020, 1000, LAYOUT(NCCLT_LAYOUT_NONE) | LAYOUT(NCCLT_LAYOUT_2017)},
+};
+#define NCONVENTIONS (sizeof conventions / sizeof *conventions)
+
+/* The rule a convention applies to c: its own, or today's where it only
+ * changed other collectives. */
+static enum fb_bw_rule rule_for(const struct fb_collective *c, const struct convention *v)
+{
+    return fb_coll_rule_differs(c, v->rule) ? v->rule : FB_BW_RULE_TODAY;
+}
+
+/* Whether convention k could have printed r's rows of c: its layout, and
+ * no earlier convention that reads c the same way. */
+static bool convention_applies(const struct ncclt_record *r, const struct fb_collective *c, size_t k)
+{
+    const struct convention *v = &conventions[k];
+    if (!(v->layouts & LAYOUT(r->layout)))
+        return false;
+    for (size_t j = 0; j < k; j++)
+        if ((conventions[j].layouts & LAYOUT(r->layout)) && conventions[j].time_scale == v->time_scale &&
+            rule_for(c, &conventions[j]) == rule_for(c, v))
+            return false;
+    return true;
+}
+
+/* Whether busBW/algBW = f is c's bus share under a convention r's layout
+ * admits, at n ranks (n 0: anywhere in the share's range). Printed numbers
+ * have two decimals. */
+static bool factor_fits(const struct ncclt_record *r, const struct fb_collective *c, double f, long n)
+{
+    const double tol = 0.02;
+    for (size_t k = 0; k < NCONVENTIONS; k++) {
+        if (!convention_applies(r, c, k))
+            continue;
+        enum fb_bw_rule rule = rule_for(c, &conventions[k]);
+        double lo = fb_coll_bus_share(c, rule, 2), hi = fb_coll_bus_share(c, rule, 1 << 20);
+        if (n > 1 ? fabs(fb_coll_bus_share(c, rule, (int)n) - f) <= tol * f + 0.005
+                  : f >= lo * (1 - tol) - 0.005 && f <= hi * (1 + tol) + 0.005)
+            return true;
+    }
+    return false;
+}
+
 /* Whether collective c could have printed this row: the count its size
  * gives and its bus factor at the rank count (with no device lines, the
  * rank count the count column implies, or anywhere in the factor's range),
@@ -334,14 +399,9 @@ static bool rows_fit(const struct fb_collective *c, const struct ncclt_record *r
     size_t esz = element_size(r);
     if (n == 0 && esz > 0 && row->count * esz < row->bytes && row->bytes % (row->count * esz) == 0)
         n = (long)(row->bytes / (row->count * esz)); /* the gathers' count is per rank */
-    const double tol = 0.02;
-    if (n > 1) {
-        if (!count_fits(c, row, esz, n))
-            return false;
-        return fabs(c->bus_factor((int)n) - f) <= tol * f + 0.005;
-    }
-    double lo = c->bus_factor(2), hi = c->bus_factor(1 << 20);
-    return f >= lo * (1 - tol) - 0.005 && f <= hi * (1 + tol) + 0.005;
+    if (n > 1 && !count_fits(c, row, esz, n))
+        return false;
+    return factor_fits(r, c, f, n);
 }
 
 /* The collective the rows prove when the output names none; NULL unless
@@ -401,40 +461,117 @@ static enum fb_status settle_collective(struct ncclt_record *r, const char *name
                    name, what[0] ? ", and its rows fit " : "", what, what[0] ? " alike" : "");
 }
 
-/* busBW = algBW x the bus factor, both printed with two decimals. */
-static bool busbw_agrees(const struct fb_place *p, double factor)
+static void printed_place(const struct fb_place *p, const struct ncclt_halves *h, struct fb_printed_place *out)
 {
-    if (!p->present || !(p->algbw_GBps > 0))
-        return true;
-    double want = p->algbw_GBps * factor;
-    return fabs(p->busbw_GBps - want) <= 0.02 + 0.01 * want;
+    out->present = p->present;
+    out->time_us = (struct fb_printed){p->time_us, h->time};
+    out->algbw = (struct fb_printed){p->algbw_GBps, h->algbw};
+    out->busbw = (struct fb_printed){p->busbw_GBps, h->busbw};
 }
 
-/* Rows must be what the collective prints: the count its size and type
- * give on these ranks, and busBW = algBW x its bus factor. A row that is
- * not was cut, merged with another line or edited, and a verdict on it
- * would mislead; it is refused with where it stands. */
+/* The refusal of a row whose figures do not follow from each other. */
+static enum fb_status figures_fault(const char *name, const char *where, const char *placement,
+                                    const struct fb_collective *c, long n, const struct fb_row *row,
+                                    const struct fb_place *p, const struct convention *v,
+                                    const struct fb_figures_why *why, struct fb_err *err)
+{
+    char ranks[48] = "an unknown rank count";
+    if (n > 0)
+        snprintf(ranks, sizeof ranks, "%ld rank%s", n, n == 1 ? "" : "s");
+    if (why->fault == FB_FIGURES_ABSURD)
+        return fb_fail(err, FB_ERR_INPUT, "%s, %s: a bandwidth of %g GB/s %s is beyond any fabric (at most %g); the row is damaged",
+                       name, where, fmax(p->algbw_GBps, p->busbw_GBps), placement, FB_FIGURE_ABSURD_GBPS);
+    if (why->fault == FB_FIGURES_ALGBW)
+        return fb_fail(err, FB_ERR_INPUT, "%s, %s: algBW %g %s does not follow from %llu bytes in %g us (%s on %s gives %.4g to %.4g GB/s); the row is damaged",
+                       name, where, p->algbw_GBps, placement, row->bytes, p->time_us * v->time_scale, c->name, ranks,
+                       why->lo, why->hi);
+    return fb_fail(err, FB_ERR_INPUT, "%s, %s: busBW %.2f is not algBW %.2f x %.4f (the %s bus factor on %s) %s; the row is damaged",
+                   name, where, p->busbw_GBps, p->algbw_GBps, why->share, c->name, ranks, placement);
+}
+
+/* Rows must be what the collective prints under convention v: the count
+ * its size and type give on these ranks, and figures that follow from
+ * each other (import_figures.h). A row that is not was cut, merged with
+ * another line or edited, and a verdict on it would mislead; it is refused
+ * with where it stands. */
 static enum fb_status check_rows(const struct ncclt_record *r, const struct fb_collective *c, long n,
-                                 const char *name, struct fb_err *err)
+                                 const struct convention *v, const char *name, struct fb_err *err)
 {
     size_t esz = element_size(r), per_count = size_per_count(c, esz, n);
-    for (size_t i = 0; n > 0 && i < r->nrows; i++) {
+    const struct fb_figures_rule rule = {c, rule_for(c, v), n, v->time_scale, r->time_is_cpu};
+    for (size_t i = 0; i < r->nrows; i++) {
         const struct fb_row *row = &r->rows[i];
         char where[64];
         if (row->line > 0)
             snprintf(where, sizeof where, "line %ld", row->line);
+        else if (r->layout == NCCLT_LAYOUT_JSON) /* one row per member of "results" */
+            snprintf(where, sizeof where, "results[%zu] (%llu bytes)", i, row->bytes);
         else
             snprintf(where, sizeof where, "the row of %llu bytes", row->bytes);
-        if (!count_fits(c, row, esz, n))
+        if (n > 0 && !count_fits(c, row, esz, n))
             return fb_fail(err, FB_ERR_INPUT, "%s, %s: count %llu does not fit %llu bytes of %s for %s on %ld ranks (%zu expected); the row is damaged",
                            name, where, row->count, row->bytes, r->dtype, c->name, n, (size_t)(row->bytes / esz / per_count));
-        double f = c->bus_factor((int)n);
-        const struct fb_place *bad = !busbw_agrees(&row->oop, f) ? &row->oop : !busbw_agrees(&row->ip, f) ? &row->ip : NULL;
-        if (bad != NULL)
-            return fb_fail(err, FB_ERR_INPUT, "%s, %s: busBW %.2f is not algBW %.2f x %.4f (the %s bus factor on %ld ranks); the row is damaged",
-                           name, where, bad->busbw_GBps, bad->algbw_GBps, f, c->name, n);
+        for (int k = 0; k < 2; k++) {
+            const struct fb_place *p = k ? &row->ip : &row->oop;
+            struct fb_printed_place pp;
+            struct fb_figures_why why;
+            printed_place(p, k ? &r->row_halves[i].ip : &r->row_halves[i].oop, &pp);
+            if (fb_figures_check(&rule, row->bytes, &pp, &why) != FB_FIGURES_OK)
+                return figures_fault(name, where, k ? "in place" : "out of place", c, n, row, p, v, &why, err);
+        }
     }
     return FB_OK;
+}
+
+/* The convention the rows follow: the first the layout admits under which
+ * every row checks. When none does, the first one's reason is the error. */
+static enum fb_status settle_convention(const struct ncclt_record *r, const struct fb_collective *c, long n,
+                                        const char *name, const struct convention **chosen, struct fb_err *err)
+{
+    struct fb_err first = {0};
+    for (size_t k = 0; k < NCONVENTIONS; k++) {
+        struct fb_err why = {0};
+        if (!convention_applies(r, c, k))
+            continue;
+        if (check_rows(r, c, n, &conventions[k], name, &why) == FB_OK) {
+            *chosen = &conventions[k];
+            return FB_OK;
+        }
+        if (first.code == FB_OK)
+            first = why;
+    }
+    if (first.code == FB_OK) /* no convention prints this layout: a bug */
+        return fb_fail(err, FB_ERR_INTERNAL, "%s: no nccl-tests convention for its layout", name);
+    return fb_fail(err, first.code, "%s", first.msg);
+}
+
+/* Rows printed under an older convention restated as today's, said in
+ * warnings: times in us, and the gathers' algBW as size / time. busBW is
+ * the same figure under every rule and stays as printed. */
+static void restate_rows(struct ncclt_record *r, const struct fb_collective *c, long n, const struct convention *v)
+{
+    enum fb_bw_rule rule = rule_for(c, v);
+    double was = n > 0 ? fb_coll_alg_share(c, rule, (int)n) : NAN, now = fb_coll_alg_share(c, FB_BW_RULE_TODAY, n > 0 ? (int)n : 2);
+    for (size_t i = 0; i < r->nrows; i++) {
+        struct fb_row *row = &r->rows[i];
+        struct fb_place *places[2] = {&row->oop, &row->ip};
+        for (int k = 0; k < 2; k++) {
+            struct fb_place *p = places[k];
+            p->time_us *= v->time_scale;
+            if (rule == FB_BW_RULE_TODAY || isnan(p->algbw_GBps))
+                continue;
+            if (was > 0)
+                p->algbw_GBps *= now / was;
+            else if (p->time_us > 0)
+                p->algbw_GBps = (double)row->bytes * now / (p->time_us * 1e3);
+        }
+    }
+    if (v->time_scale != 1)
+        ncclt_warn(r, "times printed in ms (the layout of nccl-tests before 2019-03): restated in us");
+    if (rule != FB_BW_RULE_TODAY)
+        ncclt_warn(r, "%s rows follow nccl-tests' rule before 2020-06 (algBW = size x (n-1)/n / time, busBW = algBW): "
+                      "busBW kept as printed (today's rule gives the same figure), algBW restated as today's size / time",
+                   c->name);
 }
 
 /* Finished: the footer was printed; or, with no footer, the sweep reached
@@ -469,9 +606,12 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     bool lone = listed == 0 && ranks == 0 && busbw_all_zero(r);
     if (lone)
         ranks = 1;
-    st = coll != NULL ? check_rows(r, coll, ranks, name, err) : FB_OK;
+    const struct convention *conv = &conventions[0];
+    st = coll != NULL ? settle_convention(r, coll, ranks, name, &conv, err) : FB_OK;
     if (st != FB_OK)
         return st;
+    if (coll != NULL)
+        restate_rows(r, coll, ranks, conv);
     bool finished = run_finished(r);
 
     json_object *d = json_object_new_object();

@@ -21,6 +21,26 @@ struct ncclt_device {
     bool host_memory; /* fabric-coll's MPI backend prints "[host] host memory" */
 };
 
+/* Which column header a run had, which says which nccl-tests versions
+ * could have printed it (docs/report.md, "How nccl-tests computed its
+ * bandwidths"). */
+enum ncclt_layout {
+    NCCLT_LAYOUT_NONE,  /* no column header: any version */
+    NCCLT_LAYOUT_2017,  /* "bytes N type ... res", time in ms: before 2019-03 */
+    NCCLT_LAYOUT_ERROR, /* "size count ... error": 2019-03 to 2022-08 */
+    NCCLT_LAYOUT_WRONG, /* "size count ... #wrong": 2022-08 and later */
+    NCCLT_LAYOUT_JSON,  /* -J output: 2025 and later */
+};
+
+/* The rounding a row's printed figures hide: half a unit of the last
+ * digit of its time, algBW and busBW, per placement (import_figures.h). */
+struct ncclt_halves {
+    double time, algbw, busbw;
+};
+struct ncclt_row_halves {
+    struct ncclt_halves oop, ip;
+};
+
 struct ncclt_record {
     const char *format; /* "nccl-tests-text" or "nccl-tests-json" */
     char collective[32];
@@ -38,8 +58,11 @@ struct ncclt_record {
     bool step_is_factor;
     struct ncclt_device *devs;
     size_t ndevs;
+    enum ncclt_layout layout;
+    bool time_is_cpu; /* -C: times are CPU times, not the ones the bandwidths used */
     struct fb_row *rows;
     long *row_iters;
+    struct ncclt_row_halves *row_halves;
     size_t nrows, cap;
     bool finished;      /* the footer ("Avg bus bandwidth") was reached */
     long long oob;      /* "Out of bounds values", -1 when absent */
@@ -53,8 +76,9 @@ struct ncclt_record {
 void ncclt_record_init(struct ncclt_record *r, const char *format);
 void ncclt_record_free(struct ncclt_record *r);
 
+/* A row with the rounding of its printed figures (NULL: printed exactly). */
 enum fb_status ncclt_add_row(struct ncclt_record *r, const struct fb_row *row, long iterations,
-                             struct fb_err *err);
+                             const struct ncclt_row_halves *halves, struct fb_err *err);
 enum fb_status ncclt_add_device(struct ncclt_record *r, const struct ncclt_device *d, struct fb_err *err);
 void ncclt_warn(struct ncclt_record *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

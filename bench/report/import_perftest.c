@@ -32,6 +32,7 @@
 #include "core/jsonio.h"
 #include "core/version.h"
 #include "report/import.h"
+#include "report/import_figures.h"
 #include "core/text.h"
 
 #define MIB_PER_S_IN_GBPS (1048576.0 * 8 / 1e9)
@@ -66,11 +67,21 @@ static void run_init(struct perf_run *r)
 #define PERF_MAX_ITERS 1000000000000ULL
 #define PERF_MAX_QPS 65536
 
-static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, struct fb_err *err)
+/* perftest's bandwidths come from cycle counters over the whole run, which
+ * its output does not print: they cannot be derived again from the size and
+ * the iterations. What can be refused is what no link measures: beyond
+ * FB_FIGURE_ABSURD_GBPS, or a message rate of more than 1e6 Mpps. */
+#define PERF_MAX_GBPS (FB_FIGURE_ABSURD_GBPS * 8)
+#define PERF_MAX_MPPS 1e6
+
+static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, const char *name, struct fb_err *err)
 {
     if (row->bytes > PERF_MAX_BYTES || row->iterations > PERF_MAX_ITERS)
-        return fb_fail(err, FB_ERR_INPUT, "perftest line with %llu bytes x %llu iterations: out of any real range",
-                       row->bytes, row->iterations);
+        return fb_fail(err, FB_ERR_INPUT, "%s: perftest line with %llu bytes x %llu iterations: out of any real range",
+                       name, row->bytes, row->iterations);
+    if (row->peak_Gbps > PERF_MAX_GBPS || row->avg_Gbps > PERF_MAX_GBPS || row->msg_rate_Mpps > PERF_MAX_MPPS)
+        return fb_fail(err, FB_ERR_INPUT, "%s: perftest line of %llu bytes with %g Gb/s peak, %g Gb/s average, %g Mpps: beyond any link (at most %g Gb/s, %g Mpps); the line is damaged",
+                       name, row->bytes, row->peak_Gbps, row->avg_Gbps, row->msg_rate_Mpps, PERF_MAX_GBPS, PERF_MAX_MPPS);
     return fb_array_append(&r->rows, &r->nrows, sizeof *row, row, "importing perftest rows", err);
 }
 
@@ -339,11 +350,14 @@ static enum fb_status on_data(struct perf_run *r, const char *line, double to_Gb
         return FB_OK;
     if (!fb_parse_u64_token(tok[1], &row.iterations) || !fb_parse_double_token(tok[2], &row.peak_Gbps) ||
         !fb_parse_double_token(tok[3], &row.avg_Gbps) || !fb_parse_double_token(tok[4], &row.msg_rate_Mpps) ||
-        row.peak_Gbps < 0 || row.avg_Gbps < 0 || row.msg_rate_Mpps < 0)
-        return fb_fail(err, FB_ERR_INPUT, "%s: bandwidth line with a value that is not a number >= 0: \"%.80s\"", name, line);
+        row.peak_Gbps < 0 || row.avg_Gbps < 0 || row.msg_rate_Mpps < 0) {
+        char quoted[256];
+        return fb_fail(err, FB_ERR_INPUT, "%s: bandwidth line with a value that is not a number >= 0: \"%s\"", name,
+                       fb_import_printable(quoted, sizeof quoted, line, 80));
+    }
     row.peak_Gbps *= to_Gbps;
     row.avg_Gbps *= to_Gbps;
-    return add_row(r, &row, err);
+    return add_row(r, &row, name, err);
 }
 
 enum fb_status fb_import_perftest_text(const char *name, const char *text, size_t len,
@@ -492,7 +506,7 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
         row.iterations = (unsigned long long)iters;
         row.peak_Gbps *= to_Gbps;
         row.avg_Gbps *= to_Gbps;
-        st = add_row(&r, &row, err);
+        st = add_row(&r, &row, name, err);
     }
     json_object *warnings = json_object_new_array();
     json_object *result = NULL;

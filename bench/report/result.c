@@ -14,6 +14,7 @@
 #include "core/jsonio.h"
 #include "core/text.h"
 #include "nccl/collective.h"
+#include "report/import_figures.h"
 
 static bool is_number(json_object *v)
 {
@@ -58,6 +59,10 @@ static enum fb_status read_place(json_object *row, const char *key, struct fb_pl
         st = opt_number(o, "busbw_GBps", &p->busbw_GBps, name, where, err);
     if (st != FB_OK)
         return st;
+    /* No fabric moves this much; a few such figures summed make every average inf. */
+    if (p->algbw_GBps > FB_FIGURE_ABSURD_GBPS || p->busbw_GBps > FB_FIGURE_ABSURD_GBPS)
+        return fb_fail(err, FB_ERR_INPUT, "%s: %s has a bandwidth of %g GB/s, beyond any fabric (at most %g); the file is damaged",
+                       name, where, fmax(p->algbw_GBps, p->busbw_GBps), FB_FIGURE_ABSURD_GBPS);
     json_object *w = fb_json_member(o, "wrong");
     if (w != NULL) {
         if (!json_object_is_type(w, json_type_int) || json_object_get_int64(w) < 0)

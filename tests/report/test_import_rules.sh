@@ -178,3 +178,32 @@ sed -e 's/gather_perf/hypercube_perf/' -e 's/    none       2 /    none      -1 
 "$R" import "$T_DIR/h.txt" -o "$T_DIR/h.json" >"$T_OUT" 2>"$T_ERR"
 same "hypercube_perf text without device lines: 4 ranks from size per count" \
   "$(jq -r '[.collective, .topology.ranks, (.rows | length)] | map(tostring) | join(" ")' "$T_DIR/h.json" 2>&1)" "hypercube 4 3"
+
+# The first release's layout (nccl-tests 1.0: "bytes N" columns, times in
+# ms, header and footer without "#", all_gather's algBW carrying (n-1)/n
+# and busBW = algBW), written here from that rule: it imports restated in
+# today's terms (busBW as printed, algBW = size / time, times in us) and
+# says so. The same table with today's algBW is a rule no release printed
+# in that layout: refused with its line.
+v1_table() {
+  awk -v today="${1:-0}" 'BEGIN {
+    n = 4; print "nThread 1 nGpus 4 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 1"
+    for (r = 0; r < n; r++) printf "#   Rank %2d on %10s device %2d [0x%02x] Tesla V100-SXM2-16GB\n", r, "dgx1", r, r
+    print "#      bytes             N    type     time  algbw  busbw      res     time  algbw  busbw      res"
+    for (s = 1048576; s <= 2097152; s *= 2) {
+      t = 10 + s / 40e3; a = s * (today ? 1 : (n - 1) / n) / (t * 1e3); b = today ? a * (n - 1) / n : a
+      printf "%12d  %12d  %6s", s, s / 4 / n, "float"
+      for (p = 0; p < 2; p++) printf "  %7.3f  %5.2f  %5.2f  %7.0e", t / 1000, a, b, 0
+      printf "\n"
+    }
+    print " Out of bounds values : 0 OK"; print " Avg bus bandwidth    : 27.5" }'
+}
+v1_table >"$T_DIR/all_gather_v1.txt"
+"$R" import "$T_DIR/all_gather_v1.txt" -o "$T_DIR/v1.json" >"$T_OUT" 2>"$T_ERR"
+same "a first-release all_gather: time in us, busBW as printed, algBW = size / time" \
+  "$(jq -r '.rows[0].out_of_place | [.time_us, .busbw_GBps, (.algbw_GBps * 100 | round)] | map(tostring) | join(" ")' "$T_DIR/v1.json" 2>&1)" \
+  "36 21.72 2896"
+check "  and says which rule and unit it read" jq -e '[.warnings[] | select(test("rule before 2020-06|printed in ms"))] | length == 2' "$T_DIR/v1.json"
+v1_table today >"$T_DIR/all_gather_v1_today.txt"
+expect_exit "today's all_gather rule in the first release's layout is refused" 10 "$R" import "$T_DIR/all_gather_v1_today.txt" -o "$T_DIR/v1-today.json"
+expect_grep "  with its line" 'line 7: algBW 28.95 out of place does not follow from 1048576 bytes in 36 us' "$T_ERR"

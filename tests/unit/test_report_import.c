@@ -1,14 +1,18 @@
 /* Importers: nccl-tests text (2.19 with and without the root column and
  * the "Collective test" lines), nccl-tests -J JSON, perftest text and
- * --out_json, each from hand-made files written from the format facts. */
+ * --out_json, each from hand-made files written from the format facts;
+ * the tables of every released nccl-tests layout and rule, generated from
+ * those rules; figures no measurement gives, refused. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
 #include "report_fixture.h"
+#include "report/html_svg.h"
 #include "report/import.h"
 #include "core/files.h"
 #include "core/text.h"
+#include "nccl/collective.h"
 
 #define NCCLT "tests/fixtures/report/ncclt/"
 #define PERF "tests/fixtures/report/perftest/"
@@ -447,8 +451,398 @@ static void test_decorated_lines_read_as_plain(void)
     fb_import_out_free(&out);
 }
 
+/* --- How released nccl-tests versions printed their tables -------------
+ * Tables written from the rules of docs/report.md ("How nccl-tests computed
+ * its bandwidths"), never copied from an output: the layout of an era, a
+ * row's time 10 us plus its bytes at 40 GB/s (in place 1% slower), the
+ * bandwidths from the size and that time by the version's rule. */
+enum era { ERA_2017, ERA_2019, ERA_2022, ERA_NONE };
+static const char *const era_names[] = {"2017", "2019", "2022", "no header"};
+
+struct table_spec {
+    enum era era;
+    const struct fb_collective *c;
+    int n;
+    enum fb_bw_rule rule;
+    double skew; /* both bandwidths x this: 1 as the rule gives them */
+};
+
+static size_t spec_bytes(const struct table_spec *t, int k, size_t *count)
+{
+    struct fb_counts cn = t->c->counts((size_t)1048576 << k, 4, t->n);
+    *count = cn.param;
+    return cn.bytes;
+}
+
+static void spec_figures(const struct table_spec *t, size_t bytes, int place, double *us, double *alg, double *bus)
+{
+    *us = (10 + (double)bytes / 40e3) * (place ? 1.01 : 1);
+    double share = fb_coll_alg_share(t->c, t->rule, t->n);
+    /* alltoallv: the busiest rank's bytes, which its size is here */
+    *alg = (double)bytes * (isnan(share) ? 1 : share) / (*us * 1e3) * t->skew;
+    *bus = *alg * fb_coll_bus_share(t->c, t->rule, t->n);
+}
+
+/* The figure as the era's printf wrote it, read back. */
+static double printed_as(const char *fmt, double v)
+{
+    char s[64];
+    snprintf(s, sizeof s, fmt, v);
+    return strtod(s, NULL);
+}
+
+static const char *time_format(enum era era, double us)
+{
+    if (era == ERA_2019) /* fewer decimals as the time grows */
+        return us > 10000 ? "  %7.0f" : us > 100 ? "  %7.1f" : "  %7.2f";
+    return era == ERA_2017 ? "  %7.3f" : "  %7.2f";
+}
+
+static void print_header_lines(struct fb_str *out, const struct table_spec *t)
+{
+    bool old = t->era == ERA_2017, one = old && t->c->id == FB_BROADCAST;
+    fb_str_addf(out, "%snThread 1 nGpus %d minBytes 1048576 maxBytes 8388608 step: 2(factor) warmup iters: 5 iters: 20 validation: 1 \n",
+                old ? "" : "# ", t->n);
+    for (int r = 0; r < t->n; r++) {
+        if (old)
+            fb_str_addf(out, "#   Rank %2d on %10s device %2d [0x%02x] Tesla V100-SXM2-32GB\n", r, "dgx-1", r, 0x10 + r);
+        else
+            fb_str_addf(out, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x%02x] NVIDIA A100-SXM4-80GB\n", r, 100 + r,
+                        "dgx-a", r, 0x10 + r);
+    }
+    if (t->era == ERA_NONE)
+        return;
+    const char *wrong = t->era == ERA_2017 ? "res" : t->era == ERA_2019 ? "error" : "#wrong";
+    fb_str_addf(out, "#  %s  %s  type", old ? "bytes" : "size", old ? "N" : "count");
+    if (t->era == ERA_2022)
+        fb_str_addf(out, "  redop  root");
+    else
+        fb_str_addf(out, "%s%s", t->c->reduces ? (old ? "  op" : "  redop") : "", t->c->rooted ? "  root" : "");
+    for (int place = 0; place < (one ? 1 : 2); place++)
+        fb_str_addf(out, "  time  algbw  busbw  %s", wrong);
+    fb_str_addf(out, "\n");
+}
+
+/* One placement's four columns. */
+static void print_place(struct fb_str *out, const struct table_spec *t, double us, double alg, double bus)
+{
+    if (t->era == ERA_2017)
+        fb_str_addf(out, "  %7.3f  %5.2f  %5.2f  %7.0e", us / 1000, alg, bus, 0.0);
+    else if (t->era == ERA_2019)
+        fb_str_addf(out, time_format(t->era, us), us), fb_str_addf(out, "  %6.2f  %6.2f  %5.0e", alg, bus, 0.0);
+    else
+        fb_str_addf(out, "  %7.2f  %6.2f  %6.2f  %6g", us, alg, bus, 0.0);
+}
+
+static void print_table(struct fb_str *out, const struct table_spec *t)
+{
+    bool old = t->era == ERA_2017, one = old && t->c->id == FB_BROADCAST;
+    print_header_lines(out, t);
+    for (int k = 0; k < 4; k++) {
+        size_t count, bytes = spec_bytes(t, k, &count);
+        fb_str_addf(out, "%12zu  %12zu  %8s", bytes, count, "float");
+        if (t->era == ERA_2022 || t->era == ERA_NONE)
+            fb_str_addf(out, "  %6s  %6s", t->c->reduces ? "sum" : "none", t->c->rooted ? "0" : "-1");
+        else
+            fb_str_addf(out, "%s%s", t->c->reduces ? "     sum" : "", t->c->rooted ? "       0" : "");
+        for (int place = 0; place < (one ? 1 : 2); place++) {
+            double us, alg, bus;
+            spec_figures(t, bytes, place, &us, &alg, &bus);
+            print_place(out, t, us, alg, bus);
+        }
+        fb_str_addf(out, "\n");
+    }
+    fb_str_addf(out, "%s Out of bounds values : 0 OK\n%s Avg bus bandwidth    : 1.5\n", old ? "" : "#", old ? "" : "#");
+}
+
+static enum fb_status import_spec(const struct table_spec *t, struct fb_import_out *out, struct fb_err *err)
+{
+    struct fb_str text = {0};
+    char name[64];
+    snprintf(name, sizeof name, "old/%s_perf.log", t->c->name);
+    print_table(&text, t);
+    struct fb_import_opts o = {.mtime = 0};
+    enum fb_status st = fb_import_text(name, fb_str_get(&text), strlen(fb_str_get(&text)), FB_IMPORT_NCCLT_TEXT, &o, out, err);
+    fb_str_free(&text);
+    return st;
+}
+
+static bool warned(json_object *doc, const char *what)
+{
+    return strstr(json_object_to_json_string(fb_json_member(doc, "warnings")), what) != NULL;
+}
+
+/* The document says what the version printed, in today's terms: times in
+ * us, busBW as printed, algBW as today's rule gives it (size / time). */
+static void check_restated(const struct table_spec *t, json_object *d)
+{
+    bool old = t->era == ERA_2017, one = old && t->c->id == FB_BROADCAST;
+    CHECK_STR(s_at(d, "collective"), t->c->name);
+    CHECK_INT(json_object_get_int(at(d, "topology.ranks")), t->n);
+    CHECK(warned(d, "rule before 2020-06") == fb_coll_rule_differs(t->c, t->rule));
+    CHECK(warned(d, "times printed in ms") == old);
+    for (int k = 0; k < 4; k++) {
+        char path[64];
+        size_t count, bytes = spec_bytes(t, k, &count);
+        for (int place = 0; place < 2; place++) {
+            const char *key = place ? "in_place" : "out_of_place";
+            double us, alg, bus;
+            spec_figures(t, bytes, place, &us, &alg, &bus);
+            snprintf(path, sizeof path, "rows.%d.%s.busbw_GBps", k, key);
+            if (one && place) {
+                CHECK(at(d, path) == NULL); /* 2017's broadcast timed out-of-place only */
+                continue;
+            }
+            CHECK_NEAR(d_at(d, path), printed_as(old ? "%5.2f" : "%6.2f", bus), 1e-12);
+            snprintf(path, sizeof path, "rows.%d.%s.time_us", k, key);
+            CHECK(fabs(d_at(d, path) - us) <= (old ? 0.5 : 0.05) + 1e-9);
+            snprintf(path, sizeof path, "rows.%d.%s.algbw_GBps", k, key);
+            double today = fb_coll_alg_share(t->c, FB_BW_RULE_TODAY, t->n);
+            if (!isnan(today))
+                CHECK_NEAR(d_at(d, path), (double)bytes * today / (us * 1e3), 2e-3);
+        }
+    }
+}
+
+/* Every collective, in every layout and under every rule a released
+ * version printed it with, imports: nothing a version printed is damage. */
+static void test_every_release_convention_reads(void)
+{
+    static const int ranks[] = {2, 3, 8};
+    for (int e = ERA_2017; e <= ERA_NONE; e++)
+        for (int i = 0; i < FB_NCOLLS; i++)
+            for (size_t r = 0; r < sizeof ranks / sizeof *ranks; r++)
+                for (int rule = FB_BW_RULE_TODAY; rule <= FB_BW_RULE_GATHER_2020; rule++) {
+                    struct table_spec t = {(enum era)e, fb_collective((enum fb_coll_id)i), ranks[r], (enum fb_bw_rule)rule, 1};
+                    /* 2017 printed the old rule, 2022 onwards today's only. */
+                    bool printed = fb_coll_rule_differs(t.c, t.rule) ? e != ERA_2022 : e != ERA_2017 || !fb_coll_rule_differs(t.c, FB_BW_RULE_GATHER_2020);
+                    if (!fb_collective_runs_on(t.c, t.n) || (rule != FB_BW_RULE_TODAY && !fb_coll_rule_differs(t.c, t.rule)) || !printed)
+                        continue;
+                    struct fb_import_out out = {0};
+                    struct fb_err err = {0};
+                    enum fb_status st = import_spec(&t, &out, &err);
+                    if (st != FB_OK || out.n != 1)
+                        printf("#   %s, %s on %d ranks, rule %d: %s\n", era_names[e], t.c->name, t.n, rule, err.msg);
+                    CHECK_INT(st, FB_OK);
+                    if (out.n == 1)
+                        check_restated(&t, out.docs[0]);
+                    fb_import_out_free(&out);
+                }
+}
+
+/* What no released version printed is refused with its line: the
+ * gathers' old rule in a layout of 2022 or later, today's in 2017's,
+ * and figures no time gives in any layout. */
+static void test_no_release_convention_is_damage(void)
+{
+    const struct fb_collective *ag = fb_collective(FB_ALL_GATHER), *rs = fb_collective(FB_REDUCE_SCATTER);
+    const struct table_spec bad[] = {
+        {ERA_2022, ag, 8, FB_BW_RULE_GATHER_2020, 1},
+        {ERA_2022, rs, 2, FB_BW_RULE_GATHER_2020, 1},
+        {ERA_2017, ag, 8, FB_BW_RULE_TODAY, 1},
+        {ERA_2019, fb_collective(FB_ALL_REDUCE), 4, FB_BW_RULE_TODAY, 1.5},
+        {ERA_NONE, ag, 8, FB_BW_RULE_GATHER_2020, 1.2},
+        {ERA_2017, fb_collective(FB_BROADCAST), 4, FB_BW_RULE_TODAY, 0.5},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct fb_import_out out = {0};
+        struct fb_err err = {0};
+        CHECK_INT(import_spec(&bad[i], &out, &err), FB_ERR_INPUT);
+        CHECK_CONTAINS(err.msg, "does not follow from");
+        CHECK_CONTAINS(err.msg, "; the row is damaged");
+        CHECK_INT(out.n, 0);
+    }
+}
+
+/* --- Impossible figures ------------------------------------------------ */
+
+static enum fb_status import_string(const char *name, const char *text, struct fb_import_out *out, struct fb_err *err)
+{
+    struct fb_import_opts o = {.mtime = 0};
+    fb_err_clear(err);
+    return fb_import_text(name, text, strlen(text), FB_IMPORT_AUTO, &o, out, err);
+}
+
+/* Rows whose bandwidths cannot follow from their size and time, or are
+ * beyond any fabric, are refused naming the line, whatever the ratio of
+ * the two; the same rows with honest figures import, the in-place one of a
+ * single rank included (a 0.10 us no-op printed as "1e+06"). */
+static void test_impossible_figures_are_refused(void)
+{
+    const char *head = "# Collective test starting: all_reduce_perf\n"
+                       "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+                       "#  Rank  0 Group  0 Pid 1 on a device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+                       "#  Rank  1 Group  0 Pid 1 on b device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+                       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                       "     1048576        262144     float     sum      -1    93.64   11.20   11.20      0    94.59   11.09   11.09      0\n";
+    char huge[400];
+    snprintf(huge, sizeof huge, "%.2f", 1e308); /* the 309 digits "%6.2f" prints for it */
+    char rows[5][600];
+    snprintf(rows[0], sizeof rows[0], "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   12.05      0\n");
+    /* Both bandwidths x3: their ratio still the bus factor. */
+    snprintf(rows[1], sizeof rows[1], "     2097152        524288     float     sum      -1   172.29   36.51   36.51      0   174.03   12.05   12.05      0\n");
+    snprintf(rows[2], sizeof rows[2], "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   %s      0\n", huge);
+    snprintf(rows[3], sizeof rows[3], "     2097152        524288     float     sum      -1     0.00   2e+12   2e+12      0   174.03   12.05   12.05      0\n");
+    snprintf(rows[4], sizeof rows[4], "     2097152        524288     float     sum      -1   0x10   12.17   12.17      0   174.03   12.05   12.05      0\n");
+    /* The 309-digit busBW is refused as beyond any fabric, never averaged. */
+    const char *want[] = {NULL, "line 7: algBW 36.51 out of place does not follow from 2097152 bytes in 172.29 us",
+                          "line 7: a bandwidth of 1e+308 GB/s in place is beyond any fabric",
+                          "line 7: a bandwidth of 2e+12 GB/s out of place is beyond any fabric",
+                          "line 7: a value that is not a number >= 0 as printf prints one"};
+    for (int i = 0; i < 5; i++) {
+        char text[4096];
+        snprintf(text, sizeof text, "%s%s", head, rows[i]);
+        struct fb_import_out out = {0};
+        struct fb_err err = {0};
+        enum fb_status st = import_string("log.txt", text, &out, &err);
+        CHECK_INT(st, want[i] ? FB_ERR_INPUT : FB_OK);
+        if (want[i] != NULL)
+            CHECK_CONTAINS(err.msg, want[i]);
+        fb_import_out_free(&out);
+    }
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    const char lone[] = "# Collective test starting: all_reduce_perf\n"
+                        "#  Rank  0 Group  0 Pid 1 on a device  0 [0x1b] NVIDIA GeForce RTX 5090\n"
+                        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                        "   134217728      33554432     float     sum      -1   176.33  761.18    0.00       0     0.10   1e+06    0.00       0\n";
+    CHECK_INT(import_string("tail.txt", lone, &out, &err), FB_OK);
+    fb_import_out_free(&out);
+}
+
+/* nccl-tests -J figures are checked alike, at the six decimals "%lf"
+ * printed; a number past a double's range never reaches a reader. */
+static void test_impossible_json_figures_are_refused(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct fb_err err = {0};
+    CHECK_INT(fb_read_text_file(NCCLT "all_reduce_perf-J.json", &text, &len, &err), FB_OK);
+    static const struct {
+        const char *from, *to, *want;
+    } cases[] = {
+        {"\"alg_bw\":17.119608", "\"alg_bw\":171.196080", "results[0] (1048576 bytes): algBW 171.196 out of place does not follow"},
+        {"\"bus_bw\":25.679412", "\"bus_bw\":1e300", "a bandwidth of 1e+300 GB/s out of place is beyond any fabric"},
+        {"\"bus_bw\":25.679412", "\"bus_bw\":25.779412", "busBW 25.78 is not algBW 17.12 x 1.5000"},
+        {"\"bus_bw\":25.679412", "\"bus_bw\":1e309", "a number beyond the range of a double: \"1e309\""},
+        {"\"hostname\":\"ib-node-a\"", "\"hostname\":\"ib-node-a\\u0000\"", "\\u0000 (NUL) would cut the string short"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct fb_str edited = {0};
+        const char *at_from = strstr(text, cases[i].from);
+        CHECK(at_from != NULL);
+        if (at_from == NULL)
+            continue;
+        fb_str_addf(&edited, "%.*s%s%s", (int)(at_from - text), text, cases[i].to, at_from + strlen(cases[i].from));
+        struct fb_import_out out = {0};
+        CHECK_INT(import_string("all_reduce_perf-J.json", fb_str_get(&edited), &out, &err), FB_ERR_INPUT);
+        CHECK_CONTAINS(err.msg, cases[i].want);
+        CHECK_INT(out.n, 0);
+        fb_str_free(&edited);
+    }
+    free(text);
+}
+
+/* perftest prints no time its bandwidth could be checked against; what no
+ * link measures is still refused. */
+static void test_perftest_absurd_figures_are_refused(void)
+{
+    const char *head = "                    RDMA_Write BW Test\n"
+                       " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n";
+    const char *rows[] = {" 65536      5000             392.15             391.42               0.746582\n",
+                          " 65536      5000             1e308              391.42               0.746582\n",
+                          " 65536      5000             392.15             391.42               1e+12\n"};
+    for (int i = 0; i < 3; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s", head, rows[i]);
+        struct fb_import_out out = {0};
+        struct fb_err err = {0};
+        CHECK_INT(import_string("ib_write_bw.txt", text, &out, &err), i == 0 ? FB_OK : FB_ERR_INPUT);
+        if (i > 0)
+            CHECK_CONTAINS(err.msg, "beyond any link");
+        fb_import_out_free(&out);
+    }
+}
+
+/* fabric-bench's own results: a bandwidth beyond any fabric (the 1e308 an
+ * overflowed average printed) is refused before any average sums it. */
+static void test_own_results_refuse_absurd_figures(void)
+{
+    json_object *doc = fixture_doc("vm-mpi-allreduce-4.json");
+    json_object *row = json_object_array_get_idx(json_object_object_get(doc, "rows"), 1);
+    json_object_object_add(json_object_object_get(row, "in_place"), "busbw_GBps", json_object_new_double(1e308));
+    struct fb_result r;
+    struct fb_err err = {0};
+    CHECK_INT(result_of(doc, &r, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "rows[1].in_place has a bandwidth of 1e+308 GB/s, beyond any fabric");
+}
+
+/* --- Types and strings ---------------------------------------------------- */
+
+/* nccl-tests 2.15 and later name the 8-bit floats f8e4m3 and f8e5m2: one
+ * byte each, so a table cut from its header still reads as nccl-tests and
+ * its counts are checked with that size. */
+static void test_fp8_tables_read(void)
+{
+    const char rows[] = "     1048576        524288    f8e4m3    none      -1    93.64   11.20    5.60      0    94.59   11.09    5.54      0\n"
+                        "     2097152       1048576    f8e4m3    none      -1   172.29   12.17    6.09      0   174.03   12.05    6.03      0\n";
+    enum fb_import_format f = FB_IMPORT_AUTO;
+    struct fb_err err = {0};
+    CHECK_INT(fb_import_detect("rows.txt", rows, sizeof rows - 1, &f, &err), FB_OK);
+    CHECK_INT(f, FB_IMPORT_NCCLT_TEXT);
+    struct fb_import_out out = {0};
+    struct fb_import_opts o = {.collective = "all_gather", .mtime = 0};
+    CHECK_INT(fb_import_text("rows.txt", rows, sizeof rows - 1, FB_IMPORT_AUTO, &o, &out, &err), FB_OK);
+    if (out.n == 1) {
+        CHECK_STR(s_at(out.docs[0], "dtype"), "f8e4m3");
+        CHECK_STR(s_at(out.docs[0], "topology.ranks"), "2");
+    }
+    fb_import_out_free(&out);
+    char e5m2[sizeof rows];
+    memcpy(e5m2, rows, sizeof rows);
+    for (char *p = strstr(e5m2, "f8e4m3"); p != NULL; p = strstr(p, "f8e4m3"))
+        memcpy(p, "f8e5m2", 6);
+    memcpy(strstr(e5m2, " 524288 "), " 524289 ", 8); /* a count no 1-byte type gives */
+    fb_err_clear(&err);
+    CHECK_INT(fb_import_text("rows.txt", e5m2, sizeof e5m2 - 1, FB_IMPORT_AUTO, &o, &out, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "count 524289 does not fit 1048576 bytes of f8e5m2");
+}
+
+/* Control characters in the input reach neither the terminal (messages
+ * and warnings quote them escaped) nor HTML (U+FFFD). */
+static void test_control_characters_never_reach_a_terminal_or_html(void)
+{
+    const char text[] = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 1 iters: 1 agg iters: 1 validation: 1 graph: 0\n"
+                        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                        "           8             2     float     sum      -1     5.1  \x1b]0;owned\x07   0.00      0     5.0    0.00    0.00      0\n";
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_string("all_reduce.txt", text, &out, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "\\x1b]0;owned\\x07");
+    for (const char *p = err.msg; *p; p++)
+        CHECK((unsigned char)*p >= 0x20 && *p != 0x7f);
+    const char fault[] = "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 1\n"
+                         "node-1: Test NCCL failure common.cu:1012 'unhandled \x1b]2;pwn\x07\xc2\x9b system error'\n";
+    CHECK_INT(import_string("hang.txt", fault, &out, &err), FB_OK);
+    if (out.n == 1)
+        CHECK_STR(s_at(out.docs[0], "fault.message"), "node-1: Test NCCL failure common.cu:1012 'unhandled \\x1b]2;pwn\\x07\\u009b system error'");
+    fb_import_out_free(&out);
+    struct fb_str html = {0};
+    fb_html_escape(&html, "a\x1b[31m<b>\x7f\xc2\x9b\tz\xc3\xa9");
+    CHECK_STR(fb_str_get(&html), "a&#xFFFD;[31m&lt;b&gt;&#xFFFD;&#xFFFD;\tz\xc3\xa9");
+    fb_str_free(&html);
+}
+
 int main(void)
 {
+    RUN(test_every_release_convention_reads);
+    RUN(test_no_release_convention_is_damage);
+    RUN(test_impossible_figures_are_refused);
+    RUN(test_impossible_json_figures_are_refused);
+    RUN(test_perftest_absurd_figures_are_refused);
+    RUN(test_own_results_refuse_absurd_figures);
+    RUN(test_fp8_tables_read);
+    RUN(test_control_characters_never_reach_a_terminal_or_html);
     RUN(test_decorated_lines_read_as_plain);
     RUN(test_damaged_rows_are_refused_with_their_line);
     RUN(test_nccl_tests_2_19_with_nccl_info);
