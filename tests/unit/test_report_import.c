@@ -677,11 +677,11 @@ static void test_impossible_figures_are_refused(void)
                        "     1048576        262144     float     sum      -1    93.64   11.20   11.20      0    94.59   11.09   11.09      0\n";
     char huge[400];
     snprintf(huge, sizeof huge, "%.2f", 1e308); /* the 309 digits "%6.2f" prints for it */
-    char rows[5][600];
+    char rows[5][1000];
     snprintf(rows[0], sizeof rows[0], "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   12.05      0\n");
     /* Both bandwidths x3: their ratio still the bus factor. */
     snprintf(rows[1], sizeof rows[1], "     2097152        524288     float     sum      -1   172.29   36.51   36.51      0   174.03   12.05   12.05      0\n");
-    snprintf(rows[2], sizeof rows[2], "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   %s      0\n", huge);
+    snprintf(rows[2], sizeof rows[2], "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   %s   %s      0\n", huge, huge);
     snprintf(rows[3], sizeof rows[3], "     2097152        524288     float     sum      -1     0.00   2e+12   2e+12      0   174.03   12.05   12.05      0\n");
     snprintf(rows[4], sizeof rows[4], "     2097152        524288     float     sum      -1   0x10   12.17   12.17      0   174.03   12.05   12.05      0\n");
     /* The 309-digit busBW is refused as beyond any fabric, never averaged. */
@@ -690,7 +690,7 @@ static void test_impossible_figures_are_refused(void)
                           "line 7: a bandwidth of 2e+12 GB/s out of place is beyond any fabric",
                           "line 7: a value that is not a number >= 0 as printf prints one"};
     for (int i = 0; i < 5; i++) {
-        char text[4096];
+        char text[8192];
         snprintf(text, sizeof text, "%s%s", head, rows[i]);
         struct fb_import_out out = {0};
         struct fb_err err = {0};
@@ -721,8 +721,11 @@ static void test_impossible_json_figures_are_refused(void)
     static const struct {
         const char *from, *to, *want;
     } cases[] = {
-        {"\"alg_bw\":17.119608", "\"alg_bw\":171.196080", "results[0] (1048576 bytes): algBW 171.196 out of place does not follow"},
-        {"\"bus_bw\":25.679412", "\"bus_bw\":1e300", "a bandwidth of 1e+300 GB/s out of place is beyond any fabric"},
+        /* Both bandwidths x10: their ratio still the bus factor. */
+        {"\"alg_bw\":17.119608,\"bus_bw\":25.679412", "\"alg_bw\":171.196080,\"bus_bw\":256.794120",
+         "results[0] (1048576 bytes): algBW 171.196 out of place does not follow"},
+        {"\"alg_bw\":17.119608,\"bus_bw\":25.679412", "\"alg_bw\":1e300,\"bus_bw\":1.5e300",
+         "a bandwidth of 1.5e+300 GB/s out of place is beyond any fabric"},
         {"\"bus_bw\":25.679412", "\"bus_bw\":25.779412", "busBW 25.78 is not algBW 17.12 x 1.5000"},
         {"\"bus_bw\":25.679412", "\"bus_bw\":1e309", "a number beyond the range of a double: \"1e309\""},
         {"\"hostname\":\"ib-node-a\"", "\"hostname\":\"ib-node-a\\u0000\"", "\\u0000 (NUL) would cut the string short"},
