@@ -131,15 +131,17 @@ twice() { # twice OUT NODE V1 V2: NODE's own entry V1, then another host's entry
   jq --arg n "$2" --arg a "$3" --arg b "$4" '.nodes |= (map(if .node == $n then .verdict = $a else . end)
     + [.[] | select(.node == $n) | .host += "-twin" | .verdict = $b])' "$S" >"$1"
 }
-twice "$T_DIR/twice.json" gpu-b failed pass
+# gpu-a carries the marks of an earlier scan beside its own labels and taint.
+twice "$T_DIR/twice.json" gpu-a failed pass
 fresh_nodes
 expect_exit "failed, then pass on the same node: exits 0" 0 "$M" "${K[@]}" "$T_DIR/twice.json" --apply --taint
-check "failed, then pass: the node stays labelled and tainted failed" node_is gpu-b \
-  '.metadata.labels["fabric-bench.io/scan"] == "failed" and .spec.taints == [{key: "fabric-bench.io/scan", value: "failed", effect: "NoSchedule"}]'
-check "failed, then pass: no mark of it is ever removed" bash -c "! grep -E '^(label|taint) gpu-b .*scan(-time)?(:NoSchedule)?-( |\$)' '$FBL_STATE/marks'"
-expect_grep "failed, then pass: the merge is said, with both hosts" "node gpu-b is in the scan 2 times \\(hosts 'gpu-b', 'gpu-b-twin' gave it as FABRIC_NODE_NAME\\): the worst verdict, failed, counts" "$T_OUT"
-# gpu-a carries marks of an earlier scan: pass then slow marks it slow
-# without clearing it in between; pass then untested keeps what it has.
+check "failed, then pass: the node stays labelled and tainted failed, with this scan's stamp" node_is gpu-a \
+  "(.metadata.labels[\"fabric-bench.io/scan\"] == \"failed\") and (.metadata.labels[\"fabric-bench.io/scan-time\"] == \"$stamp\")
+   and ([.spec.taints[].key] | sort) == [\"fabric-bench.io/scan\", \"nvidia.com/gpu\"]"
+check "failed, then pass: no mark of it is ever removed" bash -c "! grep -E '^(label|taint) gpu-a .*-( |\$)' '$FBL_STATE/marks'"
+expect_grep "failed, then pass: the merge is said, with both hosts" "node gpu-a is in the scan 2 times \\(hosts 'gpu-a', 'gpu-a-twin' gave it as FABRIC_NODE_NAME\\): the worst verdict, failed, counts" "$T_OUT"
+# Pass then slow marks it slow without clearing it on the way; pass then
+# untested keeps what it has.
 twice "$T_DIR/twice-a.json" gpu-a pass slow
 fresh_nodes
 expect_exit "pass, then slow on a marked node: exits 0" 0 "$M" "${K[@]}" "$T_DIR/twice-a.json" --apply --taint
