@@ -111,15 +111,15 @@
 #
 # Exit: fabric-report's verdict (0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL,
 # 23 INCOMPLETE; its 2 or 10 for an unknown --profile or a malformed result),
-# or a launch error (docs/exit-codes.md): 2 a bad option or value, or derived
-# workers that grant privilege without --yes, 5 no
-# kubectl or jq, 6 a pod's host name does not resolve or ssh between pods
-# fails, 8 the pods not Ready within --wait, or the API server or the name
-# service not answering in time, 9 kubectl get pods, exec or cp failed, or
-# the run wrote no result (exit 0), 10 a pod list with bad pod or host
-# names, a malformed fabric.env, or a local results directory that cannot be
-# made, or an artifact (--from, --from-file) that is missing, over 4 MiB or
-# has no pod template, 11 skipped: fewer than two free GPU nodes, 12 the artifact's
+# or a launch error (docs/exit-codes.md): 2 a bad option or value, or
+# derived workers that grant privilege without --yes, 5 no kubectl or jq, 6
+# a pod's host name does not resolve or ssh between pods fails, 8 the pods
+# not Ready within --wait, or the API server or the name service not
+# answering in time, 9 kubectl get pods, exec or cp failed, or the run wrote
+# no result (exit 0), 10 a pod list with bad pod or host names, a malformed
+# fabric.env, or a local results directory that cannot be made, or an
+# artifact (--from, --from-file) that is missing, over 4 MiB or has no pod
+# template, 11 skipped: fewer than two free GPU nodes, 12 the artifact's
 # wiring differs from --gpu-nics or --networks. A run that wrote no result
 # exits with the run's code when that is not 0 (a rank's: fabric-coll's
 # 1-9, 130 or 143, rank.sh's 10; or mpirun's or kubectl exec's own); with no
@@ -276,7 +276,7 @@ artifact_from_cluster() {
       fi
       fb_die "$FB_EXIT_RUNTIME" "kubectl get $res $name failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context and access $place" ;;
   esac
-  check_size "$out" "kubectl get $res $name:"
+  check_size "$out" "$kind $name, as kubectl get returned it,"
   jq -e --arg k "$kind" '.kind == $k' "$out" >/dev/null 2>&1 ||
     fb_die "$FB_EXIT_RUNTIME" "kubectl get $res $name returned something that is not a $kind"
 }
@@ -286,13 +286,13 @@ artifact_from_cluster() {
 # indentation and still stops a wrong file before anything reads it whole.
 ARTIFACT_MAX_BYTES=$((4 * 1024 * 1024))
 
-# check_size FILE WHAT: exit 10 when FILE is over ARTIFACT_MAX_BYTES, told
-# by its size alone, before anything reads it.
+# check_size FILE WHAT: exit 10, naming WHAT, when FILE is over
+# ARTIFACT_MAX_BYTES, told by its size alone, before anything reads it.
 check_size() {
   local size
-  size=$(stat -L -c %s -- "$1" 2>/dev/null) || fb_die "$FB_EXIT_INPUT" "$2 $(fb_shown "$1") is not a readable file: check the path"
+  size=$(stat -L -c %s -- "$1" 2>/dev/null) || fb_die "$FB_EXIT_INPUT" "$2 is not a readable file: check the path"
   [ "$size" -le "$ARTIFACT_MAX_BYTES" ] ||
-    fb_die "$FB_EXIT_INPUT" "$2 $(fb_shown "$1") is $size bytes, over the 4 MiB an artifact may be (one Kubernetes object is at most 1.5 MiB): give the one object's manifest"
+    fb_die "$FB_EXIT_INPUT" "$2 is $size bytes, over the 4 MiB an artifact may be (one Kubernetes object is at most 1.5 MiB): give the one object's manifest"
 }
 
 # to_json FILE OUT WHAT: a JSON or YAML object as JSON, converted by kubectl
@@ -301,7 +301,7 @@ to_json() {
   if [ ! -f "$1" ] || [ ! -r "$1" ]; then
     fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") is not a readable file: check the path"
   fi
-  check_size "$1" "$3"
+  check_size "$1" "$3 $(fb_shown "$1")"
   "${kubectl[@]}" patch --local -f "$1" --type merge -p '{}' -o json >"$2.raw" 2>"$FB_LAUNCH_ERR" ||
     fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") is not a Kubernetes object in JSON or YAML ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): give one object with apiVersion, kind and metadata.name"
   jq -s 'if length == 1 and .[0].kind == "List" then .[0].items else . end
@@ -557,8 +557,8 @@ if [ -n "$from$from_file" ]; then
   # what the workers would be allowed to do on its nodes.
   [ "$granted" = 0 ] || [ "$yes" = 1 ] || [ "$FB_DRY_RUN" = 1 ] ||
     fb_die "$FB_EXIT_USAGE" "the derived workers grant privilege ($granted fields, listed above): check them against what the training job needs, then pass --yes to apply them"
-elif [ -n "$from_job$gpu_nics" ] || [ "$networks_given" = 1 ]; then
-  fb_die "$FB_EXIT_USAGE" "--from-job, --gpu-nics and --networks go with --from or --from-file"
+elif [ -n "$from_job$gpu_nics" ] || [ "$networks_given" = 1 ] || [ "$yes" = 1 ]; then
+  fb_die "$FB_EXIT_USAGE" "--from-job, --gpu-nics, --networks and --yes go with --from or --from-file"
 fi
 
 # ---- two free GPU nodes, or nothing to wait for ----------------------------------------

@@ -12,9 +12,9 @@
 # them; no other label or taint is touched. A node named by several entries
 # (two hosts that gave one FABRIC_NODE_NAME) takes the worst of their
 # verdicts (failed, slow, untested, pass): it is cleared only when every
-# entry passed. An incomplete scan (complete
-# false) removes nothing: a node it did not reach has not passed. Untested
-# nodes, and nodes of the cluster the scan does not name, keep what they have.
+# entry passed. An incomplete scan (complete false) removes nothing: a node
+# it did not reach has not passed. Untested nodes, and nodes of the cluster
+# the scan does not name, keep what they have.
 #
 #   --apply               run the commands (default: print them)
 #   --taint               taint failed and slow nodes too (default: labels only)

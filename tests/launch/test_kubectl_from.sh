@@ -186,6 +186,7 @@ fi
 expect_error "--from without a slash: exit 2" 2 "wants KIND/NAME" kubectl.sh "$L" "${K[@]}" derive --from clustertrainingruntime
 expect_error "--from with an unknown kind: exit 2" 2 "unknown kind 'widget'" kubectl.sh "$L" "${K[@]}" derive --from widget/x
 expect_error "--from with a bad name: exit 2" 2 "is not a Kubernetes object name" kubectl.sh "$L" "${K[@]}" --from pod/Bad_Name all_reduce
+expect_error "--yes without an artifact: exit 2" 2 "and --yes go with --from or --from-file" kubectl.sh "$L" "${K[@]}" --dry-run --yes all_reduce
 expect_error "--from and --from-file together: exit 2" 2 "give one of them" kubectl.sh "$L" "${K[@]}" derive --from pod/a --from-file "$CTR"
 expect_error "--from-job naming no replicated job: exit 10" 10 "no replicated job of that name, only model-initializer, node" kubectl.sh \
   "$L" "${K[@]}" derive --from-file "$CTR" --from-job trainer
