@@ -189,4 +189,64 @@ def manifest:
      spec: {replicas: $replicas, serviceName: $name, podManagementPolicy: "Parallel",
             selector: {matchLabels: our_labels}, template: derived_template}}]};
 
-if $mode == "info" then info else manifest end
+# ---- privilege ----------------------------------------------------------------------
+# Every field of the derived pods that reaches past the container: what the
+# Pod Security Standards' baseline profile refuses (host namespaces and
+# ports, hostPath volumes, privileged and host-process containers, added
+# capabilities beyond its default set, unconfined seccomp, AppArmor or
+# SELinux, an unmasked /proc, unsafe sysctls), what its restricted profile
+# refuses of the same kind (running as user 0, privilege escalation asked
+# for), and a service account other than the namespace's default (its API
+# rights come with every pod). IPC_LOCK is the fabric's own need (RDMA
+# registers, so pins, memory) and is not listed. Input: the manifest (a
+# List); output: one line per field, its values shown as given.
+def baseline_caps: ["AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                    "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"];
+def fabric_caps: ["IPC_LOCK"];
+def safe_sysctls: ["kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+                   "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+                   "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+                   "net.ipv4.tcp_keepalive_probes"];
+def selinux_types: ["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"];
+def shown: tostring | gsub("[\u0000-\u001f\u007f]"; "?") | if length > 120 then .[0:117] + "..." else . end;
+
+# What a pod's or a container's securityContext grants, as "FIELD: VALUE".
+def context_grants:
+  (.seccompProfile.type | select(. == "Unconfined") | "seccompProfile.type: Unconfined"),
+  (.appArmorProfile.type | select(. == "Unconfined") | "appArmorProfile.type: Unconfined"),
+  (.seLinuxOptions // {} | select((.type // "" | IN(selinux_types[]) | not) or .user or .role)
+     | "seLinuxOptions: \(tojson | shown)"),
+  (.windowsOptions.hostProcess | select(. == true) | "windowsOptions.hostProcess: true"),
+  (.runAsUser | select(. == 0) | "runAsUser: 0 (root)");
+def container_grants:
+  (.securityContext // {}) as $s
+  | ($s.privileged | select(. == true) | "securityContext.privileged: true"),
+    ($s.allowPrivilegeEscalation | select(. == true) | "securityContext.allowPrivilegeEscalation: true"),
+    ([$s.capabilities.add[]? | tostring | select(ascii_upcase | ltrimstr("CAP_") | IN((baseline_caps + fabric_caps)[]) | not)]
+      | select(length > 0) | "securityContext.capabilities.add: \(join(", ") | shown)"),
+    ($s.procMount | select(. == "Unmasked") | "securityContext.procMount: Unmasked"),
+    ($s | context_grants | "securityContext.\(.)"),
+    ([.ports[]? | select(.hostPort != null and .hostPort != 0) | .hostPort | tostring]
+      | select(length > 0) | "ports: hostPort \(join(", "))");
+
+def privileges:
+  [.items[] | select(.kind == "StatefulSet") | .spec.template] | first // {}
+  | .spec as $p
+  | (.metadata.annotations // {}) as $a
+  | ([($p.initContainers // [])[] | {kind: (if .restartPolicy == "Always" then "sidecar" else "init container" end), c: .}]
+     + [($p.containers // [])[] | {kind: "container", c: .}]) as $all
+  | [ "hostNetwork", "hostPID", "hostIPC" | select($p[.] == true) | "pod: \(.): true" ]
+    + [ ($p.serviceAccountName // $p.serviceAccount // "") | select(. != "" and . != "default")
+        | "pod: serviceAccountName: \(shown) (its API rights come with every pod)" ]
+    + [ $p.volumes[]? | select(.hostPath) | .name as $v
+        | ([$all[] | .c as $c | $c.volumeMounts[]? | select(.name == $v)
+            | "\($c.name) at \(.mountPath)\(if .readOnly then " (read-only)" else "" end)"] | join(", ")) as $by
+        | "pod: volume \($v | shown): hostPath \(.hostPath.path | shown)\(if $by != "" then ", mounted by \($by | shown)" else "" end)" ]
+    + [ $p.securityContext // {} | context_grants | "pod: securityContext.\(.)" ]
+    + [ $p.securityContext.sysctls[]? | select(.name | IN(safe_sysctls[]) | not)
+        | "pod: securityContext.sysctls: \(.name | shown)=\(.value | shown)" ]
+    + [ $a | to_entries[] | select((.key | startswith("container.apparmor.security.beta.kubernetes.io/")) and .value == "unconfined")
+        | "pod: annotation \(.key | shown): unconfined" ]
+    + [ $all[] | .kind as $k | .c as $c | $c | container_grants | "\($k) \($c.name | shown): \(.)" ];
+
+if $mode == "info" then info elif $mode == "privileges" then privileges else manifest end

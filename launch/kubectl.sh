@@ -57,12 +57,18 @@
 #                         PyTorchJob, MPIJob, Deployment, StatefulSet, Job,
 #                         CronJob, ReplicaSet, DaemonSet or Pod (any case, short
 #                         and plural names), read with kubectl get -n NS
-#   --from-file FILE      the artifact from a JSON or YAML file
+#   --from-file FILE      the artifact from a JSON or YAML file, at most 4 MiB
 #   --from-job NAME       the replicated job of a runtime or JobSet (default node,
 #                         else the only one)
 #   --image IMAGE         the worker's image (default manifests/base's)
 #   --cpu Q, --memory Q   the worker's requests and limits (default 16, 64Gi)
 #   --keep                leave the StatefulSet and Service after the run
+#   --yes                 apply derived workers that grant privilege (listed
+#                         first, always): host namespaces, hostPath volumes,
+#                         privileged containers, capabilities beyond the
+#                         runtime's defaults and IPC_LOCK, root, another
+#                         service account (docs/clusters.md); without it such
+#                         a run stops before it applies anything (exit 2)
 #   --gpu-nics FILE       the GPU NIC Networks by interface (the gpu-nics.yaml
 #                         ConfigMap of overlays/gke-tcpxo): exit 12 unless the
 #                         artifact's networking.gke.io/interfaces agrees
@@ -105,13 +111,14 @@
 #
 # Exit: fabric-report's verdict (0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL,
 # 23 INCOMPLETE; its 2 or 10 for an unknown --profile or a malformed result),
-# or a launch error (docs/exit-codes.md): 2 a bad option or value, 5 no
-# kubectl or jq, 6 a pod's host name does not resolve or ssh between pods
-# fails, 8 the pods not Ready within --wait, or the API server or the name
-# service not answering in time, 9 kubectl get pods, exec or cp failed, or
-# the run wrote no result (exit 0), 10 a pod list with bad pod or host
-# names, a malformed fabric.env, or a local results directory that cannot be
-# made, or an artifact (--from, --from-file) that is missing or has no pod
+# or a launch error (docs/exit-codes.md): 2 a bad option or value, or
+# derived workers that grant privilege without --yes, 5 no kubectl or jq, 6
+# a pod's host name does not resolve or ssh between pods fails, 8 the pods
+# not Ready within --wait, or the API server or the name service not
+# answering in time, 9 kubectl get pods, exec or cp failed, or the run wrote
+# no result (exit 0), 10 a pod list with bad pod or host names, a malformed
+# fabric.env, or a local results directory that cannot be made, or an
+# artifact (--from, --from-file) that is missing, over 4 MiB or has no pod
 # template, 11 skipped: fewer than two free GPU nodes, 12 the artifact's
 # wiring differs from --gpu-nics or --networks. A run that wrote no result
 # exits with the run's code when that is not 0 (a rank's: fabric-coll's
@@ -132,7 +139,7 @@ container="fabric-bench" want_pods="" wait_s=600 ssh_wait=60 slots="" ssh_port=2
 ssh_key=/run/fabric-bench/ssh/id rsh="" pod_root=/opt/fabric-bench pod_bin="" workdir=""
 read -r -a kubectl <<<"${KUBECTL:-kubectl}"
 FB_OPT_FABRIC="" # empty: the pods' annotation
-from="" from_file="" from_job="" image="" cpu=16 memory=64Gi keep=0 gpu_nics="" networks=""
+from="" from_file="" from_job="" image="" cpu=16 memory=64Gi keep=0 yes=0 gpu_nics="" networks=""
 networks_given=0 capacity_check=1 output=yaml
 scan_mode=fast pool="" rack_label=topology.kubernetes.io/zone racks=1
 
@@ -168,6 +175,7 @@ kubectl_option() {
     --rack-label) fb_need_arg "$@"; rack_label=$2 ;;
     --no-racks) racks=0 FB_TAKEN=1 ;;
     --keep) keep=1 FB_TAKEN=1 ;;
+    --yes) yes=1 FB_TAKEN=1 ;;
     --no-capacity-check) capacity_check=0 FB_TAKEN=1 ;;
     *) FB_TAKEN=0 ;;
   esac
@@ -268,8 +276,23 @@ artifact_from_cluster() {
       fi
       fb_die "$FB_EXIT_RUNTIME" "kubectl get $res $name failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context and access $place" ;;
   esac
+  check_size "$out" "$kind $name, as kubectl get returned it,"
   jq -e --arg k "$kind" '.kind == $k' "$out" >/dev/null 2>&1 ||
     fb_die "$FB_EXIT_RUNTIME" "kubectl get $res $name returned something that is not a $kind"
+}
+
+# An artifact is one object: the API server keeps none over 1.5 MiB (etcd's
+# request limit), so 4 MiB leaves room for a YAML file's comments and
+# indentation and still stops a wrong file before anything reads it whole.
+ARTIFACT_MAX_BYTES=$((4 * 1024 * 1024))
+
+# check_size FILE WHAT: exit 10, naming WHAT, when FILE is over
+# ARTIFACT_MAX_BYTES, told by its size alone, before anything reads it.
+check_size() {
+  local size
+  size=$(stat -L -c %s -- "$1" 2>/dev/null) || fb_die "$FB_EXIT_INPUT" "$2 is not a readable file: check the path"
+  [ "$size" -le "$ARTIFACT_MAX_BYTES" ] ||
+    fb_die "$FB_EXIT_INPUT" "$2 is $size bytes, over the 4 MiB an artifact may be (one Kubernetes object is at most 1.5 MiB): give the one object's manifest"
 }
 
 # to_json FILE OUT WHAT: a JSON or YAML object as JSON, converted by kubectl
@@ -278,6 +301,7 @@ to_json() {
   if [ ! -f "$1" ] || [ ! -r "$1" ]; then
     fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") is not a readable file: check the path"
   fi
+  check_size "$1" "$3 $(fb_shown "$1")"
   "${kubectl[@]}" patch --local -f "$1" --type merge -p '{}' -o json >"$2.raw" 2>"$FB_LAUNCH_ERR" ||
     fb_die "$FB_EXIT_INPUT" "$3 $(fb_shown "$1") is not a Kubernetes object in JSON or YAML ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): give one object with apiVersion, kind and metadata.name"
   jq -s 'if length == 1 and .[0].kind == "List" then .[0].items else . end
@@ -399,6 +423,25 @@ derive_workers() {
     fb_die "$FB_EXIT_INPUT" "${from:-$from_file}: $(jq_failure "$FB_LAUNCH_ERR")"
   selector=app.kubernetes.io/name=fabric-bench,app.kubernetes.io/instance=$instance
   wiring_what="$kind/$name${gen:+ (generation $gen)}"
+  list_privileges
+}
+
+# list_privileges: every field of the derived workers that grants privilege
+# (launch/derive.jq's privileges), one line each, before anything is applied:
+# on stderr for derive, whose stdout is the manifest, else on stdout with
+# the run's other progress. Sets granted to their number.
+list_privileges() {
+  local lines line out=1
+  [ "$subcommand" != derive ] || out=2
+  lines=$(derive_jq privileges "$manifest" 2>"$FB_LAUNCH_ERR" | jq -r '.[]') ||
+    fb_die "$FB_EXIT_INPUT" "${from:-$from_file}: $(jq_failure "$FB_LAUNCH_ERR")"
+  granted=0
+  [ -n "$lines" ] || return 0
+  granted=$(grep -c . <<<"$lines")
+  {
+    echo "$FB_PROG: the derived workers grant privilege beyond their containers; a run applies them only with --yes:"
+    while IFS= read -r line; do echo "$FB_PROG:   $line"; done <<<"$lines"
+  } >&"$out"
 }
 
 # print_manifest FILE: the derived objects as YAML documents or JSON.
@@ -428,7 +471,7 @@ remove_workers() {
 }
 
 case $output in yaml | json) ;; *) fb_die "$FB_EXIT_USAGE" "--output wants yaml or json, got $(fb_shown "$output")" ;; esac
-sts_name="" runtime_source="" wiring_what=""
+sts_name="" runtime_source="" wiring_what="" granted=0
 if [ "$subcommand" = derive ]; then
   [ -n "$from$from_file" ] || fb_die "$FB_EXIT_USAGE" "derive needs --from KIND/NAME or --from-file FILE"
   fb_need jq "install jq (apt-get install jq)"
@@ -510,8 +553,12 @@ fb_need jq "install jq (apt-get install jq)"
 fb_mktemp FB_LAUNCH_ERR
 if [ -n "$from$from_file" ]; then
   derive_workers
-elif [ -n "$from_job$gpu_nics" ] || [ "$networks_given" = 1 ]; then
-  fb_die "$FB_EXIT_USAGE" "--from-job, --gpu-nics and --networks go with --from or --from-file"
+  # Nothing is asked of the cluster before the user has seen and accepted
+  # what the workers would be allowed to do on its nodes.
+  [ "$granted" = 0 ] || [ "$yes" = 1 ] || [ "$FB_DRY_RUN" = 1 ] ||
+    fb_die "$FB_EXIT_USAGE" "the derived workers grant privilege ($granted fields, listed above): check them against what the training job needs, then pass --yes to apply them"
+elif [ -n "$from_job$gpu_nics" ] || [ "$networks_given" = 1 ] || [ "$yes" = 1 ]; then
+  fb_die "$FB_EXIT_USAGE" "--from-job, --gpu-nics, --networks and --yes go with --from or --from-file"
 fi
 
 # ---- two free GPU nodes, or nothing to wait for ----------------------------------------

@@ -9,9 +9,12 @@
 #   P/scan=failed|slow   P/scan-time=<the scan's UTC start, 20260102T030405Z>
 # and with --taint also the taint P/scan=<verdict>:NoSchedule. A node that
 # passes in a complete scan loses those labels and that taint, if it has
-# them; no other label or taint is touched. An incomplete scan (complete
-# false) removes nothing: a node it did not reach has not passed. Untested
-# nodes, and nodes of the cluster the scan does not name, keep what they have.
+# them; no other label or taint is touched. A node named by several entries
+# (two hosts that gave one FABRIC_NODE_NAME) takes the worst of their
+# verdicts (failed, slow, untested, pass): it is cleared only when every
+# entry passed. An incomplete scan (complete false) removes nothing: a node
+# it did not reach has not passed. Untested nodes, and nodes of the cluster
+# the scan does not name, keep what they have.
 #
 #   --apply               run the commands (default: print them)
 #   --taint               taint failed and slow nodes too (default: labels only)
@@ -190,11 +193,26 @@ unmark() { # unmark NODE "LABEL TIME TAINT"
   fb_info "$1: passes again, marks $done removed"
 }
 
-# one_node STATE NAME HOST VERDICT
-one_node() {
-  local state=$1 name=$2 host=$3 verdict=$4 have
+# The order in which one node's entries combine: the worst counts. A node
+# the scan names twice (two hosts that gave one FABRIC_NODE_NAME) is marked
+# when any entry failed or was slow, and is cleared only when every entry
+# passed; a damaged entry counts as untested, so it keeps the marks.
+rank_of() {
+  case $1 in failed) echo 4 ;; slow) echo 3 ;; untested) echo 2 ;; pass) echo 1 ;; *) echo 0 ;; esac
+}
+
+# The scan's verdict per node name, in the order of first appearance:
+# names (an array), verdict_of, hosts_of and entries_of (by name).
+declare -a names=()
+declare -A verdict_of=() hosts_of=() entries_of=()
+
+# check_entry STATE NAME HOST VERDICT: reports what is wrong with one entry
+# of nodes[]; adds a named entry to its node's worst verdict.
+check_entry() {
+  local state=$1 name=$2 host=$3 verdict=$4
   case $verdict in pass | slow | failed | untested) ;;
-    *) problem "$FB_EXIT_INPUT" "host $(fb_shown "$host") has verdict $(fb_shown "$verdict"), not pass, slow, failed or untested: a damaged scan document"; return ;;
+    *) problem "$FB_EXIT_INPUT" "host $(fb_shown "$host") has verdict $(fb_shown "$verdict"), not pass, slow, failed or untested: a damaged scan document"
+       verdict=untested ;;
   esac
   if [ "$state" != name ] || [ -z "$name" ]; then
     if [ "$verdict" = failed ] || [ "$verdict" = slow ]; then
@@ -207,6 +225,23 @@ one_node() {
   if ! is_node_name "$name"; then
     problem "$FB_EXIT_INPUT" "host $(fb_shown "$host") names node $(fb_shown "$name"), not a Kubernetes node name (DNS-1123): skipped; check the scan document"
     return
+  fi
+  if [ -z "${verdict_of[$name]+set}" ]; then
+    names+=("$name")
+    verdict_of[$name]=$verdict hosts_of[$name]=$(fb_shown "$host") entries_of[$name]=1
+    return
+  fi
+  local n=${entries_of[$name]}
+  entries_of[$name]=$((n + 1))
+  hosts_of[$name]+=", $(fb_shown "$host")"
+  [ "$(rank_of "$verdict")" -le "$(rank_of "${verdict_of[$name]}")" ] || verdict_of[$name]=$verdict
+}
+
+# one_node NAME: marks or clears NAME by its worst verdict.
+one_node() {
+  local name=$1 verdict=${verdict_of[$1]} have
+  if [ "${entries_of[$name]}" -gt 1 ]; then
+    fb_info "node $name is in the scan ${entries_of[$name]} times (hosts ${hosts_of[$name]} gave it as FABRIC_NODE_NAME): the worst verdict, $verdict, counts"
   fi
   have=$(marks "$name")
   if [ "$have" = absent ]; then
@@ -234,8 +269,9 @@ main() {
   local state name host verdict
   while IFS=$'\x1f' read -r state name host verdict; do
     [ -n "$state" ] || continue
-    one_node "$state" "$name" "$host" "$verdict"
+    check_entry "$state" "$name" "$host" "$verdict"
   done <<<"$rows"
+  for name in "${names[@]+"${names[@]}"}"; do one_node "$name"; done
   exit "$status"
 }
 

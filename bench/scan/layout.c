@@ -9,6 +9,9 @@
 #include "core/jsonio.h"
 #include "core/text.h"
 
+/* Kubernetes' limit on a node name (a DNS subdomain). */
+#define NODE_NAME_MAX 253
+
 static int node_of_host(const struct scan_layout *l, const char *host)
 {
     for (int x = 0; x < l->nnodes; x++)
@@ -54,7 +57,114 @@ static enum fb_status group_ranks(const struct fb_world *w, struct scan_layout *
     return FB_OK;
 }
 
-/* Rank 0 keeps each node's first rank's $FABRIC_NODE_NAME. */
+static bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool scan_node_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > NODE_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        bool starts = i == 0 || name[i - 1] == '.', ends = i + 1 == n || name[i + 1] == '.';
+        if (name[i] == '.') {
+            if (starts || ends) /* an empty label */
+                return false;
+        } else if (!lower_alnum(name[i]) && (name[i] != '-' || starts || ends)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A name as a message shows it: bytes outside printable ASCII as '?' (the
+ * message stays one line), cut with "..." past the buffer. */
+static void shown(const char *s, char *out, size_t len)
+{
+    size_t i = 0;
+    for (; s[i] != '\0' && i + 1 < len; i++)
+        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    out[i] = '\0';
+    if (s[i] != '\0' && len >= 4)
+        memcpy(out + len - 4, "...", 4);
+}
+
+static enum fb_status check_names_valid(const struct scan_layout *l, char *const *names, struct fb_err *err)
+{
+    for (int r = 0; r < l->nnodes * l->per_node; r++) {
+        if (names[r][0] == '\0' || scan_node_name_ok(names[r]))
+            continue;
+        char v[80];
+        shown(names[r], v, sizeof v);
+        return fb_fail(err, FB_ERR_USAGE,
+                       "FABRIC_NODE_NAME '%s' (rank %d on %s) is not a Kubernetes node name (an RFC 1123 "
+                       "subdomain: lower-case letters, digits, '-' and '.', at most %d characters): set it to the "
+                       "pod's spec.nodeName (the downward API), or leave it unset outside Kubernetes",
+                       v, r, l->host[l->node_of[r]], NODE_NAME_MAX);
+    }
+    return FB_OK;
+}
+
+/* Every rank of a host runs on that host's node: one name per host. */
+static enum fb_status check_hosts_agree(const struct scan_layout *l, char *const *names, struct fb_err *err)
+{
+    for (int x = 0; x < l->nnodes; x++) {
+        int first = l->ranks[x * l->per_node];
+        for (int k = 1; k < l->per_node; k++) {
+            int r = l->ranks[x * l->per_node + k];
+            if (strcmp(names[r], names[first]) == 0)
+                continue;
+            char a[80], b[80];
+            shown(names[first], a, sizeof a);
+            shown(names[r], b, sizeof b);
+            return fb_fail(err, FB_ERR_LAUNCH,
+                           "the ranks of host %s give different FABRIC_NODE_NAMEs ('%s' for rank %d, '%s' for rank "
+                           "%d): a host runs on one node; give all its ranks that node's name (spec.nodeName)",
+                           l->host[x], a, first, b, r);
+        }
+    }
+    return FB_OK;
+}
+
+/* Two hosts under one node name would put two verdicts on one node, the
+ * last one winning wherever the results are acted on. */
+static enum fb_status check_names_unique(const struct scan_layout *l, char *const *names, struct fb_err *err)
+{
+    for (int x = 0; x < l->nnodes; x++) {
+        const char *nx = names[l->ranks[x * l->per_node]];
+        for (int y = x + 1; y < l->nnodes && nx[0] != '\0'; y++) {
+            if (strcmp(nx, names[l->ranks[y * l->per_node]]) != 0)
+                continue;
+            char v[80];
+            shown(nx, v, sizeof v);
+            return fb_fail(err, FB_ERR_LAUNCH,
+                           "hosts %s and %s both give FABRIC_NODE_NAME '%s': the scan would judge one node twice; "
+                           "give each pod its own node's name (spec.nodeName) and run one pod per node",
+                           l->host[x], l->host[y], v);
+        }
+    }
+    return FB_OK;
+}
+
+enum fb_status scan_layout_name_nodes(struct scan_layout *l, char *const *rank_names, struct fb_err *err)
+{
+    int nnodes = l->nnodes;
+    if (nnodes < 1)
+        return fb_fail(err, FB_ERR_INTERNAL, "no nodes to name");
+    if (check_names_valid(l, rank_names, err) != FB_OK || check_hosts_agree(l, rank_names, err) != FB_OK ||
+        check_names_unique(l, rank_names, err) != FB_OK)
+        return err->code;
+    l->node_name = calloc((size_t)nnodes, sizeof *l->node_name);
+    if (l->node_name == NULL)
+        return fb_fail(err, FB_ERR_MEMORY, "out of memory");
+    for (int x = 0; x < nnodes; x++) {
+        const char *name = rank_names[l->ranks[x * l->per_node]];
+        if (name[0] != '\0' && (l->node_name[x] = strdup(name)) == NULL)
+            return fb_fail(err, FB_ERR_MEMORY, "out of memory");
+    }
+    return FB_OK;
+}
+
+/* Rank 0 names each node after its ranks' $FABRIC_NODE_NAME. */
 static enum fb_status gather_node_names(const struct fb_world *w, struct scan_layout *l, struct fb_err *err)
 {
     const char *mine = getenv("FABRIC_NODE_NAME");
@@ -63,13 +173,9 @@ static enum fb_status gather_node_names(const struct fb_world *w, struct scan_la
         return err->code;
     if (w->rank != 0)
         return FB_OK;
-    l->node_name = calloc((size_t)l->nnodes, sizeof *l->node_name);
-    for (int x = 0; x < l->nnodes && l->node_name != NULL; x++) {
-        const char *name = all[l->ranks[x * l->per_node]];
-        l->node_name[x] = name[0] != '\0' ? strdup(name) : NULL;
-    }
+    enum fb_status st = scan_layout_name_nodes(l, all, err);
     fb_gather_free(w, all);
-    return l->node_name != NULL ? FB_OK : fb_fail(err, FB_ERR_MEMORY, "out of memory");
+    return st;
 }
 
 enum fb_status scan_layout_build(const struct fb_world *w, struct scan_layout *l, struct fb_err *err)

@@ -4,6 +4,8 @@
 #ifndef FB_SCAN_LAYOUT_H
 #define FB_SCAN_LAYOUT_H
 
+#include <stdbool.h>
+
 #include "core/status.h"
 #include "core/world.h"
 
@@ -19,8 +21,20 @@ struct scan_layout {
 };
 
 /* Collective: gathers every rank's $FABRIC_NODE_NAME. FB_ERR_LAUNCH when
- * nodes hold different numbers of ranks. */
+ * nodes hold different numbers of ranks; on rank 0, what
+ * scan_layout_name_nodes refuses. */
 enum fb_status scan_layout_build(const struct fb_world *w, struct scan_layout *l, struct fb_err *err);
+
+/* A Kubernetes node name: an RFC 1123 subdomain (lower-case letters,
+ * digits, '-' and '.', each dot-separated label starting and ending with a
+ * letter or digit), at most 253 characters. */
+bool scan_node_name_ok(const char *name);
+
+/* Sets node_name[] of a grouped layout from every rank's FABRIC_NODE_NAME
+ * (rank_names[r], "" when unset): the scan's verdicts land on those nodes,
+ * so a name that is not a node name is FB_ERR_USAGE, and FB_ERR_LAUNCH when
+ * the ranks of one host give different names or two hosts give the same. */
+enum fb_status scan_layout_name_nodes(struct scan_layout *l, char *const *rank_names, struct fb_err *err);
 
 /* Reads the rack of each node from FILE: lines "HOST RACK" (blank lines and
  * '#' comments ignored), or a kubectl node list (JSON, `kubectl get nodes

@@ -4,8 +4,9 @@
 # training job's pod template (tests/fixtures/launch/from/), against the
 # stand-in kubectl. The derived StatefulSet keeps the template but for the
 # worker's image, command, args, probes and resources; the wiring checks
-# (exit 12), the free GPU node gate (exit 11) and, across namespace hosts,
-# a run whose result records runtime_source.
+# (exit 12), the fields that grant privilege (listed; applied only with
+# --yes), the free GPU node gate (exit 11) and, across namespace hosts, a
+# run whose result records runtime_source.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/launch/common.sh
@@ -185,6 +186,7 @@ fi
 expect_error "--from without a slash: exit 2" 2 "wants KIND/NAME" kubectl.sh "$L" "${K[@]}" derive --from clustertrainingruntime
 expect_error "--from with an unknown kind: exit 2" 2 "unknown kind 'widget'" kubectl.sh "$L" "${K[@]}" derive --from widget/x
 expect_error "--from with a bad name: exit 2" 2 "is not a Kubernetes object name" kubectl.sh "$L" "${K[@]}" --from pod/Bad_Name all_reduce
+expect_error "--yes without an artifact: exit 2" 2 "and --yes go with --from or --from-file" kubectl.sh "$L" "${K[@]}" --dry-run --yes all_reduce
 expect_error "--from and --from-file together: exit 2" 2 "give one of them" kubectl.sh "$L" "${K[@]}" derive --from pod/a --from-file "$CTR"
 expect_error "--from-job naming no replicated job: exit 10" 10 "no replicated job of that name, only model-initializer, node" kubectl.sh \
   "$L" "${K[@]}" derive --from-file "$CTR" --from-job trainer
@@ -193,6 +195,75 @@ expect_error "an artifact that does not exist: exit 10, named" 10 "ClusterTraini
 expect_error "a file that does not exist: exit 10" 10 "is not a readable file" kubectl.sh "$L" "${K[@]}" derive --from-file "$T_DIR/none.yaml"
 printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}\n' >"$T_DIR/cm.json"
 expect_error "an artifact with no pod template: exit 10" 10 "kind ConfigMap has no pod template" kubectl.sh "$L" "${K[@]}" derive --from-file "$T_DIR/cm.json"
+
+# ---- privilege: listed before anything is applied, applied only with --yes --------------------
+# A Deployment that asks for the host: every such field is named, the
+# fabric's own IPC_LOCK and the runtime's default capabilities are not.
+jq '.spec.template.spec |= (.hostPID = true | .hostNetwork = true | .hostIPC = true | .serviceAccountName = "builder"
+      | .volumes += [{name: "root", hostPath: {path: "/"}}]
+      | .initContainers = [{name: "setup", image: "busybox", securityContext: {privileged: true}}]
+      | .containers[1].securityContext = {capabilities: {add: ["IPC_LOCK", "CHOWN", "SYS_ADMIN"]},
+          allowPrivilegeEscalation: true, runAsUser: 0}
+      | .containers[1].volumeMounts += [{name: "root", mountPath: "/host"}])' \
+  "$FX/deployment-sriov.json" >"$T_DIR/privileged.json"
+want_listed=('pod: hostNetwork: true' 'pod: hostPID: true' 'pod: hostIPC: true'
+  'pod: serviceAccountName: builder' 'pod: volume root: hostPath /, mounted by main at /host'
+  'init container setup: securityContext.privileged: true' 'container main: securityContext.capabilities.add: SYS_ADMIN$'
+  'container main: securityContext.allowPrivilegeEscalation: true' 'container main: securityContext.runAsUser: 0')
+listed() { # listed NAME FILE: FILE names each of want_listed, once, after the header
+  local w missing=()
+  for w in "${want_listed[@]}"; do [ "$(grep -c "^kubectl.sh:   $w" "$2")" -eq 1 ] || missing+=("$w"); done
+  if [ ${#missing[@]} -eq 0 ] && grep -q '^kubectl.sh: the derived workers grant privilege .*only with --yes:$' "$2" &&
+    [ "$(grep -c '^kubectl.sh:   ' "$2")" -eq ${#want_listed[@]} ]; then ok "$1"
+  else not_ok "$1" "missing: ${missing[*]:-none}; got: $(grep '^kubectl.sh:' "$2" | head -c 600 | tr '\n' '|')"; fi
+}
+reset_state
+run "$L" "${K[@]}" derive -o json --from-file "$T_DIR/privileged.json"
+if [ "$T_RC" -eq 0 ] && jq -e '.items[1].spec.template.spec.hostPID == true' "$T_OUT" >/dev/null; then
+  ok "derive of a privileged artifact: exit 0, the manifest on stdout as the artifact has it"
+else
+  not_ok "derive of a privileged artifact: exit 0, the manifest on stdout" "exit $T_RC: $(head -c 300 "$T_ERR")"
+fi
+listed "derive lists every field that grants privilege on stderr, one line each" "$T_ERR"
+reset_state
+run "$L" "${K[@]}" --from-file "$T_DIR/privileged.json" --wait 600 all_reduce
+if [ "$T_RC" -eq 2 ] && [ "$(grep -c . "$T_ERR")" -eq 1 ] &&
+  grep -q '^kubectl.sh: the derived workers grant privilege (9 fields, listed above): .*pass --yes to apply them$' "$T_ERR"; then
+  ok "a run without --yes: exit 2, one line on stderr"
+else
+  not_ok "a run without --yes: exit 2, one line on stderr" "exit $T_RC: $(head -c 400 "$T_ERR")"
+fi
+listed "a run without --yes lists them first" "$T_OUT"
+if [ ! -e "$FBL_STATE/applied.yaml" ] && ! grep -q 'get nodes' "$FBL_STATE/calls" 2>/dev/null; then
+  ok "a run without --yes applies nothing and asks the cluster nothing"
+else
+  not_ok "a run without --yes applies nothing and asks the cluster nothing" "$(head -n 3 "$FBL_STATE/calls" | tr '\n' '|')"
+fi
+reset_state
+run "$L" "${K[@]}" --dry-run --from-file "$T_DIR/privileged.json" all_reduce
+if [ "$T_RC" -eq 0 ] && grep -q '^hostPID: true' <(sed -n '/apply -f -/,/^EOF/p' "$T_OUT" | sed 's/^ *//'); then
+  ok "dry run without --yes: exit 0, prints the manifest it would apply"
+else
+  not_ok "dry run without --yes: exit 0, prints the manifest it would apply" "exit $T_RC: $(head -c 300 "$T_ERR")"
+fi
+listed "the dry run lists them" "$T_OUT"
+reset_state
+FBL_SCENARIO=pending run "$L" "${K[@]}" --from-file "$T_DIR/privileged.json" --yes --no-capacity-check --wait 3 all_reduce
+if [ "$T_RC" -eq 8 ] && jq -e '.items[1].spec.template.spec | .hostPID and .initContainers[0].securityContext.privileged' \
+  "$FBL_STATE/applied.yaml" >/dev/null 2>&1; then
+  ok "--yes applies them as listed (then waits: exit 8 on a Pending pod)"
+else
+  not_ok "--yes applies them as listed" "exit $T_RC: $(head -c 300 "$T_ERR")"
+fi
+# GKE TCPXO's own needs are listed too, and --yes (above) applies them.
+run "$L" "${K[@]}" derive -o json --from-file "$CTR"
+want_listed=('pod: serviceAccountName: trainer' 'pod: volume nvtcpxo-libraries: hostPath /home/kubernetes/bin/nvidia, mounted by tcpxo-daemon at /usr/local/nvidia, node at /usr/local/nvidia$'
+  'pod: volume sys: hostPath /sys, mounted by tcpxo-daemon at /hostsysfs$' 'pod: volume proc-sys: hostPath /proc/sys,'
+  'pod: volume aperture-devices: hostPath /dev/aperture_devices,' 'sidecar tcpxo-daemon: securityContext.capabilities.add: NET_ADMIN$')
+listed "TCPXO runtime: the daemon's host mounts and NET_ADMIN, the service account; not NET_BIND_SERVICE or IPC_LOCK" "$T_ERR"
+run "$L" "${K[@]}" derive -o json --from-file "$FX/deployment-sriov.json"
+if [ "$T_RC" -eq 0 ] && [ ! -s "$T_ERR" ]; then ok "an artifact with IPC_LOCK alone: nothing listed"
+else not_ok "an artifact with IPC_LOCK alone: nothing listed" "exit $T_RC: $(head -c 300 "$T_ERR")"; fi
 
 # ---- what a template carries that is wiring, and what ties it to its job ---------------------------
 # A Job made from the Deployment: device resources under names no list
@@ -241,6 +312,20 @@ expect_exit "--networks qualified with the namespace: the same wiring" 0 \
 expect_error "--networks naming one network twice: exit 12" 12 "--networks says fabric-bench/sriov-rdma-a,fabric-bench/sriov-rdma-a,fabric-bench/sriov-rdma-b" \
   kubectl.sh "$L" "${K[@]}" derive --from-file "$FX/deployment-sriov.json" --networks sriov-rdma-a,sriov-rdma-a,sriov-rdma-b
 
+# expect_listed_error NAME CODE PATTERN CMD...: as expect_error, for a run
+# with --yes: its stdout holds the privilege listing and nothing else.
+expect_listed_error() {
+  local name=$1 code=$2 pattern=$3
+  shift 3
+  run "$@"
+  if [ "$T_RC" -eq "$code" ] && [ "$(grep -c . "$T_ERR")" -eq 1 ] && grep -q -- "^kubectl.sh: .*$pattern" "$T_ERR" &&
+    grep -q '^kubectl.sh: the derived workers grant privilege' "$T_OUT" && ! grep -qv '^kubectl.sh: ' "$T_OUT"; then
+    ok "$name"
+  else
+    not_ok "$name" "exit $T_RC, expected $code: $(head -c 400 "$T_ERR") | stdout: $(grep -v '^kubectl.sh: ' "$T_OUT" | head -c 200)"
+  fi
+}
+
 # ---- two free GPU nodes ----------------------------------------------------------------------------
 # capacity.jq counts every pod it is given (the launcher leaves its own out
 # first): fabric-bench-0 on gpu-e holds its 8 GPUs here.
@@ -257,9 +342,9 @@ if [ "$out" = 1 ]; then ok "free GPU nodes: 4 GPUs free on gpu-a is enough for a
 reset_state
 start=$SECONDS
 FBL_NODES=$FX/nodes-busy.json FBL_ALL_PODS=$FX/pods-busy.json \
-  expect_error "fewer than two free GPU nodes: exit 11 at once, every node's reason" 11 \
+  expect_listed_error "fewer than two free GPU nodes: exit 11 at once, every node's reason" 11 \
   "skipped: needs two free GPU nodes (gpu-a: 4 of 8 GPUs free, needs 8; gpu-b: cordoned; gpu-c: not Ready (False); gpu-d: tainted node.kubernetes.io/unreachable:NoExecute; gpu-e: free; 1 node without GPUs) with 8 GPUs each" \
-  kubectl.sh "$L" "${K[@]}" --from-file "$CTR" --wait 600 all_reduce
+  "$L" "${K[@]}" --from-file "$CTR" --yes --wait 600 all_reduce
 if [ $((SECONDS - start)) -lt 15 ]; then ok "exit 11 within seconds, not --wait"; else not_ok "exit 11 within seconds" "$((SECONDS - start))s"; fi
 if [ -e "$FBL_STATE/applied.yaml" ]; then not_ok "skipped: nothing applied" "$(head -c 200 "$FBL_STATE/applied.yaml")"; else ok "skipped: nothing applied"; fi
 reset_state
@@ -285,16 +370,16 @@ jq -n '{kind: "List", items: [range(2) | {metadata: {name: "other-\(.)", namespa
   resources: {limits: {"nvidia.com/gpu": "8"}}}]}, status: {phase: "Running"}}]}' >"$T_DIR/other-run.json"
 reset_state
 FBL_ALL_PODS=$T_DIR/other-run.json \
-  expect_error "another run's fabric-bench workers hold their nodes: exit 11" 11 "gpu-node-0: 0 of 8 GPUs free" \
-  kubectl.sh "$L" "${K[@]}" --from-file "$CTR" --wait 600 all_reduce
+  expect_listed_error "another run's fabric-bench workers hold their nodes: exit 11" 11 "gpu-node-0: 0 of 8 GPUs free" \
+  "$L" "${K[@]}" --from-file "$CTR" --yes --wait 600 all_reduce
 reset_state
-expect_error "--pods 3 on two free nodes: exit 11, three needed" 11 "skipped: needs 3 free GPU nodes (--pods 3)" \
-  kubectl.sh "$L" "${K[@]}" --from-file "$CTR" --pods 3 --wait 600 all_reduce
+expect_listed_error "--pods 3 on two free nodes: exit 11, three needed" 11 "skipped: needs 3 free GPU nodes (--pods 3)" \
+  "$L" "${K[@]}" --from-file "$CTR" --yes --pods 3 --wait 600 all_reduce
 
 # --no-capacity-check: applied, waited for under the instance's selector, deleted at exit.
 reset_state
 FBL_SCENARIO=pending FBL_NODES=$FX/nodes-busy.json FBL_ALL_PODS=$FX/pods-busy.json \
-  run "$L" "${K[@]}" --from-file "$CTR" --no-capacity-check --wait 3 all_reduce
+  run "$L" "${K[@]}" --from-file "$CTR" --yes --no-capacity-check --wait 3 all_reduce
 if [ "$T_RC" -eq 8 ] && grep -q 'pod fabric-bench-from-torch-distributed-tcpxo-1 not Ready after 3s' "$T_ERR"; then
   ok "--no-capacity-check: applied and waited for (exit 8 on a Pending pod)"
 else
@@ -308,7 +393,7 @@ else
   not_ok "the derived StatefulSet and Service are deleted at exit" "deleted: $(cat "$FBL_STATE/deleted" 2>/dev/null)"
 fi
 reset_state
-FBL_SCENARIO=pending run "$L" "${K[@]}" --from-file "$CTR" --keep --wait 3 all_reduce
+FBL_SCENARIO=pending run "$L" "${K[@]}" --from-file "$CTR" --yes --keep --wait 3 all_reduce
 if [ -s "$FBL_STATE/applied.yaml" ] && [ ! -e "$FBL_STATE/deleted" ]; then ok "--keep leaves them"; else not_ok "--keep leaves them" "exit $T_RC, deleted: $(cat "$FBL_STATE/deleted" 2>/dev/null)"; fi
 
 # Dry run: the manifest and the apply are printed, nothing is applied.
@@ -333,7 +418,7 @@ sweep=(--backend mpi -b 1K -e 4K -f 2 -n 2 -w 1)
 first() { local f; for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; }
 
 reset_state
-run timeout 300 "$L" "${common[@]}" --from-file "$CTR" --ranks-per-node 1 --wait 30 all_reduce "${sweep[@]}"
+run timeout 300 "$L" "${common[@]}" --from-file "$CTR" --yes --ranks-per-node 1 --wait 30 all_reduce "${sweep[@]}"
 result=$(first "$T_DIR"/results/fromtest/*-all_reduce.json)
 if [ -n "$result" ]; then
   ok "run under the derived workers writes a result"

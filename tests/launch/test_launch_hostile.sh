@@ -148,6 +148,21 @@ refused "a wait too large for the shell" 2 "^kubectl.sh: --wait wants a positive
 expect_stderr_line "pod-sshd.sh: FB_SSH_PORT out of range" 10 "^pod-sshd: FB_SSH_PORT wants a TCP port from 1 to 65535, got '99999'" \
   env FB_SSH_PORT=99999 FB_SSH_SECRET_DIR="$T_DIR/none" "$FB_ROOT/launch/pod-sshd.sh"
 
+# An artifact is one object (the API server keeps none over 1.5 MiB): a
+# larger file is refused by its size, before kubectl or jq reads it. Sparse
+# files: no disk, no time.
+truncate -s 8M "$T_DIR/huge.yaml"
+rm -f "$FBL_STATE"/*
+refused "--from-file over 4 MiB" 10 "^kubectl.sh: --from-file '.*/huge.yaml' is 8388608 bytes, over the 4 MiB an artifact may be" kubectl.sh \
+  "${kc[@]}" derive --from-file "$T_DIR/huge.yaml"
+refused "--gpu-nics over 4 MiB" 10 "^kubectl.sh: --gpu-nics '.*/huge.yaml' is 8388608 bytes, over the 4 MiB" kubectl.sh \
+  "${kc[@]}" derive --from-file "$FB_ROOT/tests/fixtures/launch/from/clustertrainingruntime-tcpxo.yaml" --gpu-nics "$T_DIR/huge.yaml"
+if grep -q "patch --local -f $T_DIR/huge.yaml" "$FBL_STATE/calls" 2>/dev/null; then
+  not_ok "an artifact over 4 MiB is never read" "$(grep huge "$FBL_STATE/calls" | head -n 2 | tr '\n' '|')"
+else
+  ok "an artifact over 4 MiB is never read"
+fi
+
 # ---- pod lists: empty fields stay fields, names stay names ---------------------------------
 # No host set "fbx" exists: the launcher gets as far as its first exec.
 for scenario in noannot empty; do

@@ -124,6 +124,40 @@ fresh_nodes
 expect_exit "untested node: exits 0" 0 "$M" "${K[@]}" "$T_DIR/untested.json" --apply
 check "an untested node keeps its marks" node_is gpu-a '.metadata.labels["fabric-bench.io/scan"] == "failed"'
 
+# ---- one node named twice: the worst verdict counts -----------------------------------------
+# Two hosts that gave one FABRIC_NODE_NAME put two entries on one node (a
+# document from before fabric-scan refused that, or one edited since).
+twice() { # twice OUT NODE V1 V2: NODE's own entry V1, then another host's entry for it V2
+  jq --arg n "$2" --arg a "$3" --arg b "$4" '.nodes |= (map(if .node == $n then .verdict = $a else . end)
+    + [.[] | select(.node == $n) | .host += "-twin" | .verdict = $b])' "$S" >"$1"
+}
+# gpu-a carries the marks of an earlier scan beside its own labels and taint.
+twice "$T_DIR/twice.json" gpu-a failed pass
+fresh_nodes
+expect_exit "failed, then pass on the same node: exits 0" 0 "$M" "${K[@]}" "$T_DIR/twice.json" --apply --taint
+check "failed, then pass: the node stays labelled and tainted failed, with this scan's stamp" node_is gpu-a \
+  "(.metadata.labels[\"fabric-bench.io/scan\"] == \"failed\") and (.metadata.labels[\"fabric-bench.io/scan-time\"] == \"$stamp\")
+   and ([.spec.taints[].key] | sort) == [\"fabric-bench.io/scan\", \"nvidia.com/gpu\"]"
+check "failed, then pass: no mark of it is ever removed" bash -c "! grep -E '^(label|taint) gpu-a .*-( |\$)' '$FBL_STATE/marks'"
+expect_grep "failed, then pass: the merge is said, with both hosts" "node gpu-a is in the scan 2 times \\(hosts 'gpu-a', 'gpu-a-twin' gave it as FABRIC_NODE_NAME\\): the worst verdict, failed, counts" "$T_OUT"
+# Pass then slow marks it slow without clearing it on the way; pass then
+# untested keeps what it has.
+twice "$T_DIR/twice-a.json" gpu-a pass slow
+fresh_nodes
+expect_exit "pass, then slow on a marked node: exits 0" 0 "$M" "${K[@]}" "$T_DIR/twice-a.json" --apply --taint
+check "pass, then slow: labelled slow, its other taint kept" node_is gpu-a \
+  '.metadata.labels["fabric-bench.io/scan"] == "slow" and ([.spec.taints[].key] | sort) == ["fabric-bench.io/scan", "nvidia.com/gpu"]'
+check "pass, then slow: never cleared on the way" bash -c "! grep -E '^(label|taint) gpu-a .*-( |\$)' '$FBL_STATE/marks'"
+twice "$T_DIR/twice-u.json" gpu-a pass untested
+fresh_nodes
+expect_exit "pass, then untested: exits 0" 0 "$M" "${K[@]}" "$T_DIR/twice-u.json" --apply --taint
+check "pass, then untested: the marks of the earlier scan are kept" node_is gpu-a \
+  '.metadata.labels["fabric-bench.io/scan"] == "failed" and (.spec.taints | length) == 2'
+twice "$T_DIR/twice-p.json" gpu-a pass pass
+fresh_nodes
+expect_exit "pass twice: exits 0" 0 "$M" "${K[@]}" "$T_DIR/twice-p.json" --apply --taint
+check "pass twice: cleared once" test "$(grep -c '^label gpu-a ' "$FBL_STATE/marks")" -eq 1
+
 # ---- hostile node names: refused, never passed to kubectl ----------------------------------
 fresh_nodes
 verdicts "$T_DIR/hostile.json" '.nodes |= map(if .node == "gpu-b" then .node = "a;rm -rf /" elif .node == "gpu-c" then .node = "$(touch '"$T_DIR"'/pwned)" else . end)'

@@ -15,12 +15,18 @@
 // openAPIV3Schema vendored in schemas/. Pod templates are checked a second
 // time against the PodTemplateSpec schema carried inside the MPIJob CRD with
 // unknown fields forbidden, so a misspelt field (restartPolicyy) fails here
-// instead of being silently dropped by the API server.
+// instead of being silently dropped by the API server. The scan's
+// ValidatingAdmissionPolicy has its CEL evaluated on node updates the scan
+// makes and on updates it must never make.
 import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { ajv, ajvErrors, loadCrdSchemas, strictify } from "./schemas.mjs";
 import { tap } from "./tap.mjs";
+
+// The CEL evaluator for the scan's admission policy; a missing one is a
+// failed check, not a skipped one (npm ci in tests/ installs it).
+const cel = await import("@marcbachmann/cel-js").catch(() => undefined);
 
 // NAMEs (<variant>.<fabric>) limit the checks to those renders; the others
 // are still read, for the comparisons between packagings.
@@ -468,6 +474,92 @@ const wantRules = {
   "Role": [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list"] },
     { apiGroups: [""], resources: ["pods/exec"], verbs: ["create", "get"] }],
 };
+// RBAC cannot name the fields of a node a patch may touch: the admission
+// policy does. Bound to Deny, failing closed, matching the controller's
+// ServiceAccount on node updates, with the labels' prefix of scan.env.
+function checkScanAdmission(name, objs, sa) {
+  const vap = find(objs, "ValidatingAdmissionPolicy");
+  const prefix = `${find(objs, "ConfigMap", "fabric-bench-scan")?.data.MARK_LABEL_PREFIX}/`;
+  check(`${name}: an admission policy bound to Deny limits the controller's node updates`, () => {
+    if (!vap) return ["no ValidatingAdmissionPolicy"];
+    const p = [];
+    const bindings = objs.filter((o) => o.kind === "ValidatingAdmissionPolicyBinding");
+    if (bindings.length !== 1 || bindings[0].spec.policyName !== vap.metadata.name) p.push(`${bindings.length} bindings of ${vap.metadata.name}`);
+    if (!(bindings[0]?.spec.validationActions || []).includes("Deny")) p.push(`validationActions ${JSON.stringify(bindings[0]?.spec.validationActions)}`);
+    if (vap.spec.failurePolicy !== "Fail") p.push(`failurePolicy ${vap.spec.failurePolicy}`);
+    const rules = vap.spec.matchConstraints?.resourceRules || [];
+    if (!rules.some((r) => same(r.apiGroups, [""]) && r.resources?.includes("nodes") && r.operations?.includes("UPDATE"))) {
+      p.push(`matches ${JSON.stringify(rules)}, not node updates`);
+    }
+    for (const o of [vap, ...bindings]) if (o.metadata.namespace) p.push(`${o.kind} is cluster-scoped, given namespace ${o.metadata.namespace}`);
+    const text = JSON.stringify(vap.spec.validations || []);
+    if (!text.includes(`'${prefix}'`)) p.push(`the validations do not name the prefix ${prefix} (scan.env MARK_LABEL_PREFIX)`);
+    return p;
+  });
+  check(`${name}: the admission policy's CEL allows the scan's marks and refuses any other node change`, () => {
+    if (!cel) return ["no CEL evaluator: npm ci in tests/ installs @marcbachmann/cel-js"];
+    if (!vap) return ["no ValidatingAdmissionPolicy"];
+    const p = [];
+    const run = (expr, ctx) => {
+      try { return cel.evaluate(expr, ctx); } catch (e) { p.push(`${expr.slice(0, 60)}...: ${e.message}`); return undefined; }
+    };
+    const matches = (username) => (vap.spec.matchConditions || []).every((m) => run(m.expression, { request: { userInfo: { username } } }) === true);
+    const controller = `system:serviceaccount:${sa?.metadata.namespace}:${sa?.metadata.name}`;
+    if (!matches(controller)) p.push(`does not apply to the controller ${controller}`);
+    for (const other of ["kubernetes-admin", "system:node:gpu-a", `system:serviceaccount:${sa?.metadata.namespace}:default`,
+      `${controller}-x`]) if (matches(other)) p.push(`applies to ${other} too`);
+    // Which validations refuse the update of `old` into `edit(old)`.
+    const refusals = (old, edit) => {
+      const obj = structuredClone(old);
+      edit(obj);
+      return (vap.spec.validations || []).filter((v) => run(v.expression, { object: obj, oldObject: old }) !== true)
+        .map((v) => v.message);
+    };
+    const marked = {
+      apiVersion: "v1", kind: "Node",
+      metadata: { name: "gpu-a", labels: { "kubernetes.io/hostname": "gpu-a", team: "ml", [`${prefix}scan`]: "failed",
+        [`${prefix}scan-time`]: "20260101T000000Z" }, annotations: { "networking.gke.io/nic-info": "[]" } },
+      spec: { providerID: "gce://p/z/gpu-a", taints: [{ key: "nvidia.com/gpu", value: "present", effect: "NoSchedule" },
+        { key: `${prefix}scan`, value: "failed", effect: "NoSchedule" }] },
+    };
+    const bare = { apiVersion: "v1", kind: "Node", metadata: { name: "gpu-b" }, spec: {} };
+    const ours = (n) => n.spec.taints.find((t) => t.key === `${prefix}scan`);
+    const allowed = {
+      "no change": [marked, () => {}],
+      "marked slow, labels and taint": [marked, (n) => { n.metadata.labels[`${prefix}scan`] = "slow"; ours(n).value = "slow"; }],
+      "marks cleared": [marked, (n) => {
+        delete n.metadata.labels[`${prefix}scan`]; delete n.metadata.labels[`${prefix}scan-time`];
+        n.spec.taints = n.spec.taints.filter((t) => t !== ours(n));
+      }],
+      "a node without labels or taints marked": [bare, (n) => {
+        n.metadata.labels = { [`${prefix}scan`]: "failed" };
+        n.spec.taints = [{ key: `${prefix}scan`, value: "failed", effect: "NoSchedule" }];
+      }],
+    };
+    const refused = {
+      "another label added": [marked, (n) => { n.metadata.labels.team2 = "x"; }],
+      "another label changed": [marked, (n) => { n.metadata.labels.team = "ops"; }],
+      "another label removed": [marked, (n) => { delete n.metadata.labels.team; }],
+      "every label removed": [marked, (n) => { delete n.metadata.labels; }],
+      "a label of a look-alike prefix": [marked, (n) => { n.metadata.labels[`${prefix.slice(0, -1)}.evil.example/x`] = "y"; }],
+      "a label added to a node without labels": [bare, (n) => { n.metadata.labels = { team: "x" }; }],
+      "another taint added": [marked, (n) => { n.spec.taints.push({ key: "dedicated", value: "x", effect: "NoSchedule" }); }],
+      "another taint removed": [marked, (n) => { n.spec.taints = n.spec.taints.filter((t) => t.key !== "nvidia.com/gpu"); }],
+      "another taint's effect changed": [marked, (n) => { n.spec.taints[0].effect = "NoExecute"; }],
+      "cordoned": [marked, (n) => { n.spec.unschedulable = true; }],
+      "an annotation changed": [marked, (n) => { n.metadata.annotations["networking.gke.io/nic-info"] = "[{}]"; }],
+      "the annotations removed": [marked, (n) => { delete n.metadata.annotations; }],
+      "a finalizer added": [marked, (n) => { n.metadata.finalizers = ["example.com/keep"]; }],
+    };
+    for (const [what, [old, edit]] of Object.entries(allowed)) {
+      const why = refusals(old, edit);
+      if (why.length) p.push(`refuses ${what}: ${why.join("; ")}`);
+    }
+    for (const [what, [old, edit]] of Object.entries(refused)) if (refusals(old, edit).length === 0) p.push(`allows ${what}`);
+    return p;
+  });
+}
+
 function checkScan(name, objs) {
   const sa = find(objs, "ServiceAccount");
   check(`${name}: RBAC is nodes get/list/patch and the workers' pods, no wildcard, no secrets`, () => {
@@ -505,6 +597,7 @@ function checkScan(name, objs) {
     }
     return p;
   });
+  checkScanAdmission(name, objs, sa);
   check(`${name}: CronJob one at a time, a Job a user can create from it, the controller locked down`, () => {
     const cj = find(objs, "CronJob");
     if (!cj) return ["no CronJob"];

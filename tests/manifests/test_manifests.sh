@@ -157,5 +157,12 @@ mutate "wiring in a trigger overlay" "only the trigger annotation" \
 mutate "scan controller may read Secrets" "RBAC is nodes get/list/patch" '0,/^  - pods$/s//  - pods\n  - secrets/' scan.none.yaml
 mutate "scan controller's ClusterRole gains a wildcard" "RBAC is nodes get/list/patch" 's/^  - patch$/  - "*"/' scan.none.yaml
 mutate "scan controller bound to cluster-admin" "bindings give the controller" '/^  kind: ClusterRole$/{n;s/name: fabric-bench-scan-nodes/name: cluster-admin/}' scan.none.yaml
+mutate "admission policy only warns" "admission policy bound to Deny" '/validationActions:/{n;s/- Deny/- Warn/}' scan.none.yaml
+mutate "admission policy lets any label through" "CEL allows the scan's marks and refuses" \
+  "0,/k.startsWith(''fabric-bench.io\/'')/s//k.startsWith('''')/" scan.none.yaml
+mutate "admission policy lets a cordon through" "CEL allows the scan's marks and refuses" \
+  's/has(object.spec.unschedulable) == has(oldObject.spec.unschedulable)/true/; s/object.spec.unschedulable == oldObject.spec.unschedulable/true/' scan.none.yaml
+mutate "admission policy on another ServiceAccount" "CEL allows the scan's marks and refuses" \
+  "s/endsWith(':fabric-bench-scan')/endsWith(':fabric-bench-scanner')/" scan.none.yaml
 mutate "scans may overlap" "CronJob one at a time" 's/concurrencyPolicy: Forbid/concurrencyPolicy: Allow/' scan.none.yaml
 mutate "nodes marked by default" "CronJob one at a time" 's/MARK_NODES: "false"/MARK_NODES: "true"/' scan.none.yaml

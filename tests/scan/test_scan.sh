@@ -61,6 +61,32 @@ else
   not_ok "two ranks of one node: exit 2, one node cannot be paired" "exit $T_RC: $(head -c 400 "$T_ERR")"
 fi
 
+# Node names: rank K on a host hK of its own (a UTS namespace), with the
+# K-th of NAMES as its FABRIC_NODE_NAME; refused before the first round, so
+# nothing is written.
+named_scan() { # named_scan NAMES: two or three one-rank hosts
+  local n
+  n=$(tr ',' '\n' <<<"$1" | grep -c .)
+  run fb_mpirun "$n" env FBT_NAMES="$1" bash -c 'IFS=, read -r -a n <<<"$FBT_NAMES"
+    export FABRIC_NODE_NAME=${n[$OMPI_COMM_WORLD_RANK]}
+    exec unshare --uts bash -c "hostname h$OMPI_COMM_WORLD_RANK && exec \"\$@\"" named "$@"' named \
+    "$S" --backend mpi -b 64K -n 2 -w 1 -J "$T_DIR/named.json"
+}
+named_scan gpu-a,gpu-b,gpu-a
+if [ "$T_RC" -eq 6 ] && grep -q "^fabric-scan: hosts h0 and h2 both give FABRIC_NODE_NAME 'gpu-a'" "$T_ERR" &&
+  [ "$(grep -c '^fabric-scan: ' "$T_ERR")" -eq 1 ] && [ ! -e "$T_DIR/named.json" ]; then
+  ok "two hosts giving one node name: exit 6, both hosts and the name in one line, no results"
+else
+  not_ok "two hosts giving one node name: exit 6, both hosts and the name in one line, no results" "exit $T_RC: $(head -c 400 "$T_ERR")"
+fi
+named_scan 'gpu-a,Gpu_B'
+if [ "$T_RC" -eq 2 ] && grep -q "^fabric-scan: FABRIC_NODE_NAME 'Gpu_B' (rank 1 on h1) is not a Kubernetes node name" "$T_ERR" &&
+  [ ! -e "$T_DIR/named.json" ]; then
+  ok "a FABRIC_NODE_NAME that is no node name: exit 2, the value named"
+else
+  not_ok "a FABRIC_NODE_NAME that is no node name: exit 2, the value named" "exit $T_RC: $(head -c 400 "$T_ERR")"
+fi
+
 hosts_up "$SET" 8 2 "scans over namespace hosts" || exit 0
 ok "8 namespace hosts come up"
 TH=$FB_ROOT/scripts/testhosts.sh

@@ -1,9 +1,11 @@
 /* fabric-scan's schedule and verdicts, without MPI: who meets whom in
- * which round, and what the tests of a scan say about each node. */
+ * which round, what the tests of a scan say about each node, and which
+ * Kubernetes node each host's verdict lands on. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "scan/layout.h"
 #include "scan/pairing.h"
 #include "scan/verdict.h"
 
@@ -432,6 +434,107 @@ static void partners_lost_together_say_so(void)
     scan_judgement_free(&j);
 }
 
+/* ---- node names ------------------------------------------------------------ */
+
+/* A layout of `nnodes` hosts h0, h1, ... of `per` ranks each, rank r on
+ * host r / per, as group_ranks leaves it. */
+struct fake_layout {
+    struct scan_layout l;
+    const char *host[8];
+    int ranks[16], node_of[16];
+};
+
+static void fake_layout(struct fake_layout *f, int nnodes, int per)
+{
+    static const char *const hosts[] = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"};
+    memset(f, 0, sizeof *f);
+    for (int x = 0; x < nnodes; x++)
+        f->host[x] = hosts[x];
+    for (int r = 0; r < nnodes * per; r++) {
+        f->ranks[r] = r;
+        f->node_of[r] = r / per;
+    }
+    f->l = (struct scan_layout){.nnodes = nnodes, .per_node = per, .host = f->host, .ranks = f->ranks,
+                                .node_of = f->node_of};
+}
+
+static void free_node_names(struct scan_layout *l)
+{
+    for (int x = 0; l->node_name != NULL && x < l->nnodes; x++)
+        free(l->node_name[x]);
+    free(l->node_name);
+    l->node_name = NULL;
+}
+
+static void node_names_are_rfc1123_subdomains(void)
+{
+    char longest[256];
+    memset(longest, 'a', 253);
+    longest[253] = '\0';
+    const char *good[] = {"gpu-a", "a", "0", "a-b-c", "gke-a3-pool-1a2b.us-central1-a.c.proj.internal", longest};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        CHECK(scan_node_name_ok(good[i]));
+    longest[253] = 'a';
+    longest[254] = '\0';
+    const char *bad[] = {"", "Gpu-a", "gpu_a", "-a", "a-", ".a", "a.", "a..b", "a.-b", "a b", "a;rm -rf /",
+                         "--all", "$(touch x)", "gpu-\xc3\xa9", "a\nb", longest};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(!scan_node_name_ok(bad[i]));
+}
+
+static void each_host_gets_its_ranks_name(void)
+{
+    struct fake_layout f;
+    struct fb_err err = {0};
+    char *given[] = {"gpu-a", "gpu-a", "", "", "gpu-c", "gpu-c"};
+    fake_layout(&f, 3, 2);
+    CHECK_INT(scan_layout_name_nodes(&f.l, given, &err), FB_OK);
+    CHECK_STR(f.l.node_name[0], "gpu-a");
+    CHECK(f.l.node_name[1] == NULL); /* outside Kubernetes: no name, never a duplicate */
+    CHECK_STR(f.l.node_name[2], "gpu-c");
+    free_node_names(&f.l);
+    char *unnamed[] = {"", "", ""};
+    fake_layout(&f, 3, 1);
+    CHECK_INT(scan_layout_name_nodes(&f.l, unnamed, &err), FB_OK);
+    free_node_names(&f.l);
+}
+
+static void a_name_that_is_no_node_name_is_refused_naming_it(void)
+{
+    struct fake_layout f;
+    struct fb_err err = {0};
+    char *given[] = {"gpu-a", "Bad_Node\n"};
+    fake_layout(&f, 2, 1);
+    CHECK_INT(scan_layout_name_nodes(&f.l, given, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "FABRIC_NODE_NAME 'Bad_Node?' (rank 1 on h1) is not a Kubernetes node name");
+    CHECK_CONTAINS(err.msg, "spec.nodeName");
+    CHECK(strchr(err.msg, '\n') == NULL);
+    CHECK(f.l.node_name == NULL);
+}
+
+static void two_hosts_under_one_node_name_are_refused(void)
+{
+    struct fake_layout f;
+    struct fb_err err = {0};
+    char *given[] = {"gpu-a", "gpu-b", "gpu-a"};
+    fake_layout(&f, 3, 1);
+    CHECK_INT(scan_layout_name_nodes(&f.l, given, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "hosts h0 and h2 both give FABRIC_NODE_NAME 'gpu-a'");
+    CHECK(f.l.node_name == NULL);
+}
+
+static void ranks_of_one_host_must_agree_on_its_node(void)
+{
+    struct fake_layout f;
+    struct fb_err err = {0};
+    char *given[] = {"gpu-a", "gpu-a", "gpu-b", "gpu-c"};
+    fake_layout(&f, 2, 2);
+    CHECK_INT(scan_layout_name_nodes(&f.l, given, &err), FB_ERR_LAUNCH);
+    CHECK_CONTAINS(err.msg, "the ranks of host h1 give different FABRIC_NODE_NAMEs ('gpu-b' for rank 2, 'gpu-c' for rank 3)");
+    char *half[] = {"gpu-a", "", "gpu-b", "gpu-b"};
+    CHECK_INT(scan_layout_name_nodes(&f.l, half, &err), FB_ERR_LAUNCH);
+}
+
 int main(void)
 {
     RUN(all_pairs_meet_once_in_disjoint_rounds);
@@ -451,5 +554,10 @@ int main(void)
     RUN(a_link_is_named_only_when_its_retest_is_bad);
     RUN(confirmation_tests_decide_no_node);
     RUN(partners_lost_together_say_so);
+    RUN(node_names_are_rfc1123_subdomains);
+    RUN(each_host_gets_its_ranks_name);
+    RUN(a_name_that_is_no_node_name_is_refused_naming_it);
+    RUN(two_hosts_under_one_node_name_are_refused);
+    RUN(ranks_of_one_host_must_agree_on_its_node);
     return fbt_done();
 }
