@@ -184,13 +184,12 @@ static enum fb_status resolve_override(const struct fb_world *w, const struct co
 /* In order of likelihood: loopback on rank 0's own host, then rank 0's
  * addresses on a subnet this host shares, then the rest.
  *
- * Loopback on any other host is tried only when rank 0 offers no address
- * at all (then the ranks can only share its network namespace). A rank
- * that shares rank 0's namespace under another host name reaches it
- * through the addresses rank 0 offers, which are local there too; and on
- * a host of its own, 127.0.0.1:PORT is whoever listens there: a stranger
- * can forge nothing against the handshake, but would still take the
- * rank's greeting and its time. */
+ * On any other host 127.0.0.1:PORT is that host's own loopback, where
+ * anyone may listen: it is tried only when rank 0 offers no address at all
+ * (the ranks can then only share its network namespace). Such a listener
+ * could forge nothing against the handshake, but it would still take the
+ * rank's greeting and its time; and a rank that shares rank 0's namespace
+ * under another host name reaches it through rank 0's own addresses. */
 static void default_candidates(const struct fb_world *w, const struct contact *c, struct candidates *k)
 {
     if (strcmp(w->hosts[0], w->host) == 0)
@@ -260,8 +259,9 @@ struct attempt {
 /* One rank's connections to every candidate address at once. HELLOs go out
  * one at a time, so rank 0 never sees two proven lines of one rank. */
 struct dial {
-    const struct fb_world *w;
-    const struct candidates *k;
+    int32_t rank;
+    int n; /* addresses in sa */
+    const struct sockaddr_in *sa;
     const uint8_t *secret;
     struct attempt a[MAX_CANDIDATES];
     int hello_on; /* the attempt whose WELCOME is awaited, or -1 */
@@ -275,21 +275,22 @@ static void give_up(struct dial *d, int i, const char *why)
     close_line(&d->a[i].l);
     if (d->hello_on == i)
         d->hello_on = -1;
-    snprintf(d->why, sizeof d->why, "%s: %s", addr_text(&d->k->sa[i], where, sizeof where), why);
+    snprintf(d->why, sizeof d->why, "%s: %s", addr_text(&d->sa[i], where, sizeof where), why);
 }
 
 static void dial_all(struct dial *d)
 {
-    for (int i = 0; i < d->k->n; i++) {
+    for (int i = 0; i < d->n; i++) {
         struct attempt *a = &d->a[i];
         *a = (struct attempt){.l.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
         if (a->l.fd < 0) {
             snprintf(d->why, sizeof d->why, "socket: %s", strerror(errno));
             continue;
         }
-        if (connect(a->l.fd, (const struct sockaddr *)&d->k->sa[i], sizeof d->k->sa[i]) == 0)
+        if (connect(a->l.fd, (const struct sockaddr *)&d->sa[i], sizeof d->sa[i]) == 0) {
             a->stage = AWAIT_CHALLENGE;
-        else if (errno == EINPROGRESS)
+            d->answered = 1;
+        } else if (errno == EINPROGRESS)
             a->stage = DIALING;
         else
             give_up(d, i, strerror(errno));
@@ -299,7 +300,7 @@ static void dial_all(struct dial *d)
 static int attempts_live(const struct dial *d)
 {
     int n = 0;
-    for (int i = 0; i < d->k->n; i++)
+    for (int i = 0; i < d->n; i++)
         n += d->a[i].l.fd >= 0;
     return n;
 }
@@ -326,8 +327,8 @@ static void send_hello(struct dial *d, int i)
         return;
     }
     hello.m.kind = FB_WD_HELLO;
-    hello.m.rank = d->w->rank;
-    fb_wd_session_key(d->secret, a->nonce0, hello.nonce, d->w->rank, a->l.key);
+    hello.m.rank = d->rank;
+    fb_wd_session_key(d->secret, a->nonce0, hello.nonce, d->rank, a->l.key);
     fb_wd_seal(&hello, a->l.key, FB_WD_TO_RANK0, 0);
     if (!send_frame(a->l.fd, &hello)) {
         give_up(d, i, "the greeting could not be sent");
@@ -354,7 +355,7 @@ static int on_frame(struct dial *d, int i)
         return 0;
     }
     if (a->stage == AWAIT_WELCOME && fb_wd_unseal(f, a->l.key, FB_WD_FROM_RANK0, 0) && f->m.kind == FB_WD_WELCOME &&
-        f->m.rank == d->w->rank)
+        f->m.rank == d->rank)
         return 1;
     give_up(d, i, "what answers there did not prove it is rank 0 of this job");
     return 0;
@@ -384,7 +385,7 @@ static void advance(struct dial *d, double now)
 {
     if (d->hello_on >= 0 && now > d->a[d->hello_on].until)
         give_up(d, d->hello_on, "no proof that it is rank 0 of this job within the handshake bound");
-    for (int i = 0; i < d->k->n && d->hello_on < 0; i++)
+    for (int i = 0; i < d->n && d->hello_on < 0; i++)
         if (d->a[i].l.fd >= 0 && d->a[i].stage == CHALLENGED)
             send_hello(d, i);
 }
@@ -395,16 +396,16 @@ static int wait_for_attempts(struct dial *d, double deadline)
 {
     struct pollfd p[MAX_CANDIDATES];
     double until = deadline;
-    for (int i = 0; i < d->k->n; i++) {
+    for (int i = 0; i < d->n; i++) {
         const struct attempt *a = &d->a[i];
         p[i] = (struct pollfd){.fd = a->l.fd, .events = a->stage == DIALING ? POLLOUT : POLLIN};
     }
     if (d->hello_on >= 0 && d->a[d->hello_on].until < until)
         until = d->a[d->hello_on].until;
     double left = until - fb_now();
-    if (poll(p, (nfds_t)d->k->n, left > 0 ? (int)(left * 1000) + 1 : 0) <= 0)
+    if (poll(p, (nfds_t)d->n, left > 0 ? (int)(left * 1000) + 1 : 0) <= 0)
         return -1;
-    for (int i = 0; i < d->k->n; i++)
+    for (int i = 0; i < d->n; i++)
         if (on_event(d, i, p[i].revents))
             return i;
     return -1;
@@ -433,12 +434,26 @@ static int dial_rank0(struct dial *d, double deadline)
         if (won < 0)
             advance(d, fb_now());
     }
-    for (int i = 0; i < d->k->n; i++)
+    for (int i = 0; i < d->n; i++)
         if (i != won)
             close_line(&d->a[i].l);
     if (d->why[0] == '\0')
-        snprintf(d->why, sizeof d->why, "%s", d->k->n ? "no answer" : "no address to try");
+        snprintf(d->why, sizeof d->why, "%s", d->n ? "no answer" : "no address to try");
     return won;
+}
+
+int fb_wd_dial(const struct sockaddr_in *addrs, int n, const uint8_t secret[FB_WD_KEY_LEN], int32_t rank,
+               double seconds, uint8_t key[FB_WD_KEY_LEN], char *why, size_t why_len)
+{
+    struct dial d = {.rank = rank, .n = n < MAX_CANDIDATES ? n : MAX_CANDIDATES, .sa = addrs, .secret = secret};
+    int won = dial_rank0(&d, fb_now() + seconds), fd = -1;
+    snprintf(why, why_len, "%s", d.why);
+    if (won >= 0) {
+        fd = d.a[won].l.fd;
+        memcpy(key, d.a[won].l.key, FB_WD_KEY_LEN);
+    }
+    explicit_bzero(&d, sizeof d);
+    return fd;
 }
 
 static enum fb_status connect_to_rank0(struct fb_wd_channel *ch, const struct contact *c, struct fb_err *err)
@@ -449,19 +464,16 @@ static enum fb_status connect_to_rank0(struct fb_wd_channel *ch, const struct co
         return err->code;
     if (c->host[0] == '\0')
         default_candidates(w, c, &k);
-    struct dial d = {.w = w, .k = &k, .secret = c->secret};
-    int won = dial_rank0(&d, fb_now() + FB_WD_CONNECT_S);
-    char first[32];
-    if (won < 0)
+    struct line *l = &ch->lines[0];
+    char why[160], first[32];
+    *l = (struct line){.sent = 1, .received = 1};
+    l->fd = fb_wd_dial(k.sa, k.n, c->secret, w->rank, FB_WD_CONNECT_S, l->key, why, sizeof why);
+    if (l->fd < 0)
         return fb_fail(err, FB_ERR_RUNTIME,
                        "rank %d on %s cannot reach rank 0's watchdog channel on %s at %s%s within %.0f s (%s); set "
                        "%s=HOST[:PORT] to an address of %s this host reaches, or run with --no-watchdog",
                        w->rank, w->host, w->hosts[0], k.n ? addr_text(&k.sa[0], first, sizeof first) : "no address",
-                       k.n > 1 ? " and others" : "", FB_WD_CONNECT_S, d.why, FB_WD_ADDR_ENV, w->hosts[0]);
-    struct line *l = &ch->lines[0];
-    *l = (struct line){.fd = d.a[won].l.fd, .sent = 1, .received = 1};
-    memcpy(l->key, d.a[won].l.key, sizeof l->key);
-    explicit_bzero(&d, sizeof d);
+                       k.n > 1 ? " and others" : "", FB_WD_CONNECT_S, why, FB_WD_ADDR_ENV, w->hosts[0]);
     int one = 1;
     setsockopt(l->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return FB_OK;

@@ -23,6 +23,7 @@
 #ifndef FB_CORE_WATCHDOG_CHANNEL_H
 #define FB_CORE_WATCHDOG_CHANNEL_H
 
+#include <netinet/in.h>
 #include <stdint.h>
 
 #include "core/watchdog_wire.h"
@@ -61,6 +62,15 @@ typedef void (*fb_wd_on_msg)(void *ctx, int from, const struct fb_wd_msg *m);
  * or on whose line a record failed its check (only something other than the
  * peer writes such a record), is reported once with a NULL message. */
 void fb_wd_channel_poll(struct fb_wd_channel *ch, double seconds, fb_wd_on_msg on_msg, void *ctx);
+
+/* A rank's side of the handshake, without MPI: connects to the `n`
+ * addresses at once and keeps the first connection whose peer proves it
+ * holds `secret` (a listener that does not is dropped, whatever it says).
+ * Returns the connection with its key in `key`, or -1 after `seconds` or
+ * as soon as no address takes a connection, with the last reason in `why`.
+ * The line's own sequence numbers start at 1 each way. */
+int fb_wd_dial(const struct sockaddr_in *addrs, int n, const uint8_t secret[FB_WD_KEY_LEN], int32_t rank,
+               double seconds, uint8_t key[FB_WD_KEY_LEN], char *why, size_t why_len);
 
 /* Parses HOST[:PORT] (PORT 1-65535; 0 when absent). IPv6 addresses are
  * refused with a usage error that says so: the channel is IPv4 only, since

@@ -1,13 +1,20 @@
 /* The watchdog channel's authentication: SHA-256 and HMAC-SHA256 against
  * the published vectors (FIPS 180-2 appendix B, RFC 4231 section 4), the
  * frame check (a changed byte, another key, another sequence number or
- * direction fails it), the per-connection key, and the cleaning of every
- * received string before it is printed. */
+ * direction fails it), the per-connection key, the cleaning of every
+ * received string before it is printed, and a rank's side of the handshake
+ * against listeners that are not rank 0 (fb_wd_dial). */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "core/watchdog_channel.h"
 #include "core/watchdog_wire.h"
 
 static void hex(const uint8_t *b, size_t n, char *out)
@@ -193,6 +200,187 @@ static void test_received_strings_are_terminated_and_printable(void)
     CHECK_STR(n.what, "all_reduce 64M out-of-place");
 }
 
+/* ---- listeners in front of a rank ---- */
+
+enum listener_kind {
+    RANK0,           /* follows the protocol with the job's secret */
+    OTHER_SECRET,    /* follows it with another secret */
+    CHALLENGE_ONLY,  /* challenges, then says nothing */
+    SILENT,          /* takes the connection, says nothing */
+    NOT_THE_CHANNEL, /* another service on the port */
+};
+
+struct listener {
+    enum listener_kind kind;
+    int lfd;
+    struct sockaddr_in sa;
+    pthread_t thread;
+    uint8_t key[FB_WD_KEY_LEN]; /* RANK0: the key of the line it admitted */
+    int admitted;
+};
+
+static const uint8_t job_secret[FB_WD_KEY_LEN] = "the job's secret, 32 bytes long";
+
+static int wait_in(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 1;
+}
+
+static int recv_frame(int fd, struct fb_wd_frame *f)
+{
+    size_t have = 0;
+    while (have < sizeof *f && wait_in(fd, 5000)) {
+        ssize_t n = recv(fd, (char *)f + have, sizeof *f - have, 0);
+        if (n <= 0)
+            return 0;
+        have += (size_t)n;
+    }
+    return have == sizeof *f;
+}
+
+/* What RANK0 and OTHER_SECRET do after their challenge: read the HELLO,
+ * answer it under the secret they hold. */
+static void answer_hello(struct listener *l, int fd, const uint8_t challenge_nonce[FB_WD_NONCE_LEN])
+{
+    struct fb_wd_frame hello, welcome = {0};
+    uint8_t other[FB_WD_KEY_LEN] = "not the job's secret, 32 bytes";
+    if (!recv_frame(fd, &hello))
+        return;
+    fb_wd_session_key(l->kind == RANK0 ? job_secret : other, challenge_nonce, hello.nonce, hello.m.rank, l->key);
+    if (l->kind == RANK0 && !fb_wd_unseal(&hello, l->key, FB_WD_TO_RANK0, 0))
+        return;
+    welcome.m.kind = FB_WD_WELCOME;
+    welcome.m.rank = hello.m.rank;
+    fb_wd_seal(&welcome, l->key, FB_WD_FROM_RANK0, 0);
+    l->admitted = send(fd, &welcome, sizeof welcome, 0) == (ssize_t)sizeof welcome && l->kind == RANK0;
+}
+
+static void *serve_one(void *arg)
+{
+    struct listener *l = arg;
+    if (!wait_in(l->lfd, 5000))
+        return NULL;
+    int fd = accept(l->lfd, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    struct fb_wd_frame challenge = {.magic = FB_WD_MAGIC, .dir = FB_WD_FROM_RANK0};
+    challenge.m.kind = FB_WD_CHALLENGE;
+    fb_random_bytes(challenge.nonce, sizeof challenge.nonce);
+    if (l->kind == NOT_THE_CHANNEL)
+        memcpy(&challenge, "SSH-2.0-OpenSSH_9.2\r\n", 21);
+    if (l->kind != SILENT)
+        send(fd, &challenge, sizeof challenge, 0);
+    if (l->kind == RANK0 || l->kind == OTHER_SECRET)
+        answer_hello(l, fd, challenge.nonce);
+    char sink[256];
+    while (wait_in(fd, 5000) && recv(fd, sink, sizeof sink, 0) > 0)
+        continue; /* until the rank closes its end */
+    close(fd);
+    return NULL;
+}
+
+static void listener_start(struct listener *l, enum listener_kind kind)
+{
+    socklen_t len = sizeof l->sa;
+    *l = (struct listener){.kind = kind, .lfd = socket(AF_INET, SOCK_STREAM, 0)};
+    l->sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(bind(l->lfd, (struct sockaddr *)&l->sa, sizeof l->sa) == 0);
+    CHECK(listen(l->lfd, 4) == 0);
+    CHECK(getsockname(l->lfd, (struct sockaddr *)&l->sa, &len) == 0);
+    CHECK(pthread_create(&l->thread, NULL, serve_one, l) == 0);
+}
+
+static void listener_end(struct listener *l)
+{
+    pthread_join(l->thread, NULL);
+    close(l->lfd);
+}
+
+/* fb_wd_dial to the listeners' addresses in order; the connection, or -1. */
+static int dial(struct listener *ls, int n, double seconds, uint8_t key[FB_WD_KEY_LEN], char *why, size_t why_len)
+{
+    struct sockaddr_in sa[4];
+    for (int i = 0; i < n; i++)
+        sa[i] = ls[i].sa;
+    return fb_wd_dial(sa, n, job_secret, 3, seconds, key, why, why_len);
+}
+
+static void test_a_rank_takes_rank0s_proof(void)
+{
+    struct listener l;
+    uint8_t key[FB_WD_KEY_LEN];
+    char why[160];
+    listener_start(&l, RANK0);
+    int fd = dial(&l, 1, 10, key, why, sizeof why);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    listener_end(&l);
+    CHECK(l.admitted);
+    CHECK(memcmp(key, l.key, sizeof key) == 0);
+}
+
+/* What does not prove the secret is dropped, whatever it answered, and
+ * the try ends with a reason that says so. */
+static void test_a_rank_trusts_no_other_listener(void)
+{
+    const struct {
+        enum listener_kind kind;
+        const char *why;
+    } cases[] = {
+        {OTHER_SECRET, "did not prove it is rank 0 of this job"},
+        {NOT_THE_CHANNEL, "is not a fabric-bench watchdog channel"},
+        {SILENT, "no answer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct listener l;
+        uint8_t key[FB_WD_KEY_LEN];
+        char why[160];
+        listener_start(&l, cases[i].kind);
+        CHECK_INT(dial(&l, 1, 1.0, key, why, sizeof why), -1);
+        CHECK_CONTAINS(why, cases[i].why);
+        listener_end(&l);
+    }
+}
+
+/* A stranger's listener on one of the addresses tried costs the rank its
+ * answer's time, never its line: rank 0 on the other address wins. */
+static void test_rank0_wins_over_a_stranger_tried_first(void)
+{
+    enum listener_kind strangers[] = {OTHER_SECRET, SILENT, CHALLENGE_ONLY, NOT_THE_CHANNEL};
+    for (size_t i = 0; i < sizeof strangers / sizeof *strangers; i++) {
+        struct listener l[2];
+        uint8_t key[FB_WD_KEY_LEN];
+        char why[160];
+        listener_start(&l[0], strangers[i]);
+        listener_start(&l[1], RANK0);
+        int fd = dial(l, 2, 10, key, why, sizeof why);
+        CHECK(fd >= 0);
+        if (fd >= 0)
+            close(fd);
+        listener_end(&l[0]);
+        listener_end(&l[1]);
+        CHECK(l[1].admitted);
+        CHECK(memcmp(key, l[1].key, sizeof key) == 0);
+    }
+}
+
+static void test_nothing_listening_ends_the_try_at_once(void)
+{
+    struct listener l;
+    uint8_t key[FB_WD_KEY_LEN];
+    char why[160];
+    socklen_t len = sizeof l.sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    l.sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(bind(fd, (struct sockaddr *)&l.sa, sizeof l.sa) == 0);
+    CHECK(getsockname(fd, (struct sockaddr *)&l.sa, &len) == 0);
+    close(fd); /* a port nobody listens on */
+    CHECK_INT(dial(&l, 1, 600, key, why, sizeof why), -1);
+    CHECK_CONTAINS(why, "refused");
+}
+
 int main(void)
 {
     RUN(test_sha256_matches_the_fips_vectors);
@@ -203,5 +391,9 @@ int main(void)
     RUN(test_a_sealed_frame_passes_only_as_sent);
     RUN(test_the_key_depends_on_every_input);
     RUN(test_received_strings_are_terminated_and_printable);
+    RUN(test_a_rank_takes_rank0s_proof);
+    RUN(test_a_rank_trusts_no_other_listener);
+    RUN(test_rank0_wins_over_a_stranger_tried_first);
+    RUN(test_nothing_listening_ends_the_try_at_once);
     return fbt_done();
 }
