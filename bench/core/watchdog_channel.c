@@ -16,30 +16,34 @@
 
 #include "core/clock.h"
 
-#define MAGIC 0x46425744u  /* "FBWD" */
-#define MAX_ADDRS 8        /* rank 0's addresses offered to the others */
-#define MAX_CANDIDATES 16  /* addresses one rank tries at once */
+#define MAX_ADDRS 8         /* rank 0's addresses offered to the others */
+#define MAX_CANDIDATES 16   /* addresses one rank tries at once */
 #define ACCEPT_MARGIN_S 5.0 /* rank 0 waits this much past the ranks' bound */
+#define REDIAL_PAUSE_S 0.1  /* between a rank's rounds of connections */
 
+/* A connection and the frame coming in on it. */
 struct line {
     int fd;
     size_t have; /* bytes of `in` received so far */
-    struct fb_wd_msg in;
+    struct fb_wd_frame in;
+    uint8_t key[FB_WD_KEY_LEN]; /* the connection's, once proven */
+    uint64_t sent, received;    /* the next sequence number each way */
 };
 
 struct fb_wd_channel {
     const struct fb_world *w;
-    int nlines;         /* rank 0: one per rank (its own unused); else one, to rank 0 */
+    int nlines; /* rank 0: one per rank (its own unused); else one, to rank 0 */
     struct line *lines;
-    struct fb_wd_msg out; /* rank != 0: the message on its way */
+    struct fb_wd_frame out; /* rank != 0: the record on its way */
     size_t out_len, out_off;
 };
 
-/* What rank 0 tells every rank before they connect. */
+/* What rank 0 tells every rank before they connect (MPI_Bcast). */
 struct contact {
     int32_t status, port, naddrs, pad;
     uint32_t addr[MAX_ADDRS], mask[MAX_ADDRS]; /* network byte order */
     char host[FB_HOST_MAX];                    /* FB_WATCHDOG_ADDR's host; "" for addr[] */
+    uint8_t secret[FB_WD_KEY_LEN];             /* the job's: wiped once the channel is open */
 };
 
 struct candidates {
@@ -105,6 +109,11 @@ static void list_addresses(struct contact *c)
 
 static enum fb_status rank0_listen(struct contact *c, int *lfd, struct fb_err *err)
 {
+    if (fb_random_bytes(c->secret, sizeof c->secret) != 0)
+        return fb_fail(err, FB_ERR_RUNTIME,
+                       "watchdog channel: the kernel gives no random bytes for the job's secret (getrandom: %s); "
+                       "run on a kernel with getrandom(2) (Linux 3.17 or later), or with --no-watchdog",
+                       strerror(errno));
     const char *env = getenv(FB_WD_ADDR_ENV);
     int port = 0;
     if (env != NULL && fb_wd_parse_addr(env, c->host, sizeof c->host, &port, err) != FB_OK)
@@ -173,7 +182,14 @@ static enum fb_status resolve_override(const struct fb_world *w, const struct co
 }
 
 /* In order of likelihood: loopback on rank 0's own host, then rank 0's
- * addresses on a subnet this host shares, then the rest. */
+ * addresses on a subnet this host shares, then the rest.
+ *
+ * On any other host 127.0.0.1:PORT is that host's own loopback, where
+ * anyone may listen: it is tried only when rank 0 offers no address at all
+ * (the ranks can then only share its network namespace). Such a listener
+ * could forge nothing against the handshake, but it would still take the
+ * rank's greeting and its time; and a rank that shares rank 0's namespace
+ * under another host name reaches it through rank 0's own addresses. */
 static void default_candidates(const struct fb_world *w, const struct contact *c, struct candidates *k)
 {
     if (strcmp(w->hosts[0], w->host) == 0)
@@ -183,67 +199,261 @@ static void default_candidates(const struct fb_world *w, const struct contact *c
             add_candidate(k, c->addr[i], c->port);
     for (int i = 0; i < c->naddrs; i++)
         add_candidate(k, c->addr[i], c->port);
-    add_candidate(k, htonl(INADDR_LOOPBACK), c->port); /* one network namespace under other names */
+    if (c->naddrs == 0)
+        add_candidate(k, htonl(INADDR_LOOPBACK), c->port);
 }
 
-static void close_all(int *fds, int n, int keep)
+static void close_line(struct line *l)
 {
-    for (int i = 0; i < n; i++)
-        if (fds[i] >= 0 && fds[i] != keep)
-            close(fds[i]);
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+    explicit_bzero(l->key, sizeof l->key);
 }
 
-/* Starts a connection to every candidate at once and keeps the first that
- * completes (the earliest in order when several do). Returns the socket or
- * -1, with the last reason in `why`. */
-static int connect_first(const struct candidates *k, double deadline, char *why, size_t why_len)
+/* A whole frame arrived on `l`: true, with it in l->in. False when more is
+ * to come, and on EOF or an error (the line is then closed, *closed set). */
+static int read_frame(struct line *l, int *closed)
 {
-    int fds[MAX_CANDIDATES], live = 0;
-    snprintf(why, why_len, "no address to try");
-    for (int i = 0; i < k->n; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fds[i] >= 0 && connect(fds[i], (const struct sockaddr *)&k->sa[i], sizeof k->sa[i]) == 0) {
-            close_all(fds, i, fds[i]);
-            return fds[i];
+    *closed = 0;
+    for (;;) {
+        ssize_t n = recv(l->fd, (char *)&l->in + l->have, sizeof l->in - l->have, MSG_DONTWAIT);
+        if (n > 0) {
+            l->have += (size_t)n;
+            if (l->have < sizeof l->in)
+                continue;
+            l->have = 0;
+            return 1;
         }
-        if (fds[i] >= 0 && errno == EINPROGRESS) {
-            live++;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return 0;
+        close_line(l);
+        *closed = 1;
+        return 0;
+    }
+}
+
+/* One frame on a connection that has nothing else queued (a greeting, or
+ * the order to end): whole or not at all, without blocking. */
+static int send_frame(int fd, const struct fb_wd_frame *f)
+{
+    return send(fd, f, sizeof *f, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof *f;
+}
+
+/* ---- a rank: reaching rank 0 and proving it is a rank of this job ---- */
+
+enum stage {
+    DIALING,         /* TCP connect in progress */
+    AWAIT_CHALLENGE, /* connected: rank 0 speaks first */
+    CHALLENGED,      /* its nonce is here; the HELLO waits its turn */
+    AWAIT_WELCOME,   /* HELLO sent: rank 0 must prove it holds the secret */
+};
+
+struct attempt {
+    struct line l; /* fd -1: given up */
+    enum stage stage;
+    double until; /* AWAIT_WELCOME: given up then */
+    uint8_t nonce0[FB_WD_NONCE_LEN];
+};
+
+/* One rank's connections to every candidate address at once. HELLOs go out
+ * one at a time, so rank 0 never sees two proven lines of one rank. */
+struct dial {
+    int32_t rank;
+    int n; /* addresses in sa */
+    const struct sockaddr_in *sa;
+    const uint8_t *secret;
+    struct attempt a[MAX_CANDIDATES];
+    int hello_on; /* the attempt whose WELCOME is awaited, or -1 */
+    int answered; /* an address took a connection: another round may pass */
+    char why[160];
+};
+
+static void give_up(struct dial *d, int i, const char *why)
+{
+    char where[32];
+    close_line(&d->a[i].l);
+    if (d->hello_on == i)
+        d->hello_on = -1;
+    snprintf(d->why, sizeof d->why, "%s: %s", addr_text(&d->sa[i], where, sizeof where), why);
+}
+
+static void dial_all(struct dial *d)
+{
+    for (int i = 0; i < d->n; i++) {
+        struct attempt *a = &d->a[i];
+        *a = (struct attempt){.l.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+        if (a->l.fd < 0) {
+            snprintf(d->why, sizeof d->why, "socket: %s", strerror(errno));
             continue;
         }
-        snprintf(why, why_len, "%s", strerror(errno));
-        if (fds[i] >= 0)
-            close(fds[i]);
-        fds[i] = -1;
+        if (connect(a->l.fd, (const struct sockaddr *)&d->sa[i], sizeof d->sa[i]) == 0) {
+            a->stage = AWAIT_CHALLENGE;
+            d->answered = 1;
+        } else if (errno == EINPROGRESS)
+            a->stage = DIALING;
+        else
+            give_up(d, i, strerror(errno));
     }
-    while (live > 0) {
-        struct pollfd p[MAX_CANDIDATES];
-        for (int i = 0; i < k->n; i++)
-            p[i] = (struct pollfd){.fd = fds[i], .events = POLLOUT};
-        double left = deadline - fb_now();
-        if (left <= 0) {
-            snprintf(why, why_len, "no answer");
-            break;
-        }
-        if (poll(p, (nfds_t)k->n, (int)(left * 1000) + 1) < 0 && errno != EINTR)
-            break;
-        for (int i = 0; i < k->n; i++) {
-            if (fds[i] < 0 || p[i].revents == 0)
-                continue;
-            int e = 0;
-            socklen_t len = sizeof e;
-            getsockopt(fds[i], SOL_SOCKET, SO_ERROR, &e, &len);
-            if (e == 0) {
-                close_all(fds, k->n, fds[i]);
-                return fds[i];
-            }
-            snprintf(why, why_len, "%s", strerror(e));
-            close(fds[i]);
-            fds[i] = -1;
-            live--;
-        }
+}
+
+static int attempts_live(const struct dial *d)
+{
+    int n = 0;
+    for (int i = 0; i < d->n; i++)
+        n += d->a[i].l.fd >= 0;
+    return n;
+}
+
+static void on_connected(struct dial *d, int i)
+{
+    int e = 0;
+    socklen_t len = sizeof e;
+    getsockopt(d->a[i].l.fd, SOL_SOCKET, SO_ERROR, &e, &len);
+    if (e != 0) {
+        give_up(d, i, strerror(e));
+        return;
     }
-    close_all(fds, k->n, -1);
+    d->a[i].stage = AWAIT_CHALLENGE;
+    d->answered = 1;
+}
+
+static void send_hello(struct dial *d, int i)
+{
+    struct attempt *a = &d->a[i];
+    struct fb_wd_frame hello = {0};
+    if (fb_random_bytes(hello.nonce, sizeof hello.nonce) != 0) {
+        give_up(d, i, "no random bytes for the greeting");
+        return;
+    }
+    hello.m.kind = FB_WD_HELLO;
+    hello.m.rank = d->rank;
+    fb_wd_session_key(d->secret, a->nonce0, hello.nonce, d->rank, a->l.key);
+    fb_wd_seal(&hello, a->l.key, FB_WD_TO_RANK0, 0);
+    if (!send_frame(a->l.fd, &hello)) {
+        give_up(d, i, "the greeting could not be sent");
+        return;
+    }
+    a->stage = AWAIT_WELCOME;
+    a->until = fb_now() + FB_WD_HANDSHAKE_S;
+    d->hello_on = i;
+}
+
+/* A frame arrived on attempt i: 1 when it is rank 0's proof (the line is
+ * the rank's), 0 otherwise. */
+static int on_frame(struct dial *d, int i)
+{
+    struct attempt *a = &d->a[i];
+    const struct fb_wd_frame *f = &a->l.in;
+    if (a->stage == AWAIT_CHALLENGE) {
+        if (f->magic != FB_WD_MAGIC || f->dir != FB_WD_FROM_RANK0 || f->m.kind != FB_WD_CHALLENGE) {
+            give_up(d, i, "what answers there is not a fabric-bench watchdog channel");
+            return 0;
+        }
+        memcpy(a->nonce0, f->nonce, sizeof a->nonce0);
+        a->stage = CHALLENGED;
+        return 0;
+    }
+    if (a->stage == AWAIT_WELCOME && fb_wd_unseal(f, a->l.key, FB_WD_FROM_RANK0, 0) && f->m.kind == FB_WD_WELCOME &&
+        f->m.rank == d->rank)
+        return 1;
+    give_up(d, i, "what answers there did not prove it is rank 0 of this job");
+    return 0;
+}
+
+/* Handles what poll saw on attempt i; 1 when it won. */
+static int on_event(struct dial *d, int i, short revents)
+{
+    struct attempt *a = &d->a[i];
+    if (revents == 0 || a->l.fd < 0)
+        return 0;
+    if (a->stage == DIALING) {
+        on_connected(d, i);
+        return 0;
+    }
+    int closed = 0;
+    while (a->l.fd >= 0 && read_frame(&a->l, &closed))
+        if (on_frame(d, i))
+            return 1;
+    if (closed)
+        give_up(d, i, "the connection closed during the greeting");
+    return 0;
+}
+
+/* The next HELLO, and the end of a wait for a WELCOME that is not coming. */
+static void advance(struct dial *d, double now)
+{
+    if (d->hello_on >= 0 && now > d->a[d->hello_on].until)
+        give_up(d, d->hello_on, "no proof that it is rank 0 of this job within the handshake bound");
+    for (int i = 0; i < d->n && d->hello_on < 0; i++)
+        if (d->a[i].l.fd >= 0 && d->a[i].stage == CHALLENGED)
+            send_hello(d, i);
+}
+
+/* Waits for the next event on any attempt, at most until `deadline` or the
+ * end of the awaited WELCOME. Returns the attempt that won, or -1. */
+static int wait_for_attempts(struct dial *d, double deadline)
+{
+    struct pollfd p[MAX_CANDIDATES];
+    double until = deadline;
+    for (int i = 0; i < d->n; i++) {
+        const struct attempt *a = &d->a[i];
+        p[i] = (struct pollfd){.fd = a->l.fd, .events = a->stage == DIALING ? POLLOUT : POLLIN};
+    }
+    if (d->hello_on >= 0 && d->a[d->hello_on].until < until)
+        until = d->a[d->hello_on].until;
+    double left = until - fb_now();
+    if (poll(p, (nfds_t)d->n, left > 0 ? (int)(left * 1000) + 1 : 0) <= 0)
+        return -1;
+    for (int i = 0; i < d->n; i++)
+        if (on_event(d, i, p[i].revents))
+            return i;
     return -1;
+}
+
+/* Returns the index of the attempt that won, every other one closed; or
+ * -1, every one closed, with d->why. A round whose connections were all
+ * taken and then dropped (rank 0 busy with strangers' connections, a
+ * stranger's listener) is followed by another until the deadline; a round
+ * that no address took ends the try at once. */
+static int dial_rank0(struct dial *d, double deadline)
+{
+    int won = -1;
+    d->hello_on = -1;
+    d->why[0] = '\0';
+    dial_all(d);
+    while (won < 0 && fb_now() < deadline) {
+        if (attempts_live(d) == 0) {
+            if (!d->answered)
+                break;
+            poll(NULL, 0, (int)(REDIAL_PAUSE_S * 1000));
+            dial_all(d);
+            continue;
+        }
+        won = wait_for_attempts(d, deadline);
+        if (won < 0)
+            advance(d, fb_now());
+    }
+    for (int i = 0; i < d->n; i++)
+        if (i != won)
+            close_line(&d->a[i].l);
+    if (d->why[0] == '\0')
+        snprintf(d->why, sizeof d->why, "%s", d->n ? "no answer" : "no address to try");
+    return won;
+}
+
+int fb_wd_dial(const struct sockaddr_in *addrs, int n, const uint8_t secret[FB_WD_KEY_LEN], int32_t rank,
+               double seconds, uint8_t key[FB_WD_KEY_LEN], char *why, size_t why_len)
+{
+    struct dial d = {.rank = rank, .n = n < MAX_CANDIDATES ? n : MAX_CANDIDATES, .sa = addrs, .secret = secret};
+    int won = dial_rank0(&d, fb_now() + seconds), fd = -1;
+    snprintf(why, why_len, "%s", d.why);
+    if (won >= 0) {
+        fd = d.a[won].l.fd;
+        memcpy(key, d.a[won].l.key, FB_WD_KEY_LEN);
+    }
+    explicit_bzero(&d, sizeof d);
+    return fd;
 }
 
 static enum fb_status connect_to_rank0(struct fb_wd_channel *ch, const struct contact *c, struct fb_err *err)
@@ -254,123 +464,175 @@ static enum fb_status connect_to_rank0(struct fb_wd_channel *ch, const struct co
         return err->code;
     if (c->host[0] == '\0')
         default_candidates(w, c, &k);
-    char why[128], first[32];
-    int fd = connect_first(&k, fb_now() + FB_WD_CONNECT_S, why, sizeof why);
-    if (fd < 0)
+    struct line *l = &ch->lines[0];
+    char why[160], first[32];
+    *l = (struct line){.sent = 1, .received = 1};
+    l->fd = fb_wd_dial(k.sa, k.n, c->secret, w->rank, FB_WD_CONNECT_S, l->key, why, sizeof why);
+    if (l->fd < 0)
         return fb_fail(err, FB_ERR_RUNTIME,
                        "rank %d on %s cannot reach rank 0's watchdog channel on %s at %s%s within %.0f s (%s); set "
                        "%s=HOST[:PORT] to an address of %s this host reaches, or run with --no-watchdog",
                        w->rank, w->host, w->hosts[0], k.n ? addr_text(&k.sa[0], first, sizeof first) : "no address",
                        k.n > 1 ? " and others" : "", FB_WD_CONNECT_S, why, FB_WD_ADDR_ENV, w->hosts[0]);
     int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    ch->lines[0].fd = fd;
-    struct fb_wd_msg hello = {.magic = MAGIC, .kind = FB_WD_HELLO, .rank = w->rank};
-    fb_wd_channel_send_last(ch, &hello, FB_WD_CONNECT_S);
-    if (ch->out_off < ch->out_len)
-        return fb_fail(err, FB_ERR_RUNTIME, "rank %d on %s: rank 0's watchdog channel on %s took no greeting",
-                       w->rank, w->host, w->hosts[0]);
+    setsockopt(l->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return FB_OK;
 }
 
-/* A whole message arrived in `l`: true, with it in l->in. False on EOF or
- * an error (the line is then closed) and when more is to come. */
-static int read_line(struct line *l, int *closed)
-{
-    *closed = 0;
-    for (;;) {
-        ssize_t n = recv(l->fd, (char *)&l->in + l->have, sizeof l->in - l->have, MSG_DONTWAIT);
-        if (n > 0) {
-            l->have += (size_t)n;
-            if (l->have == sizeof l->in) {
-                l->have = 0;
-                if (l->in.magic == MAGIC)
-                    return 1;
-            }
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-            return 0;
-        close(l->fd);
-        l->fd = -1;
-        *closed = 1;
-        return 0;
-    }
-}
+/* ---- rank 0: taking the ranks' connections ---- */
 
-/* Connections not yet greeted: room for every rank and a few strangers. */
-struct pending {
-    int n, cap;
-    struct line *l;
+/* A connection that has not proven itself yet. */
+struct caller {
+    struct line l;
+    double until; /* dropped then */
+    uint8_t nonce0[FB_WD_NONCE_LEN];
 };
 
-static void take_new(int lfd, struct pending *p)
+struct pending {
+    int n, cap;
+    struct caller *c;
+};
+
+static void drop_caller(struct pending *p, int i)
 {
-    for (;;) {
+    close_line(&p->c[i].l);
+    p->c[i] = p->c[--p->n];
+}
+
+static int oldest_caller(const struct pending *p)
+{
+    int o = 0;
+    for (int i = 1; i < p->n; i++)
+        if (p->c[i].until < p->c[o].until)
+            o = i;
+    return o;
+}
+
+/* Rank 0 speaks first: a nonce of its own for this connection, so that no
+ * greeting recorded elsewhere can be played back on it. */
+static int send_challenge(struct caller *c)
+{
+    struct fb_wd_frame f = {.magic = FB_WD_MAGIC, .dir = FB_WD_FROM_RANK0};
+    if (fb_random_bytes(c->nonce0, sizeof c->nonce0) != 0)
+        return 0;
+    memcpy(f.nonce, c->nonce0, sizeof f.nonce);
+    f.m.kind = FB_WD_CHALLENGE;
+    return send_frame(c->l.fd, &f);
+}
+
+/* Takes what waits on the listener, at most a table's worth per call so
+ * that a flood cannot keep rank 0 from reading greetings. When the table is
+ * full the oldest caller goes: a rank answers within a round trip, a
+ * stranger's connection waits to the end of its bound. */
+static void take_new(int lfd, struct pending *p, double now)
+{
+    for (int taken = 0; taken < p->cap; taken++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
-        if (p->n == p->cap) {
-            close(fd); /* more than the job has ranks: not ranks of this job */
-            continue;
-        }
-        p->l[p->n++] = (struct line){.fd = fd};
+        if (p->n == p->cap)
+            drop_caller(p, oldest_caller(p));
+        struct caller *c = &p->c[p->n];
+        *c = (struct caller){.l.fd = fd, .until = now + FB_WD_HANDSHAKE_S};
+        if (send_challenge(c))
+            p->n++;
+        else
+            close_line(&c->l);
     }
 }
 
-/* Reads greetings; a known rank's line moves to ch->lines. Returns how
- * many ranks said who they are. */
-static int take_greetings(struct fb_wd_channel *ch, struct pending *p, const struct pollfd *pf)
+/* A HELLO in c->l.in: the line becomes its rank's when its MAC proves the
+ * secret under this connection's nonces, and rank 0 proves it back. An
+ * earlier proven line of that rank is one it gave up on: the new one
+ * replaces it. Returns 1 when the line was taken (the caller keeps no fd). */
+static int admit(struct fb_wd_channel *ch, struct caller *c, const uint8_t *secret)
 {
-    int greeted = 0;
+    const struct fb_wd_frame *f = &c->l.in;
+    int r = f->m.rank;
+    uint8_t key[FB_WD_KEY_LEN];
+    if (f->m.kind != FB_WD_HELLO || r <= 0 || r >= ch->nlines)
+        return 0;
+    fb_wd_session_key(secret, c->nonce0, f->nonce, r, key);
+    struct fb_wd_frame welcome = {0};
+    welcome.m.kind = FB_WD_WELCOME;
+    welcome.m.rank = r;
+    fb_wd_seal(&welcome, key, FB_WD_FROM_RANK0, 0);
+    int proven = fb_wd_unseal(f, key, FB_WD_TO_RANK0, 0) && send_frame(c->l.fd, &welcome);
+    if (proven) {
+        struct line *l = &ch->lines[r];
+        close_line(l);
+        *l = (struct line){.fd = c->l.fd, .sent = 1, .received = 1};
+        memcpy(l->key, key, sizeof key);
+        c->l.fd = -1;
+    }
+    explicit_bzero(key, sizeof key);
+    explicit_bzero(&welcome, sizeof welcome);
+    return proven;
+}
+
+/* Reads greetings on the callers poll saw; each one that is whole is
+ * admitted or dropped, and the caller leaves the table either way. From the
+ * end, so that the caller moved into a freed place was already seen. */
+static void take_greetings(struct fb_wd_channel *ch, struct pending *p, const struct pollfd *pf, const uint8_t *secret)
+{
     for (int i = p->n - 1; i >= 0; i--) {
         if (pf[i].revents == 0)
             continue;
         int closed;
-        struct line *l = &p->l[i];
-        if (read_line(l, &closed)) {
-            int r = l->in.rank;
-            if (l->in.kind == FB_WD_HELLO && r > 0 && r < ch->nlines && ch->lines[r].fd < 0) {
-                ch->lines[r] = (struct line){.fd = l->fd};
-                greeted++;
-            } else {
-                close(l->fd);
-            }
+        if (read_frame(&p->c[i].l, &closed)) {
+            admit(ch, &p->c[i], secret);
             closed = 1;
         }
         if (closed)
-            p->l[i] = p->l[--p->n];
+            drop_caller(p, i);
     }
-    return greeted;
 }
 
-/* Rank 0: takes connections until every rank said who it is, or the
- * ranks agreed (req) that one cannot, or the bound passes. */
-static void accept_ranks(struct fb_wd_channel *ch, int lfd, MPI_Request *req, const int *worst, double deadline)
+static void drop_expired(struct pending *p, double now)
 {
-    int missing = ch->nlines - 1, agreed = 0;
-    struct pending p = {.cap = ch->nlines + 16};
-    p.l = calloc((size_t)p.cap, sizeof *p.l);
+    for (int i = p->n - 1; i >= 0; i--)
+        if (now > p->c[i].until)
+            drop_caller(p, i);
+}
+
+static int ranks_missing(const struct fb_wd_channel *ch)
+{
+    int n = 0;
+    for (int r = 1; r < ch->nlines; r++)
+        n += ch->lines[r].fd < 0;
+    return n;
+}
+
+/* Rank 0: takes connections until every rank proved who it is, or the
+ * ranks agreed (req) that one cannot, or the bound passes. */
+static void accept_ranks(struct fb_wd_channel *ch, int lfd, const uint8_t *secret, MPI_Request *req, const int *worst,
+                         double deadline)
+{
+    int agreed = 0;
+    struct pending p = {.cap = ch->nlines + FB_WD_PENDING_SPARE};
+    p.c = calloc((size_t)p.cap, sizeof *p.c);
     struct pollfd *pf = calloc((size_t)p.cap + 1, sizeof *pf);
-    if (p.l == NULL || pf == NULL)
+    if (p.c == NULL || pf == NULL)
         deadline = 0; /* out of memory: the ranks are reported missing */
     while (fb_now() < deadline) {
         for (int i = 0; i < p.n; i++)
-            pf[i] = (struct pollfd){.fd = p.l[i].fd, .events = POLLIN};
+            pf[i] = (struct pollfd){.fd = p.c[i].l.fd, .events = POLLIN};
         pf[p.n] = (struct pollfd){.fd = lfd, .events = POLLIN};
         if (poll(pf, (nfds_t)p.n + 1, 50) > 0) {
-            missing -= take_greetings(ch, &p, pf);
-            if (pf[p.n].revents)
-                take_new(lfd, &p);
+            int listener = pf[p.n].revents != 0;
+            take_greetings(ch, &p, pf, secret);
+            if (listener)
+                take_new(lfd, &p, fb_now());
         }
+        drop_expired(&p, fb_now());
         if (!agreed)
             MPI_Test(req, &agreed, MPI_STATUS_IGNORE);
-        if (agreed && (*worst != FB_OK || missing == 0))
+        if (agreed && (*worst != FB_OK || ranks_missing(ch) == 0))
             break;
     }
-    for (int i = 0; i < p.n; i++)
-        close(p.l[i].fd);
-    free(p.l);
+    while (p.n > 0)
+        drop_caller(&p, p.n - 1);
+    free(p.c);
     free(pf);
     if (!agreed)
         MPI_Wait(req, MPI_STATUS_IGNORE); /* each rank's own try is bounded */
@@ -423,12 +685,15 @@ enum fb_status fb_wd_channel_open(struct fb_wd_channel **out, const struct fb_wo
         MPI_Request req;
         MPI_Iallreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, w->comm, &req);
         if (w->rank == 0 && ch != NULL)
-            accept_ranks(ch, lfd, &req, &worst, fb_now() + FB_WD_CONNECT_S + ACCEPT_MARGIN_S);
+            accept_ranks(ch, lfd, c.secret, &req, &worst, fb_now() + FB_WD_CONNECT_S + ACCEPT_MARGIN_S);
         else
             MPI_Wait(&req, MPI_STATUS_IGNORE);
         if (w->rank == 0 && ch != NULL && worst == FB_OK)
             report_missing(ch, err);
     }
+    /* Every line has its own key now: the secret is of no further use, and
+     * the listener closes, so no connection is taken from now on. */
+    explicit_bzero(&c, sizeof c);
     if (lfd >= 0)
         close(lfd);
     if (fb_world_agree(w, err) != FB_OK) {
@@ -444,13 +709,12 @@ void fb_wd_channel_close(struct fb_wd_channel *ch)
     if (ch == NULL)
         return;
     for (int i = 0; i < ch->nlines; i++)
-        if (ch->lines[i].fd >= 0)
-            close(ch->lines[i].fd);
+        close_line(&ch->lines[i]);
     free(ch->lines);
     free(ch);
 }
 
-/* 1: all of the queued message has left; 0: some is still to go. */
+/* 1: all of the queued record has left; 0: some is still to go. */
 static int flush_out(struct fb_wd_channel *ch)
 {
     int fd = ch->lines[0].fd;
@@ -467,10 +731,12 @@ static int flush_out(struct fb_wd_channel *ch)
 
 int fb_wd_channel_send(struct fb_wd_channel *ch, const struct fb_wd_msg *m)
 {
+    struct line *l = &ch->lines[0];
     if (!flush_out(ch))
         return 0;
-    ch->out = *m;
-    ch->out.magic = MAGIC;
+    memset(&ch->out, 0, sizeof ch->out);
+    ch->out.m = *m;
+    fb_wd_seal(&ch->out, l->key, FB_WD_TO_RANK0, l->sent++);
     ch->out_len = sizeof ch->out;
     ch->out_off = 0;
     flush_out(ch);
@@ -498,11 +764,39 @@ void fb_wd_channel_send_last(struct fb_wd_channel *ch, const struct fb_wd_msg *m
 
 void fb_wd_channel_tell_all(struct fb_wd_channel *ch, const struct fb_wd_msg *m)
 {
-    struct fb_wd_msg out = *m;
-    out.magic = MAGIC;
-    for (int r = 1; r < ch->nlines; r++)
-        if (ch->lines[r].fd >= 0 && send(ch->lines[r].fd, &out, sizeof out, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+    for (int r = 1; r < ch->nlines; r++) {
+        struct line *l = &ch->lines[r];
+        if (l->fd < 0)
+            continue;
+        struct fb_wd_frame f = {.m = *m};
+        fb_wd_seal(&f, l->key, FB_WD_FROM_RANK0, l->sent++);
+        if (!send_frame(l->fd, &f))
             continue; /* that rank's line is full or gone: it ends on its own bound */
+    }
+}
+
+/* What a proven peer may send: heartbeats and its last word to rank 0,
+ * the order to end to the others. */
+static int kind_expected(const struct fb_wd_channel *ch, int32_t kind)
+{
+    if (ch->w->rank == 0)
+        return kind == FB_WD_HEARTBEAT || kind == FB_WD_DONE;
+    return kind == FB_WD_ABORT;
+}
+
+/* The record in l->in: 1 to hand on, 0 to pass over (a kind that does not
+ * travel this way), -1 when it fails its check: the line is then closed,
+ * since only something other than the peer wrote it. */
+static int check_record(struct fb_wd_channel *ch, struct line *l)
+{
+    enum fb_wd_dir dir = ch->w->rank == 0 ? FB_WD_TO_RANK0 : FB_WD_FROM_RANK0;
+    if (!fb_wd_unseal(&l->in, l->key, dir, l->received)) {
+        close_line(l);
+        return -1;
+    }
+    l->received++;
+    fb_wd_msg_clean(&l->in.m);
+    return kind_expected(ch, l->in.m.kind);
 }
 
 void fb_wd_channel_poll(struct fb_wd_channel *ch, double seconds, fb_wd_on_msg on_msg, void *ctx)
@@ -515,13 +809,15 @@ void fb_wd_channel_poll(struct fb_wd_channel *ch, double seconds, fb_wd_on_msg o
         pf[i] = (struct pollfd){.fd = ch->lines[i].fd, .events = POLLIN}; /* fd -1: skipped by poll */
     if (poll(pf, (nfds_t)n, (int)(seconds * 1000)) > 0) {
         for (int i = 0; i < n; i++) {
-            if (pf[i].revents == 0 || ch->lines[i].fd < 0)
+            struct line *l = &ch->lines[i];
+            int from = ch->w->rank == 0 ? i : 0, closed = 0, v = 0;
+            if (pf[i].revents == 0 || l->fd < 0)
                 continue;
-            int closed = 0;
-            while (read_line(&ch->lines[i], &closed))
-                on_msg(ctx, ch->w->rank == 0 ? i : 0, &ch->lines[i].in);
-            if (closed)
-                on_msg(ctx, ch->w->rank == 0 ? i : 0, NULL);
+            while (v >= 0 && read_frame(l, &closed))
+                if ((v = check_record(ch, l)) > 0)
+                    on_msg(ctx, from, &l->in.m);
+            if (closed || v < 0)
+                on_msg(ctx, from, NULL);
         }
     }
     if (pf != stack)

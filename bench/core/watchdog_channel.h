@@ -3,40 +3,36 @@
  * through MPI. MPI then runs at MPI_THREAD_SINGLE, where Open MPI takes no
  * locks on the path of each operation.
  *
- * Rank 0 listens on an ephemeral port of every address; the port and rank
- * 0's IPv4 addresses go to the other ranks with MPI_Bcast; each rank
- * connects once (rank 0's host: loopback first; else the address on a
- * subnet of its own first; all tried at once, the first to answer kept)
- * and says who it is. FB_WATCHDOG_ADDR=HOST[:PORT] names the address (and
- * port) to connect to instead, for hosts whose own addresses are not the
- * ones the others reach. Messages are fixed-size records between builds of
- * the same program (a job's ranks run one binary). */
+ * Rank 0 draws the job's secret (getrandom(2)) and listens on an ephemeral
+ * port of every IPv4 address; the secret, the port and rank 0's addresses
+ * go to the other ranks with MPI_Bcast, never through the command line or
+ * the environment. Each rank connects (rank 0's host: loopback first; else
+ * the address on a subnet of its own first; all tried at once) and proves
+ * it holds the secret (core/watchdog_wire.h); rank 0 proves it back. Only
+ * a proven connection takes a rank's line, and every record on it is
+ * checked (MAC, sequence number) before it counts. A connection that has
+ * not proven itself within FB_WD_HANDSHAKE_S is dropped, and at most
+ * size + FB_WD_PENDING_SPARE of them wait at once (the oldest goes first),
+ * so a stranger's connections, silent or not, change nothing. The listener
+ * closes once every rank is in; the secret is wiped then.
+ *
+ * FB_WATCHDOG_ADDR=HOST[:PORT] names the address (and port) to connect to
+ * instead, for hosts whose own addresses are not the ones the others reach.
+ * IPv4 only (see fb_wd_parse_addr). Records are fixed-size frames between
+ * builds of the same program (a job's ranks run one binary). */
 #ifndef FB_CORE_WATCHDOG_CHANNEL_H
 #define FB_CORE_WATCHDOG_CHANNEL_H
 
+#include <netinet/in.h>
 #include <stdint.h>
 
+#include "core/watchdog_wire.h"
 #include "core/world.h"
 
-#define FB_WD_CONNECT_S 10.0 /* bound on reaching rank 0 at start */
+#define FB_WD_CONNECT_S 10.0  /* bound on reaching rank 0 at start */
+#define FB_WD_HANDSHAKE_S 2.0 /* bound on a connection's proof, each side */
+#define FB_WD_PENDING_SPARE 128 /* unproven connections rank 0 holds beyond one per rank */
 #define FB_WD_ADDR_ENV "FB_WATCHDOG_ADDR"
-
-enum fb_wd_kind {
-    FB_WD_HELLO = 1,     /* rank -> 0, once, on connecting */
-    FB_WD_HEARTBEAT = 2, /* rank -> 0, every second */
-    FB_WD_DONE = 3,      /* rank -> 0, last: the rank ended normally */
-    FB_WD_ABORT = 4,     /* 0 -> rank: the job ends now (timeout) */
-};
-
-struct fb_wd_msg {
-    uint32_t magic;
-    int32_t kind, rank, expired;
-    int64_t step, iteration;
-    int64_t ticks;  /* fb_watchdog_tick calls since the step was armed */
-    double elapsed; /* seconds since the step was armed */
-    char phase[16];
-    char what[96];
-};
 
 struct fb_wd_channel;
 
@@ -60,12 +56,28 @@ void fb_wd_channel_tell_all(struct fb_wd_channel *ch, const struct fb_wd_msg *m)
 
 typedef void (*fb_wd_on_msg)(void *ctx, int from, const struct fb_wd_msg *m);
 
-/* Waits up to `seconds` for input and hands every whole message in to
- * `on_msg` (`from`: the sender's rank, 0 on the other ranks). A peer whose
- * line closed is reported once with a NULL message. */
+/* Waits up to `seconds` for input and hands every whole message that
+ * passes its check to `on_msg` (`from`: the sender's rank, 0 on the other
+ * ranks), its strings cleaned (fb_wd_msg_clean). A peer whose line closed,
+ * or on whose line a record failed its check (only something other than the
+ * peer writes such a record), is reported once with a NULL message. */
 void fb_wd_channel_poll(struct fb_wd_channel *ch, double seconds, fb_wd_on_msg on_msg, void *ctx);
 
-/* Parses HOST[:PORT] (PORT 1-65535; 0 when absent). */
+/* A rank's side of the handshake, without MPI: connects to the `n`
+ * addresses at once and keeps the first connection whose peer proves it
+ * holds `secret` (a listener that does not is dropped, whatever it says).
+ * Returns the connection with its key in `key`, or -1 after `seconds` or
+ * as soon as no address takes a connection, with the last reason in `why`.
+ * The line's own sequence numbers start at 1 each way. */
+int fb_wd_dial(const struct sockaddr_in *addrs, int n, const uint8_t secret[FB_WD_KEY_LEN], int32_t rank,
+               double seconds, uint8_t key[FB_WD_KEY_LEN], char *why, size_t why_len);
+
+/* Parses HOST[:PORT] (PORT 1-65535; 0 when absent). IPv6 addresses are
+ * refused with a usage error that says so: the channel is IPv4 only, since
+ * rank 0 offers its addresses in a fixed IPv4 record (address and netmask,
+ * for the ranks to pick one on a subnet of their own) and the clusters it
+ * serves carry MPI's own TCP traffic over IPv4 (Open MPI builds without
+ * IPv6 unless configured with it). */
 enum fb_status fb_wd_parse_addr(const char *value, char *host, size_t host_len, int *port,
                                 struct fb_err *err);
 
