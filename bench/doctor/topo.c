@@ -1,6 +1,5 @@
 #include "doctor/topo.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,6 +7,8 @@
 #include <string.h>
 
 #include "core/files.h"
+#include "core/text.h"
+#include "doctor/topo_xml.h"
 
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_AMD 0x1002
@@ -192,67 +193,44 @@ static int compare_busid(const void *a, const void *b)
     return (kx > ky) - (kx < ky);
 }
 
-/* CR LF line ends (an export that passed through Windows or a web form)
- * as LF: hwloc's own XML parser refuses the CR. */
-static void drop_carriage_returns(char *text, size_t *len)
-{
-    size_t w = 0;
-    for (size_t r = 0; r < *len; r++)
-        if (!(text[r] == '\r' && r + 1 < *len && text[r + 1] == '\n'))
-            text[w++] = text[r];
-    text[w] = '\0';
-    *len = w;
-}
-
-/* The export as hwloc 2.x will parse it, read once through the shared
- * reader (a regular text file within the input limit: hwloc would read a
- * FIFO or /dev/zero forever) and handed to hwloc from memory. hwloc 3.0
- * exports differ from 2.x in ways this reading never looks at (an extra
- * prog-if byte in pci_type, new optional attributes), but the 2.x parser
- * refuses their version number, so a 3.x version is said to be 2.0. */
-static enum fb_status xml_for_hwloc2(const char *xml_path, char **xml, size_t *len,
-                                     struct fb_err *err)
+/* The export as hwloc's own XML parser will read it (topo_xml.h), read
+ * once through the shared reader (a regular text file within the input
+ * limit: hwloc would read a FIFO or /dev/zero forever) and handed to hwloc
+ * from memory. */
+static enum fb_status xml_for_hwloc(const char *xml_path, struct fb_str *xml,
+                                    struct fb_err *err)
 {
     char *text = NULL;
-    enum fb_status st = fb_read_file(xml_path, &text, len, err);
+    size_t len = 0;
+    enum fb_status st = fb_read_file(xml_path, &text, &len, err);
     if (st != FB_OK)
         return st;
-    if (memchr(text, '\0', *len) != NULL) {
-        free(text);
-        return fb_fail(err, FB_ERR_INPUT, "%s holds NUL bytes: not an hwloc XML topology; export one with lstopo --of xml FILE",
-                       xml_path);
-    }
-    drop_carriage_returns(text, len);
-    char *v = strstr(text, "<topology version=\"");
-    if (v != NULL && v - text <= 1024 && v[19] >= '3' && v[19] <= '9' && v[20] == '.' &&
-        isdigit((unsigned char)v[21])) {
-        char *quote = strchr(v + 21, '"'); /* "3.0" or longer: "2.0" fits in its place */
-        if (quote != NULL) {
-            memcpy(v + 19, "2.0", 3);
-            memmove(v + 22, quote, strlen(quote) + 1);
-            *len = strlen(text);
-        }
-    }
-    *xml = text;
-    return FB_OK;
+    if (memchr(text, '\0', len) != NULL)
+        st = fb_fail(err, FB_ERR_INPUT, "%s holds NUL bytes: not an hwloc XML topology; export one with lstopo --of xml FILE",
+                     xml_path);
+    else
+        st = fb_topo_xml_for_hwloc(text, len, xml_path, xml, err);
+    free(text);
+    return st;
 }
 
 static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
                                     struct fb_err *err)
 {
-    size_t len = 0;
-    char *xml = NULL;
+    struct fb_str xml = {0};
     if (xml_path != NULL) {
-        enum fb_status st = xml_for_hwloc2(xml_path, &xml, &len, err);
-        if (st != FB_OK)
+        enum fb_status st = xml_for_hwloc(xml_path, &xml, err);
+        if (st != FB_OK) {
+            fb_str_free(&xml);
             return st;
-        /* libxml2 prints parser errors on stderr, breaking the one-line
-         * error rule; hwloc's own parser reads everything hwloc exports. */
+        }
+        /* hwloc's own parser, which reads the rewritten export; the libxml2
+         * plugin prints its errors on stderr (topo_xml.h says why not). */
         setenv("HWLOC_LIBXML_IMPORT", "0", 0);
     }
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0) {
-        free(xml);
+        fb_str_free(&xml);
         return fb_fail(err, FB_ERR_INTERNAL, "hwloc_topology_init failed");
     }
     /* An export keeps every I/O object it holds; the live machine only
@@ -266,15 +244,15 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
     if (xml_path == NULL)
         hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 #endif
-    int set = xml != NULL ? hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) : 0;
+    int set = xml_path != NULL ? hwloc_topology_set_xmlbuffer(topo, fb_str_get(&xml), (int)xml.len + 1) : 0;
     if (set != 0) {
-        free(xml);
+        fb_str_free(&xml);
         hwloc_topology_destroy(topo);
         return fb_fail(err, FB_ERR_INPUT, "cannot use %s as a topology: %s", xml_path,
                        strerror(errno));
     }
     int loaded = hwloc_topology_load(topo);
-    free(xml);
+    fb_str_free(&xml);
     if (loaded != 0) {
         hwloc_topology_destroy(topo);
         if (xml_path != NULL)
