@@ -87,6 +87,29 @@ static int first_numa(hwloc_obj_t locality)
     return hwloc_bitmap_first(locality->nodeset);
 }
 
+/* A device's socket: the Package above it; else the one Package whose CPUs
+ * hold all the device's local CPUs. hwloc 1.x exports hang I/O under the
+ * NUMA node beside the socket, which hwloc 2.x reads as a Group holding
+ * both: no Package is above the device then, on a machine whose NUMA
+ * nodes include CPU-less ones (GPU memory) that keep the Group. Local
+ * CPUs spread over several packages have no socket (-1). The number is the
+ * Package's OS index, as a 2.x export of the machine gives it, else its
+ * logical index (an export that recorded none). */
+static int socket_of(hwloc_topology_t topo, hwloc_obj_t dev, hwloc_obj_t locality)
+{
+    hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, dev);
+    bool local = locality != NULL && locality->cpuset != NULL &&
+                 !hwloc_bitmap_iszero(locality->cpuset);
+    /* hwloc's "covering" look-ups take any package that shares one CPU. */
+    for (hwloc_obj_t p = NULL; pkg == NULL && local &&
+                               (p = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, p));)
+        if (p->cpuset != NULL && hwloc_bitmap_isincluded(locality->cpuset, p->cpuset))
+            pkg = p;
+    if (pkg == NULL)
+        return -1;
+    return pkg->os_index != HWLOC_UNKNOWN_INDEX ? (int)pkg->os_index : (int)pkg->logical_index;
+}
+
 static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d)
 {
     struct hwloc_pcidev_attr_s *p = &o->attr->pcidev;
@@ -136,8 +159,7 @@ static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d
     snprintf(d->name, sizeof d->name, "%s", name);
     hwloc_obj_t locality = hwloc_get_non_io_ancestor_obj(topo, o);
     d->numa = first_numa(locality);
-    hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, o);
-    d->package = pkg ? (int)pkg->os_index : -1;
+    d->package = socket_of(topo, o, locality);
     d->cpuset = locality && locality->cpuset ? hwloc_bitmap_dup(locality->cpuset)
                                              : hwloc_bitmap_alloc();
 }

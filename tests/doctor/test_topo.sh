@@ -67,6 +67,12 @@ expect_grep "wrong socket: the imbalance is named" '^WARN socket-imbalance .*idl
 expect_grep "wrong socket: GPU5 has no NIC on its switch" '^WARN far-nic +GPU5 ' "$T_OUT"
 if [ "$T_RC" -eq 0 ]; then ok "warnings do not change the exit code"; else not_ok "warnings do not change the exit code" "exit $T_RC"; fi
 
+# The same machine as hwloc 1.x exported it (I/O beside the socket, under
+# its NUMA node): the same sockets, so the same findings.
+run topo --topology "$TOPO/h100-nic-wrong-socket-v1.xml"
+expect_grep "1.x export: NICs keep their socket" '^mlx5_5 +0000:6b:00.0 .* 0 +0 ' "$T_OUT"
+expect_grep "1.x export: the imbalance is named as for 2.x" '^WARN socket-imbalance .*socket 0: 4 GPUs, 5 NICs; socket 1: 4 GPUs, 3 NICs.*idle there: mlx5_5' "$T_OUT"
+
 run topo --topology "$TOPO/h100-8gpu-4nic.xml" --json
 cp "$T_OUT" "$T_DIR/four.json"
 check "GPUs outnumber NICs: document valid" json_valid "$SCHEMA" "$T_DIR/four.json"
