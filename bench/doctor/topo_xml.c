@@ -347,8 +347,8 @@ static enum fb_status copy_start_tag(struct xml *x)
         size_t before = x->p;
         skip_space(x);
         if (x->p >= x->n)
-            return bad(x, start, "the export ends inside the tag <%.*s: it was cut short; " FIX,
-                       (int)nl, x->s + name_at);
+            return bad(x, start, "the export ends inside the tag <%.*s, cut short: not an hwloc "
+                       "XML topology; " FIX, (int)nl, x->s + name_at);
         if (at(x, "/>") || x->s[x->p] == '>')
             break;
         if (x->p == before)
