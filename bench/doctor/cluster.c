@@ -65,19 +65,16 @@ bool fb_cluster_skip_unsaved(const struct fb_cluster_ctx *ctx,
     unsigned lacking = def->needs & MAIN_LISTS & ctx->data->unsaved;
     if (lacking == 0)
         return false;
-    static const struct {
-        enum fb_kube_list which;
-        const char *file;
-    } files[] = {{FB_KUBE_NETWORKS, "networks.json"}, {FB_KUBE_NODES, "nodes.json"},
-                 {FB_KUBE_PODS, "pods.json"}};
+    static const enum fb_kube_list order[] = {FB_KUBE_NETWORKS, FB_KUBE_NODES, FB_KUBE_PODS};
     char names[128] = "", fix[FB_CHECK_TEXT_MAX] = "";
     size_t nu = 0, fu = 0;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        if (!(lacking & files[i].which))
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        if (!(lacking & order[i]))
             continue;
         char cmd[600];
-        fb_kube_save_command(ctx->data, files[i].which, cmd, sizeof cmd);
-        fb_strbuf_append(names, sizeof names, &nu, "%s%s", nu ? " and " : "", files[i].file);
+        fb_kube_save_command(ctx->data, order[i], cmd, sizeof cmd);
+        fb_strbuf_append(names, sizeof names, &nu, "%s%s", nu ? " and " : "",
+                         fb_kube_file(order[i]));
         fb_strbuf_append(fix, sizeof fix, &fu, "%s%s", fu ? "; " : "", cmd);
     }
     bool several = strstr(names, " and ") != NULL;

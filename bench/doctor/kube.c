@@ -91,6 +91,11 @@ static const struct list_spec *spec_of(enum fb_kube_list which)
     return &lists[bit_index(which)];
 }
 
+const char *fb_kube_file(enum fb_kube_list which)
+{
+    return spec_of(which)->file;
+}
+
 void fb_kube_save_command(const struct fb_kube_data *d, enum fb_kube_list which, char *buf,
                           size_t len)
 {

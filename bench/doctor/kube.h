@@ -76,6 +76,9 @@ const char *fb_kube_rxdm_container(json_object *pod);
 /* The note for one list ("" when none). */
 const char *fb_kube_note(const struct fb_kube_data *d, enum fb_kube_list which);
 
+/* The file of a list in a saved directory ("nodes.json"). */
+const char *fb_kube_file(enum fb_kube_list which);
+
 /* The command that saves the whole list where --from reads it:
  * "kubectl get pods -A -o json > DIR/pods.json". */
 void fb_kube_save_command(const struct fb_kube_data *d, enum fb_kube_list which, char *buf,
