@@ -173,8 +173,16 @@ extern const struct fb_backend_ops fb_backend_mpi;
 /* NULL when the name is unknown; `compiled` tells apart "nccl, not built". */
 const struct fb_backend_ops *fb_backend_find(const char *name, int *compiled);
 
-/* The default: nccl when compiled in and a GPU is visible, else mpi. */
-const struct fb_backend_ops *fb_backend_default(void);
+/* The default: nccl when compiled in and a GPU is visible, else mpi, with
+ * why mpi was chosen in `why` ("" for nccl). */
+const struct fb_backend_ops *fb_backend_default(char *why, size_t len);
+
+/* Under an nccl-tests name (all_reduce_perf): nccl when compiled in, and
+ * then a GPU must be visible (FB_ERR_UNAVAIL naming `prog`, CUDA's error
+ * and the fixes otherwise: nccl-tests fails there too); mpi on a build
+ * without NCCL, with why in `why`. */
+const struct fb_backend_ops *fb_backend_for_perf_name(const char *prog, char *why, size_t len,
+                                                      struct fb_err *err);
 
 /* Element buffers are typed by the call; this maps our dtypes and ops to
  * MPI's, returning 0 when MPI has no equivalent. */

@@ -41,7 +41,7 @@ const struct fb_opt coll_options[] = {
     {'x', "cta_policy", FB_OPT_INT, OFF(cta_policy), "0-2", "NCCL CTA policy: 0 default, 1 efficiency, 2 zero (NCCL >= 2.27, 2 needs 2.28; default: not set)", 0, 2, 0},
     {'D', "device_implementation", FB_OPT_INT, OFF(device_impl), "N", "device implementation, 0 = NCCL's own (> 0 needs -R 2 and NCCL >= 2.28; fabric-coll has none: exit 5)", 0, BIG, 0},
     {'V', "device_cta_count", FB_OPT_INT, OFF(device_ctas), "N", "CTAs of a device implementation, 1-128 (default 16)", -BIG, BIG, 0},
-    {0, "backend", FB_OPT_STRING, OFF(backend_name), "NAME", "nccl (GPU) or mpi (host memory); default nccl when a GPU is visible", 0, 0, 0},
+    {0, "backend", FB_OPT_STRING, OFF(backend_name), "NAME", "nccl (GPU) or mpi (host memory); default nccl when a GPU is visible (as a *_perf name: nccl, exit 5 without a GPU)", 0, 0, 0},
     {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label for results (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
     {0, "record", FB_OPT_STRING, OFF(record_opt), "FILE", "the results record's path when -J writes nccl-tests' JSON (a *_perf name); as fabric-coll the same as -J", 0, 0, 0},
     {0, "nccl-tests-json", FB_OPT_STRING, OFF(ntjson_opt), "FILE", "also write nccl-tests' -J JSON to FILE (a new file: FILE.0, FILE.1 ... when taken)", 0, 0, 0},
@@ -123,10 +123,17 @@ static enum fb_status pick_collective(struct coll_config *cfg, const struct fb_o
     return FB_OK;
 }
 
+/* Without --backend: as fabric-coll the automatic choice, said in the
+ * first output line; under an nccl-tests name the GPU, or exit 5. */
 static enum fb_status pick_backend(struct coll_config *cfg, struct fb_err *err)
 {
+    if (cfg->backend_name == NULL && cfg->perf_name) {
+        cfg->backend = fb_backend_for_perf_name(base_name(cfg->invoked_as), cfg->backend_why,
+                                                sizeof cfg->backend_why, err);
+        return cfg->backend != NULL ? FB_OK : err->code;
+    }
     if (cfg->backend_name == NULL) {
-        cfg->backend = fb_backend_default();
+        cfg->backend = fb_backend_default(cfg->backend_why, sizeof cfg->backend_why);
         return FB_OK;
     }
     int compiled = 0;

@@ -36,6 +36,7 @@ struct coll_config {
     enum fb_dtype dtype;
     enum fb_redop op;
     const struct fb_backend_ops *backend;
+    char backend_why[320]; /* why the automatic choice is mpi; "" otherwise */
     const char *invoked_as;
     int stepfactor_given, iters_given, device_impl_given, device_ctas_given;
     struct fb_runtime_source runtime_source; /* --runtime-source, parsed */

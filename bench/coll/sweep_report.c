@@ -358,10 +358,11 @@ static void warn_alltoallv_env(struct sweep *r)
 void sweep_print_preamble(struct sweep *r)
 {
     int ranks = fb_total_ranks(&r->be, &r->world);
-    printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s); %s; results %s\n",
+    printf("# fabric-coll %s: %s on %d rank%s, %d node%s, backend %s (%s)%s%s; %s; results %s\n",
            FB_VERSION, r->cfg.coll->name, ranks, ranks == 1 ? "" : "s",
            r->world.nodes, r->world.nodes == 1 ? "" : "s", r->be.ops->name,
            strcmp(r->be.ops->name, "nccl") == 0 ? "GPU memory" : "host memory",
+           r->cfg.backend_why[0] ? ", chosen: " : "", r->cfg.backend_why,
            r->cfg.check > 0 ? fb_check_place_text(fb_check_place_of(&r->be)) : "no checks (-c 0)", r->rec.path);
     fb_table_preamble(stdout, &r->cfg, r->plan.sizes[0], r->plan.sizes[r->plan.count - 1]);
     coll_config_notes(&r->cfg, stdout);

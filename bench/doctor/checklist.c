@@ -20,7 +20,8 @@ void fb_checklist_print(FILE *out, const struct fb_checklist *list)
     for (size_t i = 0; i < list->nchecks; i++) {
         const struct fb_check *c = &list->checks[i];
         fprintf(out, "%-5s %-*s %s\n", fb_verdict_label(c->verdict), width, c->name, c->evidence);
-        if (c->fix[0] && (c->verdict == FB_CHECK_WARN || c->verdict == FB_CHECK_FAIL))
+        /* A SKIP's fix is what lets the check judge (a list to save). */
+        if (c->fix[0] && c->verdict != FB_CHECK_OK)
             fprintf(out, "%-5s %-*s fix: %s\n", "", width, "", c->fix);
     }
     struct fb_check_counts k = fb_check_count(list->checks, list->nchecks);

@@ -54,6 +54,36 @@ const struct fb_cluster_check_def *fb_cluster_check_find(const char *name)
     return fb_check_table_find(checks, sizeof checks, sizeof checks[0], name);
 }
 
+/* The lists every save holds; a check that needs one --from DIR lacks
+ * judges nothing (the others say so themselves: they read an unsaved one
+ * as empty, with a note). */
+#define MAIN_LISTS (FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_PODS)
+
+bool fb_cluster_skip_unsaved(const struct fb_cluster_ctx *ctx,
+                             const struct fb_cluster_check_def *def, struct fb_check *c)
+{
+    unsigned lacking = def->needs & MAIN_LISTS & ctx->data->unsaved;
+    if (lacking == 0)
+        return false;
+    static const enum fb_kube_list order[] = {FB_KUBE_NETWORKS, FB_KUBE_NODES, FB_KUBE_PODS};
+    char names[128] = "", fix[FB_CHECK_TEXT_MAX] = "";
+    size_t nu = 0, fu = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        if (!(lacking & order[i]))
+            continue;
+        char cmd[600];
+        fb_kube_save_command(ctx->data, order[i], cmd, sizeof cmd);
+        fb_strbuf_append(names, sizeof names, &nu, "%s%s", nu ? " and " : "",
+                         fb_kube_file(order[i]));
+        fb_strbuf_append(fix, sizeof fix, &fu, "%s%s", fu ? "; " : "", cmd);
+    }
+    bool several = strstr(names, " and ") != NULL;
+    fb_check_set(c, FB_CHECK_SKIP, "not judged: %s %s not saved in %s", names,
+                 several ? "are" : "is", ctx->data->dir ? ctx->data->dir : "--from DIR");
+    fb_check_fix(c, "save %s: %s", several ? "them" : "it", fix);
+    return true;
+}
+
 void fb_cluster_ctx_init(struct fb_cluster_ctx *ctx, const struct fb_kube_data *data)
 {
     memset(ctx, 0, sizeof *ctx);

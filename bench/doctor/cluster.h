@@ -100,6 +100,12 @@ _Static_assert(offsetof(struct fb_cluster_check_def, name) == 0,
 const struct fb_cluster_check_def *fb_cluster_checks(size_t *n);
 const struct fb_cluster_check_def *fb_cluster_check_find(const char *name);
 
+/* A check that needs networks.json, nodes.json or pods.json where --from
+ * DIR does not hold it cannot judge: SKIP naming the file and the command
+ * that saves it; true when it did (the check is then not run). */
+bool fb_cluster_skip_unsaved(const struct fb_cluster_ctx *ctx,
+                             const struct fb_cluster_check_def *def, struct fb_check *c);
+
 /* The built-in known pairs. */
 void fb_cluster_ctx_init(struct fb_cluster_ctx *ctx, const struct fb_kube_data *data);
 

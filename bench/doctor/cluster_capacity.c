@@ -112,6 +112,17 @@ void fb_cluster_check_gpu_capacity(const struct fb_cluster_ctx *ctx, struct fb_c
             fb_check_culprit(c, "%s", fb_kube_name(node));
         }
     }
+    char why[256];
+    if (free_nodes >= NODES_NEEDED && fb_kube_pods_partial(ctx->data, NULL, why, sizeof why)) {
+        /* Pods of the namespaces the list lacks may hold these GPUs: free
+         * is unverified (busy stays busy, whatever else runs). */
+        char cmd[600];
+        fb_kube_save_command(ctx->data, FB_KUBE_PODS, cmd, sizeof cmd);
+        fb_check_set(c, FB_CHECK_SKIP, "unverified: %zu GPU nodes look free (%s), but %s: the "
+                     "GPUs other namespaces' pods hold are not counted", free_nodes, in, why);
+        fb_check_fix(c, "save the pods of every namespace: %s", cmd);
+        return;
+    }
     if (free_nodes >= NODES_NEEDED) {
         fb_check_set(c, FB_CHECK_OK, "%zu free GPU nodes (at least %ld free GPU%s each): %s", free_nodes,
                      need, need == 1 ? "" : "s", in);

@@ -399,7 +399,7 @@ static void judge_dmabuf(json_object *driver, json_object *node, const char *nam
 void fb_cluster_check_gpudirect_rdma(const struct fb_cluster_ctx *ctx, struct fb_check *c)
 {
     json_object *nodes = fb_kube_items(ctx->data->nodes);
-    size_t rdma = 0, host = 0, judged = 0;
+    size_t rdma = 0, host = 0, judged = 0, no_mofed = 0;
     char bad[FB_CHECK_TEXT_MAX] = "", good[640] = "";
     size_t bu = 0, gu = 0;
     enum fb_check_outcome worst = FB_CHECK_OK;
@@ -418,6 +418,7 @@ void fb_cluster_check_gpudirect_rdma(const struct fb_cluster_ctx *ctx, struct fb
             continue;
         }
         judged++;
+        no_mofed += mofed == NULL;
         struct gdr_node g = {FB_CHECK_OK, "", false, false};
         if (named_in(driver, NULL, PEERMEM_CTR))
             judge_peermem(driver, mofed, name, &g);
@@ -438,6 +439,18 @@ void fb_cluster_check_gpudirect_rdma(const struct fb_cluster_ctx *ctx, struct fb
                                        "memory through its own driver or dma-buf)");
         return;
     }
+    char partial[256];
+    bool lacks = fb_kube_pods_partial(ctx->data, NULL, partial, sizeof partial);
+    if (judged == 0 && lacks) {
+        /* The operators' pods run in namespaces of their own. */
+        char cmd[600];
+        fb_kube_save_command(ctx->data, FB_KUBE_PODS, cmd, sizeof cmd);
+        fb_check_set(c, FB_CHECK_SKIP, "%zu RDMA GPU nodes, no GPU Operator driver pod in the "
+                     "list, but %s: the driver pods run in the operator's namespace", rdma,
+                     partial);
+        fb_check_fix(c, "save the pods of every namespace: %s", cmd);
+        return;
+    }
     if (judged == 0) {
         fb_check_set(c, FB_CHECK_SKIP, "%zu RDMA GPU nodes, no GPU Operator driver pod: the "
                      "driver is the hosts'; fabric-doctor node peermem on a node judges it", rdma);
@@ -449,6 +462,9 @@ void fb_cluster_check_gpudirect_rdma(const struct fb_cluster_ctx *ctx, struct fb
         fb_check_set(c, worst, "%s", bad);
     if (host > 0)
         fb_check_note(c, "%zu nodes with the hosts' driver not judged", host);
+    if (lacks && no_mofed > 0)
+        fb_check_note(c, "%zu nodes without a MOFED pod in the list (%s): the driver's start "
+                      "after MOFED unverified", no_mofed, partial);
     if (worst == FB_CHECK_OK)
         return;
     if (order)

@@ -140,9 +140,37 @@ static void note_short_daemonsets(const struct fb_cluster_ctx *ctx, const struct
     }
 }
 
+static size_t count_gke_gpu_nodes(json_object *nodes)
+{
+    size_t n = 0;
+    for (size_t i = 0; nodes && i < json_object_array_length(nodes); i++)
+        n += fb_gke_family_of_node(json_object_array_get_idx(nodes, i)) != NULL;
+    return n;
+}
+
+/* The DaemonSets' pods run in kube-system: a pods list without that
+ * namespace (saved without -A, or from a namespace holding nothing)
+ * cannot show them, so their absence proves nothing. */
+static bool skip_without_kube_system(const struct fb_cluster_ctx *ctx, size_t gpu_nodes,
+                                     struct fb_check *c)
+{
+    char why[256], cmd[600];
+    if (!fb_kube_pods_partial(ctx->data, "kube-system", why, sizeof why))
+        return false;
+    fb_kube_save_command(ctx->data, FB_KUBE_PODS, cmd, sizeof cmd);
+    fb_check_set(c, FB_CHECK_SKIP, "%zu GKE GPU node%s, but %s: it proves nothing about the "
+                 "node DaemonSets, whose pods run in kube-system", gpu_nodes,
+                 gpu_nodes == 1 ? "" : "s", why);
+    fb_check_fix(c, "save the pods of every namespace: %s", cmd);
+    return true;
+}
+
 void fb_cluster_check_gke_daemonsets(const struct fb_cluster_ctx *ctx, struct fb_check *c)
 {
     json_object *nodes = fb_kube_items(ctx->data->nodes);
+    size_t gpu_nodes = count_gke_gpu_nodes(nodes);
+    if (gpu_nodes > 0 && skip_without_kube_system(ctx, gpu_nodes, c))
+        return;
     struct ds_tally t;
     memset(&t, 0, sizeof t);
     char wanted[256] = "";

@@ -347,9 +347,36 @@ static void set_fix(struct fb_check *c, unsigned kinds)
     fb_check_fix(c, "%s", text);
 }
 
+static bool asks_networks(json_object *pod)
+{
+    return !fb_cluster_pod_finished(pod) && fb_cluster_pod_qty(pod, GPU_RESOURCE) > 0 &&
+           fb_kube_annotation(pod, NETWORKS) != NULL;
+}
+
+/* Without netattachdefs.json every request would name "no such" NAD: a
+ * save that left the file out proves nothing about them. */
+static bool skip_unsaved_nads(const struct fb_cluster_ctx *ctx, json_object *pods,
+                              struct fb_check *c)
+{
+    size_t asking = 0;
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++)
+        asking += asks_networks(json_object_array_get_idx(pods, i));
+    if (asking == 0 || !(ctx->data->unsaved & FB_KUBE_NADS))
+        return false;
+    char cmd[600];
+    fb_kube_save_command(ctx->data, FB_KUBE_NADS, cmd, sizeof cmd);
+    fb_check_set(c, FB_CHECK_SKIP, "not judged: %zu GPU pods ask for Multus networks, but "
+                 "netattachdefs.json is not saved in %s", asking,
+                 ctx->data->dir ? ctx->data->dir : "--from DIR");
+    fb_check_fix(c, "save it: %s", cmd);
+    return true;
+}
+
 void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struct fb_check *c)
 {
     json_object *pods = fb_kube_items(ctx->data->pods);
+    if (skip_unsaved_nads(ctx, pods, c))
+        return;
     struct multus_state *st = calloc(1, sizeof *st);
     if (st == NULL) {
         fb_check_set(c, FB_CHECK_FAIL, "out of memory");
@@ -362,8 +389,7 @@ void fb_cluster_check_multus_attachments(const struct fb_cluster_ctx *ctx, struc
     for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
         json_object *pod = json_object_array_get_idx(pods, i);
         const char *text = fb_kube_annotation(pod, NETWORKS);
-        if (fb_cluster_pod_finished(pod) || fb_cluster_pod_qty(pod, GPU_RESOURCE) <= 0 ||
-            text == NULL)
+        if (!asks_networks(pod))
             continue;
         st->pods++;
         struct pod_finding f = {FB_CHECK_OK, "", 0};

@@ -367,7 +367,9 @@ static enum fb_status run_cluster(const struct fb_opts_ctx *opts, int argc, char
         if (!selected(&o.c, defs[i].name))
             continue;
         fb_check_init(&checks[n], defs[i].name);
-        defs[i].run(&ctx, &checks[n++]);
+        if (!fb_cluster_skip_unsaved(&ctx, &defs[i], &checks[n]))
+            defs[i].run(&ctx, &checks[n]);
+        n++;
     }
     char source[4200], counts[128];
     if (o.from)

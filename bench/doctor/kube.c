@@ -86,6 +86,64 @@ static void command_for(const struct list_spec *s, char *buf, size_t len)
     snprintf(buf, len, "kubectl get %s%s -o json", s->resource, s->all_namespaces ? " -A" : "");
 }
 
+static const struct list_spec *spec_of(enum fb_kube_list which)
+{
+    return &lists[bit_index(which)];
+}
+
+const char *fb_kube_file(enum fb_kube_list which)
+{
+    return spec_of(which)->file;
+}
+
+void fb_kube_save_command(const struct fb_kube_data *d, enum fb_kube_list which, char *buf,
+                          size_t len)
+{
+    const struct list_spec *s = spec_of(which);
+    char cmd[160];
+    command_for(s, cmd, sizeof cmd);
+    snprintf(buf, len, "%s > %s/%s", cmd, d->dir ? d->dir : "DIR", s->file);
+}
+
+/* The namespace of every pod when they share one; "" for none; NULL when
+ * the pods are of several. */
+static const char *only_namespace(json_object *pods)
+{
+    const char *only = "";
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
+        const char *ns = fb_kube_namespace(json_object_array_get_idx(pods, i));
+        if (only[0] != '\0' && strcmp(ns, only) != 0)
+            return NULL;
+        only = ns;
+    }
+    return only;
+}
+
+static bool holds_namespace(json_object *pods, const char *ns)
+{
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++)
+        if (strcmp(fb_kube_namespace(json_object_array_get_idx(pods, i)), ns) == 0)
+            return true;
+    return false;
+}
+
+bool fb_kube_pods_partial(const struct fb_kube_data *d, const char *ns, char *why, size_t len)
+{
+    json_object *pods = fb_kube_items(d->pods);
+    if (d->dir == NULL || d->pods == NULL || (d->unsaved & FB_KUBE_PODS))
+        return false;
+    const char *only = only_namespace(pods);
+    if (only != NULL && only[0] == '\0')
+        snprintf(why, len, "pods.json holds no pod at all");
+    else if (only != NULL && (ns == NULL || strcmp(only, ns) != 0))
+        snprintf(why, len, "pods.json holds pods of namespace %s only", only);
+    else if (ns != NULL && !holds_namespace(pods, ns))
+        snprintf(why, len, "pods.json holds no %s pod", ns);
+    else
+        return false;
+    return true;
+}
+
 /* A list has an items array; a single object (kubectl get node X -o json)
  * is accepted as a list of one. */
 static enum fb_status as_list(json_object *doc, const char *what, const struct list_spec *s,
@@ -245,14 +303,35 @@ const char *fb_kube_log_error(const struct fb_kube_data *d, const char *ns, cons
     return why ? why : "";
 }
 
+/* Whether DIR holds one of the lists a run needs that every save has
+ * (networks, nodes, pods): a directory holding none of them is not a
+ * saved cluster, or not the one meant. */
+static bool holds_a_main_list(const char *dir, unsigned need)
+{
+    bool needed = false;
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        char path[4096];
+        struct stat st;
+        if (!(need & lists[i].which) || lists[i].optional_file)
+            continue;
+        needed = true;
+        snprintf(path, sizeof path, "%s/%s", dir, lists[i].file);
+        if (stat(path, &st) == 0 || errno != ENOENT)
+            return true;
+    }
+    return !needed;
+}
+
 enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_data *d,
                                 struct fb_err *err)
 {
     memset(d, 0, sizeof *d);
+    d->dir = dir;
     struct stat sb;
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
         return fb_fail(err, FB_ERR_INPUT, "--from %s is not a directory; give the directory holding the kubectl lists "
                                           "networks.json, nodes.json and pods.json (cluster --save DIR writes them)", dir);
+    bool some = holds_a_main_list(dir, need);
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
         const struct list_spec *s = &lists[i];
         if (!(need & s->which))
@@ -260,8 +339,9 @@ enum fb_status fb_kube_from_dir(const char *dir, unsigned need, struct fb_kube_d
         char path[4096], cmd[128];
         snprintf(path, sizeof path, "%s/%s", dir, s->file);
         struct stat st;
-        if (stat(path, &st) != 0 && errno == ENOENT && s->optional_file) {
+        if (stat(path, &st) != 0 && errno == ENOENT && (s->optional_file || some)) {
             set_empty(d, s, "not saved in --from DIR");
+            d->unsaved |= s->which;
             continue;
         }
         if (stat(path, &st) != 0) {
@@ -583,7 +663,8 @@ enum fb_status fb_kube_save(const char *dir, const struct fb_kube_data *d, struc
 {
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
         json_object *list = *list_of(d, lists[i].which);
-        if (list == NULL)
+        /* An unsaved list's empty stand-in would read as the cluster's. */
+        if (list == NULL || (d->unsaved & lists[i].which))
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, lists[i].file);

@@ -10,8 +10,15 @@
  *   netattachdefs.json           kubectl get network-attachment-definitions.k8s.cni.cncf.io -A -o json
  *
  * Lists of custom resources a cluster may not serve (the CRD absent) read
- * as empty with a note; so do the lists a saved directory from an older
- * fabric-doctor lacks (all but the first three).
+ * as empty with a note; so do the lists a saved directory lacks (a save
+ * from an older fabric-doctor, or one made by hand). Such a list is
+ * "unsaved": the checks that need one of the first three skip, naming the
+ * command that saves it, and --save never writes it. Only a directory
+ * that holds none of the first three lists a run needs is an error.
+ *
+ * A pods list saved by hand may hold one namespace's pods (kubectl get
+ * pods without -A) or none at all: fb_kube_pods_partial says so, for the
+ * checks whose verdict rests on pods of other namespaces.
  *
  * Beside the lists, the logs of the GKE RxDM sidecars (FB_KUBE_LOGS: every
  * running pod's tcpxo-daemon or tcpx-daemon container, or one running a
@@ -23,6 +30,7 @@
 #define FB_DOCTOR_KUBE_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -47,6 +55,10 @@ struct fb_kube_data {
     /* Per list (bit index): why it is empty, e.g. "... not served by this
      * cluster"; "" when it was read. */
     char notes[FB_KUBE_NLISTS][256];
+    /* The lists --from DIR does not hold (FB_KUBE_* bits), and DIR (NULL
+     * when the lists came from kubectl). */
+    unsigned unsaved;
+    const char *dir;
     /* "NS/POD/CONTAINER" -> log text, and -> why it is absent; NULL when
      * FB_KUBE_LOGS was not asked for. */
     json_object *logs, *log_errors;
@@ -63,6 +75,22 @@ const char *fb_kube_rxdm_container(json_object *pod);
 
 /* The note for one list ("" when none). */
 const char *fb_kube_note(const struct fb_kube_data *d, enum fb_kube_list which);
+
+/* The file of a list in a saved directory ("nodes.json"). */
+const char *fb_kube_file(enum fb_kube_list which);
+
+/* The command that saves the whole list where --from reads it:
+ * "kubectl get pods -A -o json > DIR/pods.json". */
+void fb_kube_save_command(const struct fb_kube_data *d, enum fb_kube_list which, char *buf,
+                          size_t len);
+
+/* Whether the pods list, saved in a directory, may lack pods of namespace
+ * `ns` (NULL: of any namespace but the one it holds), and why in `why`
+ * ("pods.json holds no pod at all", "... pods of namespace bench only",
+ * "... no kube-system pod"). A list fetched with kubectl never does: it
+ * is read with -A. A list with pods of several namespaces may lack only
+ * namespaces asked by name; every cluster runs pods in kube-system. */
+bool fb_kube_pods_partial(const struct fb_kube_data *d, const char *ns, char *why, size_t len);
 
 struct fb_kubectl {
     const char *path;    /* "kubectl" (PATH search) or a path */

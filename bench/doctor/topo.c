@@ -1,6 +1,5 @@
 #include "doctor/topo.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,6 +7,8 @@
 #include <string.h>
 
 #include "core/files.h"
+#include "core/text.h"
+#include "doctor/topo_xml.h"
 
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_AMD 0x1002
@@ -86,6 +87,29 @@ static int first_numa(hwloc_obj_t locality)
     return hwloc_bitmap_first(locality->nodeset);
 }
 
+/* A device's socket: the Package above it; else the one Package whose CPUs
+ * hold all the device's local CPUs. hwloc 1.x exports hang I/O under the
+ * NUMA node beside the socket, which hwloc 2.x reads as a Group holding
+ * both: no Package is above the device then, on a machine whose NUMA
+ * nodes include CPU-less ones (GPU memory) that keep the Group. Local
+ * CPUs spread over several packages have no socket (-1). The number is the
+ * Package's OS index, as a 2.x export of the machine gives it, else its
+ * logical index (an export that recorded none). */
+static int socket_of(hwloc_topology_t topo, hwloc_obj_t dev, hwloc_obj_t locality)
+{
+    hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, dev);
+    bool local = locality != NULL && locality->cpuset != NULL &&
+                 !hwloc_bitmap_iszero(locality->cpuset);
+    /* hwloc's "covering" look-ups take any package that shares one CPU. */
+    for (hwloc_obj_t p = NULL; pkg == NULL && local &&
+                               (p = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, p));)
+        if (p->cpuset != NULL && hwloc_bitmap_isincluded(locality->cpuset, p->cpuset))
+            pkg = p;
+    if (pkg == NULL)
+        return -1;
+    return pkg->os_index != HWLOC_UNKNOWN_INDEX ? (int)pkg->os_index : (int)pkg->logical_index;
+}
+
 static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d)
 {
     struct hwloc_pcidev_attr_s *p = &o->attr->pcidev;
@@ -135,8 +159,7 @@ static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d
     snprintf(d->name, sizeof d->name, "%s", name);
     hwloc_obj_t locality = hwloc_get_non_io_ancestor_obj(topo, o);
     d->numa = first_numa(locality);
-    hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, o);
-    d->package = pkg ? (int)pkg->os_index : -1;
+    d->package = socket_of(topo, o, locality);
     d->cpuset = locality && locality->cpuset ? hwloc_bitmap_dup(locality->cpuset)
                                              : hwloc_bitmap_alloc();
 }
@@ -192,67 +215,44 @@ static int compare_busid(const void *a, const void *b)
     return (kx > ky) - (kx < ky);
 }
 
-/* CR LF line ends (an export that passed through Windows or a web form)
- * as LF: hwloc's own XML parser refuses the CR. */
-static void drop_carriage_returns(char *text, size_t *len)
-{
-    size_t w = 0;
-    for (size_t r = 0; r < *len; r++)
-        if (!(text[r] == '\r' && r + 1 < *len && text[r + 1] == '\n'))
-            text[w++] = text[r];
-    text[w] = '\0';
-    *len = w;
-}
-
-/* The export as hwloc 2.x will parse it, read once through the shared
- * reader (a regular text file within the input limit: hwloc would read a
- * FIFO or /dev/zero forever) and handed to hwloc from memory. hwloc 3.0
- * exports differ from 2.x in ways this reading never looks at (an extra
- * prog-if byte in pci_type, new optional attributes), but the 2.x parser
- * refuses their version number, so a 3.x version is said to be 2.0. */
-static enum fb_status xml_for_hwloc2(const char *xml_path, char **xml, size_t *len,
-                                     struct fb_err *err)
+/* The export as hwloc's own XML parser will read it (topo_xml.h), read
+ * once through the shared reader (a regular text file within the input
+ * limit: hwloc would read a FIFO or /dev/zero forever) and handed to hwloc
+ * from memory. */
+static enum fb_status xml_for_hwloc(const char *xml_path, struct fb_str *xml,
+                                    struct fb_err *err)
 {
     char *text = NULL;
-    enum fb_status st = fb_read_file(xml_path, &text, len, err);
+    size_t len = 0;
+    enum fb_status st = fb_read_file(xml_path, &text, &len, err);
     if (st != FB_OK)
         return st;
-    if (memchr(text, '\0', *len) != NULL) {
-        free(text);
-        return fb_fail(err, FB_ERR_INPUT, "%s holds NUL bytes: not an hwloc XML topology; export one with lstopo --of xml FILE",
-                       xml_path);
-    }
-    drop_carriage_returns(text, len);
-    char *v = strstr(text, "<topology version=\"");
-    if (v != NULL && v - text <= 1024 && v[19] >= '3' && v[19] <= '9' && v[20] == '.' &&
-        isdigit((unsigned char)v[21])) {
-        char *quote = strchr(v + 21, '"'); /* "3.0" or longer: "2.0" fits in its place */
-        if (quote != NULL) {
-            memcpy(v + 19, "2.0", 3);
-            memmove(v + 22, quote, strlen(quote) + 1);
-            *len = strlen(text);
-        }
-    }
-    *xml = text;
-    return FB_OK;
+    if (memchr(text, '\0', len) != NULL)
+        st = fb_fail(err, FB_ERR_INPUT, "%s holds NUL bytes: not an hwloc XML topology; export one with lstopo --of xml FILE",
+                     xml_path);
+    else
+        st = fb_topo_xml_for_hwloc(text, len, xml_path, xml, err);
+    free(text);
+    return st;
 }
 
 static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
                                     struct fb_err *err)
 {
-    size_t len = 0;
-    char *xml = NULL;
+    struct fb_str xml = {0};
     if (xml_path != NULL) {
-        enum fb_status st = xml_for_hwloc2(xml_path, &xml, &len, err);
-        if (st != FB_OK)
+        enum fb_status st = xml_for_hwloc(xml_path, &xml, err);
+        if (st != FB_OK) {
+            fb_str_free(&xml);
             return st;
-        /* libxml2 prints parser errors on stderr, breaking the one-line
-         * error rule; hwloc's own parser reads everything hwloc exports. */
+        }
+        /* hwloc's own parser, which reads the rewritten export; the libxml2
+         * plugin prints its errors on stderr (topo_xml.h says why not). */
         setenv("HWLOC_LIBXML_IMPORT", "0", 0);
     }
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0) {
-        free(xml);
+        fb_str_free(&xml);
         return fb_fail(err, FB_ERR_INTERNAL, "hwloc_topology_init failed");
     }
     /* An export keeps every I/O object it holds; the live machine only
@@ -266,15 +266,15 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
     if (xml_path == NULL)
         hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 #endif
-    int set = xml != NULL ? hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) : 0;
+    int set = xml_path != NULL ? hwloc_topology_set_xmlbuffer(topo, fb_str_get(&xml), (int)xml.len + 1) : 0;
     if (set != 0) {
-        free(xml);
+        fb_str_free(&xml);
         hwloc_topology_destroy(topo);
         return fb_fail(err, FB_ERR_INPUT, "cannot use %s as a topology: %s", xml_path,
                        strerror(errno));
     }
     int loaded = hwloc_topology_load(topo);
-    free(xml);
+    fb_str_free(&xml);
     if (loaded != 0) {
         hwloc_topology_destroy(topo);
         if (xml_path != NULL)

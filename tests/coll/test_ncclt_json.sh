@@ -111,7 +111,7 @@ PY
 
 d=$T_DIR
 # --- MPI backend, 2 ranks -------------------------------------------------
-FB_SECRET_PROBE=x mpi -x FB_SECRET_PROBE "$FB_BIN/all_reduce_perf" -b 1K -e 64K -f 4 -n 2 -c 1 \
+FB_SECRET_PROBE=x mpi -x FB_SECRET_PROBE "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 64K -f 4 -n 2 -c 1 \
   -J "$d/nt.json" --record "$d/rec.json"
 cp "$T_OUT" "$d/table.txt"
 if [ "$T_RC" -eq 0 ] && [ "$(head -1 "$T_OUT")" = "# Writing JSON output to $d/nt.json" ]; then
@@ -151,8 +151,8 @@ then ok "fabric-report import reads it back to the record's rows"; else not_ok "
 
 # The file exists: never replaced, FILE.0 then FILE.1 (jsonOutputInit).
 sum=$(md5sum <"$d/nt.json")
-mpi "$FB_BIN/all_reduce_perf" -b 1K -e 1K -n 1 -J "$d/nt.json" --record "$d/rec2.json"
-mpi "$FB_BIN/all_reduce_perf" -b 1K -e 1K -n 1 -J "$d/nt.json" --record "$d/rec3.json"
+mpi "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 1K -n 1 -J "$d/nt.json" --record "$d/rec2.json"
+mpi "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 1K -n 1 -J "$d/nt.json" --record "$d/rec3.json"
 if [ "$(md5sum <"$d/nt.json")" = "$sum" ] && [ -s "$d/nt.json.0" ] && [ -s "$d/nt.json.1" ] &&
    grep -q "^# Writing JSON output to $d/nt.json.1$" "$T_OUT"; then
   ok "an existing -J file is kept: FILE.0, then FILE.1"
@@ -160,7 +160,7 @@ else
   not_ok "an existing -J file is kept: FILE.0, then FILE.1" "$(ls "$d") $(head -1 "$T_OUT")"
 fi
 # Not accessible: nccl-tests says so and runs on (exit 0, no file).
-mpi "$FB_BIN/all_reduce_perf" -b 1K -e 1K -n 1 -J "$d/none/x.json" --record "$d/rec4.json"
+mpi "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 1K -n 1 -J "$d/none/x.json" --record "$d/rec4.json"
 if [ "$T_RC" -eq 0 ] && grep -q "^# skipping json output; $d/none/x.json not accessible$" "$T_OUT" &&
    [ ! -e "$d/none" ] && grep -q '^# Out of bounds values : 0 OK$' "$T_OUT"; then
   ok "an unwritable -J: '# skipping json output', the run goes on, exit 0"
@@ -168,7 +168,7 @@ else
   not_ok "an unwritable -J: '# skipping json output', the run goes on, exit 0" "exit $T_RC: $(head -3 "$T_OUT")"
 fi
 # Only a .json name gets JSON (classifyOutputFile).
-mpi "$FB_BIN/all_reduce_perf" -b 1K -e 1K -n 1 -J "$d/out.txt" --record "$d/rec5.json"
+mpi "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 1K -n 1 -J "$d/out.txt" --record "$d/rec5.json"
 if [ "$T_RC" -eq 0 ] && [ ! -e "$d/out.txt" ] && grep -q '^# Note: -J .*out.txt: .*only to a name ending in .json' "$T_OUT"; then
   ok "-J out.txt: nothing written, as nccl-tests, and a note says why"
 else
@@ -183,7 +183,7 @@ else
 fi
 
 # --- -C, -S, -M -----------------------------------------------------------
-mpi "$FB_BIN/all_reduce_perf" -b 1K -e 16K -f 4 -n 2 -C 1 -S 1 -M 1 -J "$d/cs.json" --record "$d/cs-rec.json"
+mpi "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 16K -f 4 -n 2 -C 1 -S 1 -M 1 -J "$d/cs.json" --record "$d/cs-rec.json"
 cp "$T_OUT" "$d/cs.txt"
 check_nt "-C 1: \"cpu_time\" for \"time\", the table's cputime column" "$d/cs.json" "$d/cs.txt" cpu_time
 expect_grep "-C 1 -S 1: header titles cputime and timestamp" \
@@ -204,7 +204,7 @@ if [ "$T_RC" -eq 0 ] && [ "$(jq '.rows | length' "$d/cs-imp.json")" -eq 3 ]; the
 else
   not_ok "fabric-report import reads the -C -S -M table (the timestamp column set aside)" "exit $T_RC: $(cat "$T_ERR")"
 fi
-mpi "$FB_BIN/all_reduce_perf" -b 1K -e 1K -n 1 --record "$d/plain.json"
+mpi "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 1K -n 1 --record "$d/plain.json"
 if grep -Eq '^# +size .* #wrong $' "$T_OUT" && ! grep -q 'memory usage' "$T_OUT"; then
   ok "without -S the title lines end as 2.19.6's (' %*s'), no memory line without -M"
 else
@@ -212,7 +212,7 @@ else
 fi
 
 # --- NCCL_TESTS_MIN_BW ----------------------------------------------------
-NCCL_TESTS_MIN_BW=1e9 mpi -x NCCL_TESTS_MIN_BW "$FB_BIN/all_reduce_perf" -b 1K -e 4K -f 4 -n 1 \
+NCCL_TESTS_MIN_BW=1e9 mpi -x NCCL_TESTS_MIN_BW "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 4K -f 4 -n 1 \
   -J "$d/min.json" --record "$d/min-rec.json"
 if [ "$T_RC" -eq 3 ] && grep -q '^# Avg bus bandwidth    : [0-9.e+-]* FAILED$' "$T_OUT" &&
    [ "$(grep -c "^fabric-coll: " "$T_ERR")" -eq 1 ] && grep -q 'below 90% of NCCL_TESTS_MIN_BW=1e+09' "$T_ERR" &&
@@ -221,7 +221,7 @@ if [ "$T_RC" -eq 3 ] && grep -q '^# Avg bus bandwidth    : [0-9.e+-]* FAILED$' "
 else
   not_ok "NCCL_TESTS_MIN_BW above the average: FAILED, exit 3, one stderr line, files written" "exit $T_RC: $(cat "$T_ERR")"
 fi
-NCCL_TESTS_MIN_BW=0.000001 mpi -x NCCL_TESTS_MIN_BW "$FB_BIN/all_reduce_perf" -b 1K -e 4K -f 4 -n 1 \
+NCCL_TESTS_MIN_BW=0.000001 mpi -x NCCL_TESTS_MIN_BW "$FB_BIN/all_reduce_perf" --backend mpi -b 1K -e 4K -f 4 -n 1 \
   -J "$d/min2.json" --record "$d/min2-rec.json"
 if [ "$T_RC" -eq 0 ] && grep -q '^# Avg bus bandwidth    : [0-9.e+-]* OK$' "$T_OUT" && grep -q '"okay":"true"}' "$d/min2.json"; then
   ok "NCCL_TESTS_MIN_BW below the average: OK, exit 0"

@@ -26,7 +26,7 @@ for np in 1 2 4; do
 done
 
 # The text table is nccl-tests': 13 columns per data row, both placements.
-run fb_mpirun 2 "$FB_BIN/all_reduce_perf" -b 8 -e 2M -f 4 -n 2 -J "$T_DIR/t.json" --record "$T_DIR/t-rec.json"
+run fb_mpirun 2 "$FB_BIN/all_reduce_perf" --backend mpi -b 8 -e 2M -f 4 -n 2 -J "$T_DIR/t.json" --record "$T_DIR/t-rec.json"
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum +-1( +[0-9.e+]+){3} +0( +[0-9.e+]+){3} +0$' "$T_OUT")
 if [ "$rows" -eq 10 ]; then ok "all_reduce_perf prints 10 nccl-tests rows"; else not_ok "all_reduce_perf prints 10 nccl-tests rows" "$rows rows: $(cat "$T_OUT")"; fi
 expect_grep "footer: out of bounds" '^# Out of bounds values : 0 OK$' "$T_OUT"
@@ -34,7 +34,7 @@ expect_grep "footer: average bus bandwidth" '^# Avg bus bandwidth    : [0-9.e+-]
 expect_grep "summary beside the nccl-tests average" '^# busBW peak .* average over sizes >= 1M' "$T_OUT"
 
 # all_gather: the size column is the gathered total, count is per rank.
-run fb_mpirun 4 "$FB_BIN/all_gather_perf" -b 4K -e 4K -n 1 -J "$T_DIR/ag.json" --record "$T_DIR/ag-rec.json"
+run fb_mpirun 4 "$FB_BIN/all_gather_perf" --backend mpi -b 4K -e 4K -n 1 -J "$T_DIR/ag.json" --record "$T_DIR/ag-rec.json"
 expect_grep "all_gather 4K on 4 ranks: size 4096, count 256" '^ +4096 +256 +float +none +-1 ' "$T_OUT"
 
 # Data types and operators, exact at every rank count.

@@ -47,11 +47,51 @@ expect_exit "GPU pods without any fabric: exit 30" 30 doctor cluster --from "$LI
 verdict_line "GPU pods without any fabric: TCP named" pod-fabric WARN "TCP sockets"
 
 # ---- only the lists the named checks need ----
-mkdir -p "$T_DIR/pods-only"
+mkdir -p "$T_DIR/pods-only" "$T_DIR/empty"
 cp "$LISTS/tcpxo-healthy/pods.json" "$T_DIR/pods-only/"
 expect_exit "tcpxo-versions needs only pods.json" 0 doctor cluster --from "$T_DIR/pods-only" tcpxo-versions
-one_error "all checks need networks.json: exit 10 with the command" 10 \
-  "networks.json.*kubectl get networks.networking.gke.io -o json" cluster --from "$T_DIR/pods-only"
+run doctor cluster --from "$T_DIR/pods-only"
+verdict_line "pods.json alone: a check that needs the other lists skips naming them" gpu-nic-networks SKIP \
+  "not judged: networks.json and nodes.json are not saved in $T_DIR/pods-only"
+expect_grep "pods.json alone: the fix is the commands that save them" \
+  "fix: save them: kubectl get networks.networking.gke.io -o json > $T_DIR/pods-only/networks.json; kubectl get nodes -o json > $T_DIR/pods-only/nodes.json" "$T_OUT"
+verdict_line "pods.json alone: the checks it is enough for still judge" tcpxo-versions OK "a released pair"
+one_error "a directory without any list: exit 10 with the command" 10 \
+  "networks.json.*kubectl get networks.networking.gke.io -o json" cluster --from "$T_DIR/empty"
+
+# ---- partial saves: what a save left out is never judged missing ----
+# The pods of a namespace holding nothing (kubectl get pods -o json there).
+mkdir -p "$T_DIR/nopods" "$T_DIR/onens" "$T_DIR/nonodes"
+cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/nopods/"
+echo '{"apiVersion": "v1", "items": [], "kind": "List", "metadata": {"resourceVersion": ""}}' >"$T_DIR/nopods/pods.json"
+run doctor cluster --from "$T_DIR/nopods"
+exit_is "no pod at all: no failure" 0
+verdict_line "no pod at all: the DaemonSets are not judged" gke-daemonsets SKIP \
+  "2 GKE GPU nodes, but pods.json holds no pod at all: it proves nothing about the node DaemonSets"
+expect_grep "no pod at all: the fix saves every namespace's pods" \
+  "fix: save the pods of every namespace: kubectl get pods -A -o json > $T_DIR/nopods/pods.json" "$T_OUT"
+verdict_line "no pod at all: free GPUs unverified" gpu-capacity SKIP "unverified: 2 GPU nodes look free .*pods.json holds no pod at all"
+# The workload's namespace only: its pods are judged, kube-system's are not.
+cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/onens/"
+jq '.items |= map(select(.metadata.namespace == "default"))' "$LISTS/tcpxo-healthy/pods.json" >"$T_DIR/onens/pods.json"
+run doctor cluster --from "$T_DIR/onens"
+verdict_line "one namespace: the DaemonSets are not judged" gke-daemonsets SKIP "pods.json holds pods of namespace default only"
+verdict_line "one namespace: its pods are" pod-fabric OK "2 GPU pods"
+verdict_line "one namespace: the installer unverified, not failed" tcpxo-versions WARN "no nccl-plugin-gpudirecttcpx installer pod in the list"
+# No nodes.json: every check that needs it skips, the rest judge.
+cp "$LISTS/tcpxo-healthy/"*.json "$T_DIR/nonodes/"
+rm "$T_DIR/nonodes/nodes.json" "$T_DIR/nonodes/daemonsets.json"
+run doctor cluster --from "$T_DIR/nonodes" --save "$T_DIR/resaved"
+exit_is "no nodes.json: no failure" 0
+verdict_line "no nodes.json: nic-info not judged" nic-info SKIP "not judged: nodes.json is not saved in $T_DIR/nonodes"
+verdict_line "no nodes.json: gke-daemonsets not judged" gke-daemonsets SKIP "not judged: nodes.json is not saved"
+expect_grep "no nodes.json: the fix saves it" "fix: save it: kubectl get nodes -o json > $T_DIR/nonodes/nodes.json" "$T_OUT"
+verdict_line "no nodes.json: tcpxo-versions still judged" tcpxo-versions OK "a released pair"
+if [ -s "$T_DIR/resaved/pods.json" ] && [ ! -e "$T_DIR/resaved/nodes.json" ] && [ ! -e "$T_DIR/resaved/daemonsets.json" ]; then
+  ok "--save from a partial save writes what it read, no empty stand-in"
+else
+  not_ok "--save from a partial save writes no empty stand-in" "$(ls "$T_DIR/resaved")"
+fi
 
 # ---- bad input ----
 mkdir -p "$T_DIR/bad"

@@ -151,9 +151,15 @@ run doctor cluster --from "$real" multus-attachments
 exit_is "Multus quickstart pod asking an RDMA VF: exit 30" 30
 verdict_line "real network-status: attached but no RDMA device" multus-attachments WARN \
   "default/samplepod: attached but no RDMA device \(device-info\)"
-rm "$real/netattachdefs.json"
+echo '{"apiVersion": "v1", "kind": "List", "items": []}' >"$real/netattachdefs.json"
 run doctor cluster --from "$real" multus-attachments
 verdict_line "real pod without its NAD listed: fail" multus-attachments FAIL "asks default/macvlan-conf, no such NetworkAttachmentDefinition"
+rm "$real/netattachdefs.json"
+run doctor cluster --from "$real" multus-attachments
+verdict_line "netattachdefs.json not saved: not judged, the pod not failed" multus-attachments SKIP \
+  "1 GPU pods ask for Multus networks, but netattachdefs.json is not saved"
+expect_grep "netattachdefs.json not saved: the fix saves it" \
+  "fix: save it: kubectl get network-attachment-definitions.k8s.cni.cncf.io -A -o json > $real/netattachdefs.json" "$T_OUT"
 
 # ---- one network asked twice is two interfaces ----
 # fabric-bench-0 asks sriov-rdma on net1 and net2: attached on both passes,

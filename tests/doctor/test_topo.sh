@@ -30,11 +30,48 @@ run topo --topology "$T_DIR/v3.xml"
 expect_grep "hwloc 3.0 export: the same GPU-to-NIC table" '^GPU5 +0000:aa:00.0 .* mlx5_5 +PIX$' "$T_OUT"
 if [ "$T_RC" -eq 0 ]; then ok "hwloc 3.0 export: exit 0"; else not_ok "hwloc 3.0 export: exit 0" "exit $T_RC"; fi
 
+# An annotated export (docs/doctor.md, Annotated exports): a comment above
+# the root, one after every object, a multi-line one that comments a NIC
+# out, a processing instruction. It reads as the export without them.
+run topo --topology "$TOPO/h100-8gpu-8nic.xml"
+tail -n +2 "$T_OUT" >"$T_DIR/clean.table"
+awk 'NR == 2 { print; print "<!-- gpu-node-7, exported by ops; racked in row 4 -->"; next }
+     /<object type="PCIDev"/ && !done { print "  <!--\n  spare NIC, pulled:\n  <object type=\"PCIDev\" pci_busid=\"0000:ee:00.0\" pci_type=\"0207 [15b3:1021] [15b3:0023] 00\"/>\n  -->"; print "<?ops checked?>"; done = 1 }
+     { print } /<\/object>/ { print "<!-- checked - ok -->" }' "$TOPO/h100-8gpu-8nic.xml" >"$T_DIR/annotated.xml"
+run topo --topology "$T_DIR/annotated.xml"
+if [ "$T_RC" -eq 0 ] && tail -n +2 "$T_OUT" | diff -q - "$T_DIR/clean.table" >/dev/null; then
+  ok "an annotated export: the same tables as without its comments"
+else
+  not_ok "an annotated export: the same tables" "exit $T_RC: $(head -c 300 "$T_ERR")$(tail -n +2 "$T_OUT" | diff - "$T_DIR/clean.table" | head -5)"
+fi
+sed '2a<!-- do -- not -->' "$TOPO/2gpu-cross-socket.xml" >"$T_DIR/annotated-bad.xml"
+one_error "'--' inside a comment: exit 10 naming the line" 10 "annotated-bad.xml line 3: a comment holds '--'" \
+  --topology "$T_DIR/annotated-bad.xml"
+# lstopo (hwloc's libxml2 reader) on the same bytes, where it is installed:
+# it reads comments around the root and refuses '--' in one, as fabric-topo.
+if command -v lstopo >/dev/null; then
+  sed -e '2a<!-- a\n  note -->' -e '$a<!-- end -->' "$TOPO/2gpu-cross-socket.xml" >"$T_DIR/around.xml"
+  if lstopo --input "$T_DIR/around.xml" --of xml - >/dev/null 2>&1 && topo --topology "$T_DIR/around.xml" >/dev/null &&
+     ! lstopo --input "$T_DIR/annotated-bad.xml" --of xml - >/dev/null 2>&1; then
+    ok "lstopo and fabric-topo agree: comments around the root read, '--' in one refused"
+  else
+    not_ok "lstopo and fabric-topo agree on comments" "$(lstopo --input "$T_DIR/around.xml" --of xml - 2>&1 >/dev/null | head -2)"
+  fi
+else
+  skip "lstopo and fabric-topo agree on comments" "no lstopo (the hwloc package)"
+fi
+
 run topo --topology "$TOPO/h100-nic-wrong-socket.xml"
 expect_grep "wrong socket: the idle NIC is named" '^WARN nic-unused +mlx5_5 ' "$T_OUT"
 expect_grep "wrong socket: the imbalance is named" '^WARN socket-imbalance .*idle there: mlx5_5' "$T_OUT"
 expect_grep "wrong socket: GPU5 has no NIC on its switch" '^WARN far-nic +GPU5 ' "$T_OUT"
 if [ "$T_RC" -eq 0 ]; then ok "warnings do not change the exit code"; else not_ok "warnings do not change the exit code" "exit $T_RC"; fi
+
+# The same machine as hwloc 1.x exported it (I/O beside the socket, under
+# its NUMA node): the same sockets, so the same findings.
+run topo --topology "$TOPO/h100-nic-wrong-socket-v1.xml"
+expect_grep "1.x export: NICs keep their socket" '^mlx5_5 +0000:6b:00.0 .* 0 +0 ' "$T_OUT"
+expect_grep "1.x export: the imbalance is named as for 2.x" '^WARN socket-imbalance .*socket 0: 4 GPUs, 5 NICs; socket 1: 4 GPUs, 3 NICs.*idle there: mlx5_5' "$T_OUT"
 
 run topo --topology "$TOPO/h100-8gpu-4nic.xml" --json
 cp "$T_OUT" "$T_DIR/four.json"

@@ -40,7 +40,7 @@ static void test_defaults_match_nccl_tests(void)
 {
     struct coll_config c;
     struct fb_err err;
-    CHECK_INT(parse(&c, &err, "all_reduce_perf"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf --backend mpi"), FB_OK);
     CHECK_INT(c.minbytes, 32 << 20);
     CHECK_INT(c.maxbytes, 32 << 20);
     CHECK_INT(c.stepbytes, 1 << 20);

@@ -76,24 +76,24 @@ static void test_all_spellings(void)
 {
     struct coll_config c;
     struct fb_err err;
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -d all -o all"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -d all -o all --backend mpi"), FB_OK);
     CHECK(c.dtype_all && c.op_all && !c.root_all);
-    CHECK_INT(parse(&c, &err, "broadcast_perf -r all"), FB_OK);
+    CHECK_INT(parse(&c, &err, "broadcast_perf -r all --backend mpi"), FB_OK);
     CHECK(c.root_all);
-    CHECK_INT(parse(&c, &err, "broadcast_perf -r -1"), FB_OK);
+    CHECK_INT(parse(&c, &err, "broadcast_perf -r -1 --backend mpi"), FB_OK);
     CHECK(c.root_all);
-    CHECK_INT(parse(&c, &err, "broadcast_perf -r 0x1"), FB_OK);
+    CHECK_INT(parse(&c, &err, "broadcast_perf -r 0x1 --backend mpi"), FB_OK);
     CHECK(!c.root_all && c.root == 1);
     CHECK_INT(parse(&c, &err, "broadcast_perf -r -2"), FB_ERR_USAGE);
     CHECK(strstr(err.msg, "all (-1)") != NULL);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -o mulsum -d f8e4m3"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -o mulsum -d f8e4m3 --backend mpi"), FB_OK);
     CHECK_INT(c.op, FB_MULSUM);
     CHECK_INT(c.dtype, FB_F8E4M3);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -d f8e5m2"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -d f8e5m2 --backend mpi"), FB_OK);
     CHECK_INT(c.dtype, FB_F8E5M2);
     CHECK_INT(parse(&c, &err, "all_reduce_perf -d fp4"), FB_ERR_USAGE);
     CHECK(strstr(err.msg, "f8e4m3") != NULL && strstr(err.msg, "all") != NULL);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -N 0"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -N 0 --backend mpi"), FB_OK);
     CHECK_INT(c.run_cycles, COLL_CYCLES_ENDLESS);
     CHECK_INT(parse(&c, &err, "all_reduce_perf -N 0 --time-budget 10"), FB_ERR_USAGE);
 }
@@ -103,14 +103,14 @@ static void test_integers_in_hex_and_octal(void)
 {
     struct coll_config c;
     struct fb_err err;
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -n 0x10 -w 010 -m 0X2 -c 0"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -n 0x10 -w 010 -m 0X2 -c 0 --backend mpi"), FB_OK);
     CHECK_INT(c.iters, 16);
     CHECK_INT(c.warmup, 8);
     CHECK_INT(c.agg, 2);
     CHECK_INT(parse(&c, &err, "all_reduce_perf -n 08"), FB_ERR_USAGE); /* not octal: refused, not read as 0 */
     CHECK_INT(parse(&c, &err, "all_reduce_perf -n 5x"), FB_ERR_USAGE);
     CHECK_INT(parse(&c, &err, "all_reduce_perf -b 0x400 -e 1 K"), FB_ERR_USAGE); /* "K" is a stray word */
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -b 0x400"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -b 0x400 --backend mpi"), FB_OK);
     CHECK_INT(c.minbytes, 1024);
 }
 
@@ -120,19 +120,19 @@ static void test_per_iter_flags_turn_off_as_nccl_tests(void)
 {
     struct coll_config c;
     struct fb_err err;
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -K 3 -n 5"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -K 3 -n 5 --backend mpi"), FB_OK);
     CHECK(c.per_iter == 1 && c.per_iter_skip == 3);
     CHECK_INT(coll_config_notes(&c, NULL), 0);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 2"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 2 --backend mpi"), FB_OK);
     CHECK_INT(c.per_iter, 0);
     CHECK(strstr(c.timing_note[0], "-I 2") != NULL);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -K 2"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -K 2 --backend mpi"), FB_OK);
     CHECK_INT(c.per_iter_skip, 0);
     CHECK(strstr(c.timing_note[1], "needs per-iteration timing") != NULL);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -K 5 -n 5"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -K 5 -n 5 --backend mpi"), FB_OK);
     CHECK_INT(c.per_iter_skip, 0);
     CHECK(strstr(c.timing_note[1], "0 to 4") != NULL);
-    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -K -1"), FB_OK);
+    CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -K -1 --backend mpi"), FB_OK);
     CHECK_INT(c.per_iter_skip, 0);
     CHECK_INT(coll_config_notes(&c, NULL), 1);
     CHECK_INT(parse(&c, &err, "all_reduce_perf -I 1 -G 2 --backend mpi"), FB_ERR_USAGE); /* -G itself needs nccl */

@@ -497,6 +497,91 @@ static void from_dir_errors(void)
     }
 }
 
+/* What a saved pods list may lack: pods of other namespaces when it holds
+ * one namespace or none; kube-system's when it holds none of them. Lists
+ * from kubectl (read with -A) lack nothing. */
+static void pods_partial_saves(void)
+{
+    struct fb_kube_data d;
+    struct fb_err err = {FB_OK, ""};
+    char why[256];
+    const struct {
+        const char *pods;
+        const char *ns;
+        const char *why; /* NULL: not partial */
+    } cases[] = {
+        {"{\"items\": []}", NULL, "pods.json holds no pod at all"},
+        {"{\"items\": []}", "kube-system", "pods.json holds no pod at all"},
+        {"{\"items\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"bench\"}}]}", NULL,
+         "pods.json holds pods of namespace bench only"},
+        {"{\"items\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"bench\"}},"
+         "{\"metadata\": {\"name\": \"b\", \"namespace\": \"gpu-operator\"}}]}", "kube-system",
+         "pods.json holds no kube-system pod"},
+        {"{\"items\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"bench\"}},"
+         "{\"metadata\": {\"name\": \"b\", \"namespace\": \"gpu-operator\"}}]}", NULL, NULL},
+        {"{\"items\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"kube-system\"}}]}",
+         "kube-system", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tree_new();
+        put("/pods.json", cases[i].pods);
+        CHECK_INT(fb_kube_from_dir(tree_root, FB_KUBE_PODS, &d, &err), FB_OK);
+        why[0] = '\0';
+        bool partial = fb_kube_pods_partial(&d, cases[i].ns, why, sizeof why);
+        CHECK_INT(partial, cases[i].why != NULL);
+        if (cases[i].why)
+            CHECK_STR(why, cases[i].why);
+        /* The same list from kubectl: read with -A, it lacks nothing. */
+        d.dir = NULL;
+        CHECK(!fb_kube_pods_partial(&d, cases[i].ns, why, sizeof why));
+        fb_kube_free(&d);
+    }
+}
+
+/* A list a saved directory lacks reads as empty, is "unsaved", names the
+ * command that saves it, and is not written back by --save; a directory
+ * holding none of the lists a run needs is still an error. */
+static void unsaved_lists(void)
+{
+    struct fb_kube_data d;
+    struct fb_err err = {FB_OK, ""};
+    tree_new();
+    put("/pods.json", "{\"items\": []}");
+    unsigned need = FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_PODS | FB_KUBE_DAEMONSETS;
+    CHECK_INT(fb_kube_from_dir(tree_root, need, &d, &err), FB_OK);
+    CHECK_INT(d.unsaved, FB_KUBE_NETWORKS | FB_KUBE_NODES | FB_KUBE_DAEMONSETS);
+    CHECK_INT(json_object_array_length(fb_kube_items(d.nodes)), 0);
+    char cmd[600], want[600];
+    fb_kube_save_command(&d, FB_KUBE_NODES, cmd, sizeof cmd);
+    snprintf(want, sizeof want, "kubectl get nodes -o json > %s/nodes.json", tree_root);
+    CHECK_STR(cmd, want);
+    struct fb_cluster_ctx x;
+    fb_cluster_ctx_init(&x, &d);
+    struct fb_check k;
+    fb_check_init(&k, "nic-info");
+    CHECK(fb_cluster_skip_unsaved(&x, fb_cluster_check_find("nic-info"), &k));
+    CHECK_STR(fb_verdict_name(k.verdict), "skip");
+    CHECK_CONTAINS(k.evidence, "not judged: nodes.json is not saved in");
+    CHECK_CONTAINS(k.fix, want);
+    fb_check_init(&k, "tcpxo-versions");
+    CHECK(!fb_cluster_skip_unsaved(&x, fb_cluster_check_find("tcpxo-versions"), &k));
+    char saved[1100];
+    snprintf(saved, sizeof saved, "%s/saved", tree_root);
+    CHECK(mkdir(saved, 0755) == 0);
+    CHECK_INT(fb_kube_save(saved, &d, &err), FB_OK);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/pods.json", saved);
+    CHECK(access(path, F_OK) == 0);
+    snprintf(path, sizeof path, "%s/nodes.json", saved);
+    CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof path, "%s/daemonsets.json", saved);
+    CHECK(access(path, F_OK) != 0);
+    fb_kube_free(&d);
+    tree_new();
+    CHECK_INT(fb_kube_from_dir(tree_root, need, &d, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "networks.json");
+}
+
 static void save_round_trip(void)
 {
     load("tcpxo-healthy");
@@ -656,6 +741,8 @@ int main(void)
     RUN(versions_skip_elsewhere);
     RUN(pair_option_syntax);
     RUN(from_dir_errors);
+    RUN(pods_partial_saves);
+    RUN(unsaved_lists);
     RUN(save_round_trip);
     RUN(kubectl_fetches_lists);
     RUN(kubectl_without_network_crd);

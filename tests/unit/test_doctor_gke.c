@@ -197,6 +197,39 @@ static void daemonsets_absent_named(void)
     CHECK(fb_check_has_culprit(&c, "gke-a3-pool-b"));
 }
 
+/* Keeps the pods of namespace ns (NULL: none). */
+static void keep_namespace(const char *ns)
+{
+    json_object *pods = fb_kube_items(data.pods);
+    for (size_t i = json_object_array_length(pods); i-- > 0;)
+        if (ns == NULL || strcmp(fb_kube_namespace(json_object_array_get_idx(pods, i)), ns) != 0)
+            json_object_array_del_idx(pods, i, 1);
+}
+
+/* A pods list without kube-system (saved from one namespace, or from one
+ * holding nothing) cannot show the DaemonSets' pods: nothing is failed. */
+static void daemonsets_without_kube_system_skip(void)
+{
+    const char *const keep[] = {NULL, "default"};
+    const char *const why[] = {"pods.json holds no pod at all",
+                               "pods.json holds pods of namespace default only"};
+    for (size_t k = 0; k < 2; k++) {
+        load("tcpxo-healthy");
+        keep_namespace(keep[k]);
+        run_check(fb_cluster_check_gke_daemonsets, "gke-daemonsets");
+        EXPECT("skip", why[k]);
+        CHECK_CONTAINS(c.evidence, "2 GKE GPU nodes");
+        CHECK_CONTAINS(c.fix, "kubectl get pods -A -o json > ");
+        CHECK_CONTAINS(c.fix, "/tcpxo-healthy/pods.json");
+        CHECK_INT(c.nculprits, 0);
+    }
+    /* kube-system alone (kubectl -n kube-system) shows them: judged. */
+    load("tcpxo-healthy");
+    keep_namespace("kube-system");
+    run_check(fb_cluster_check_gke_daemonsets, "gke-daemonsets");
+    EXPECT("ok", "Ready on all 2 GKE GPU nodes");
+}
+
 /* ---- rxdm-logs ---- */
 
 static void logs_read_from_dir(void)
@@ -313,6 +346,7 @@ int main(void)
     RUN(nri_tcpx_needs_no_dmabuf);
     RUN(daemonsets_short_elsewhere_warn);
     RUN(daemonsets_absent_named);
+    RUN(daemonsets_without_kube_system_skip);
     RUN(logs_read_from_dir);
     RUN(logs_wording_variants);
     RUN(logs_skip_without_sidecar);

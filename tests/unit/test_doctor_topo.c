@@ -235,6 +235,87 @@ static void no_gpus_no_io(void)
     CHECK_INT(a.nfindings, 0);
 }
 
+/* A 1.x export (type "Socket", I/O under the NUMA node beside the socket,
+ * CPU-less GPU-memory NUMA nodes) places every GPU and NIC on the socket
+ * and NUMA node the 2.x export of the same machine gives, so paths, plan
+ * and findings are the same. */
+static void same_machine_in_v1_and_v2(const char *v2, const char *v1)
+{
+    struct fb_topo t2, t1;
+    struct fb_affinity a2, a1;
+    struct fb_err err = {FB_OK, ""};
+    CHECK_INT(fb_topo_load(fixture(v2), &t2, &err), FB_OK);
+    CHECK_INT(fb_topo_load(fixture(v1), &t1, &err), FB_OK);
+    if (err.code != FB_OK) {
+        printf("#   %s\n", err.msg);
+        return;
+    }
+    CHECK_INT(t1.npackages, t2.npackages);
+    CHECK_INT(t1.ngpus, t2.ngpus);
+    CHECK_INT(t1.nnics, t2.nnics);
+    const struct {
+        struct fb_topo_dev *one, *two;
+        size_t n;
+    } kinds[] = {{t1.gpus, t2.gpus, t1.ngpus < t2.ngpus ? t1.ngpus : t2.ngpus},
+                 {t1.nics, t2.nics, t1.nnics < t2.nnics ? t1.nnics : t2.nnics}};
+    for (size_t k = 0; k < 2; k++) {
+        for (size_t i = 0; i < kinds[k].n; i++) {
+            const struct fb_topo_dev *d1 = &kinds[k].one[i], *d2 = &kinds[k].two[i];
+            CHECK_STR(d1->busid, d2->busid);
+            CHECK_STR(d1->name, d2->name);
+            CHECK(d2->package >= 0);
+            CHECK_INT(d1->package, d2->package);
+            CHECK_INT(d1->numa, d2->numa);
+        }
+    }
+    for (size_t g = 0; g < t1.ngpus && g < t2.ngpus; g++)
+        for (size_t n = 0; n < t1.nnics && n < t2.nnics; n++)
+            CHECK_INT(fb_topo_link(&t1, g, n), fb_topo_link(&t2, g, n));
+    CHECK_INT(fb_affinity_analyse(&t2, NULL, &a2, &err), FB_OK);
+    CHECK_INT(fb_affinity_analyse(&t1, NULL, &a1, &err), FB_OK);
+    CHECK_INT(a1.nfindings, a2.nfindings);
+    for (size_t i = 0; i < a1.nfindings && i < a2.nfindings; i++)
+        CHECK_STR(a1.findings[i].message, a2.findings[i].message);
+    CHECK_STR(a1.ib_hca, a2.ib_hca);
+    fb_affinity_free(&a1);
+    fb_affinity_free(&a2);
+    fb_topo_free(&t1);
+    fb_topo_free(&t2);
+}
+
+static void v1_exports_place_devices_as_v2(void)
+{
+    same_machine_in_v1_and_v2("h100-8gpu-8nic.xml", "h100-8gpu-8nic-v1.xml");
+    same_machine_in_v1_and_v2("h100-nic-wrong-socket.xml", "h100-nic-wrong-socket-v1.xml");
+}
+
+/* A real 1.x export (hwloc's devel09 image, ../shared/realworld/hwloc):
+ * all its I/O hangs under NUMA node 0, so every NIC is on that node and on
+ * the one socket that holds it. */
+static void real_v1_export_sockets(void)
+{
+    char path[1024];
+    const char *root = getenv("FB_ROOT");
+    snprintf(path, sizeof path, "%s/../shared/realworld/hwloc/hwloc_v1_dell_r410_ib.xml",
+             root ? root : ".");
+    if (access(path, R_OK) != 0) {
+        printf("#   %s not there: nothing to read\n", path);
+        return;
+    }
+    struct fb_topo x;
+    struct fb_err err = {FB_OK, ""};
+    CHECK_INT(fb_topo_load(path, &x, &err), FB_OK);
+    if (err.code != FB_OK)
+        return;
+    CHECK_INT(x.nnics, 3);
+    for (size_t n = 0; n < x.nnics; n++) {
+        CHECK_INT(x.nics[n].numa, 0);
+        CHECK(x.nics[n].package >= 0);
+        CHECK_INT(x.nics[n].package, x.nics[0].package);
+    }
+    fb_topo_free(&x);
+}
+
 static void bad_inputs(void)
 {
     struct fb_topo x;
@@ -306,6 +387,8 @@ int main(void)
     RUN(degraded_nic_link);
     RUN(nics_option);
     RUN(no_gpus_no_io);
+    RUN(v1_exports_place_devices_as_v2);
+    RUN(real_v1_export_sockets);
     RUN(bad_inputs);
     RUN(live_machine_loads);
     RUN(json_document);
