@@ -311,7 +311,9 @@ static void on_channel(struct endpoint *e, const char *via)
         e->intra |= INTRA_P2P;
         if (strstr(via, "CUMEM") != NULL)
             e->intra |= INTRA_CUMEM;
-    } else if (fb_starts_with(via, "SHM")) {
+    } else if (fb_starts_with(via, "SHM") || fb_starts_with(via, "direct shared memory") ||
+               fb_starts_with(via, "shared memory")) {
+        /* "via direct shared memory" is NCCL 2.7's and older's SHM. */
         e->intra |= INTRA_SHM;
     } else if (fb_starts_with(via, "NVLS")) {
         e->intra |= INTRA_NVLS;
@@ -367,19 +369,41 @@ static void copy_word_after(char *dst, size_t len, const char *msg, const char *
     fb_copy(dst, len, p, strcspn(p, stop));
 }
 
+/* Why NCCL gave up a network, in an INFO line or a WARN one (NCCL 2.7 and
+ * older warn "Failed to open libibverbs.so[.1]" and go on with sockets). */
+static void note_fallback(struct run_facts *f, const char *msg, const char *source, long lineno)
+{
+    if (strstr(msg, "No device found") != NULL || strstr(msg, "Failed to initialize NET plugin") != NULL ||
+        strstr(msg, "Failed to open libibverbs") != NULL)
+        quote(&f->fallback, msg, source, lineno);
+}
+
+/* "RCCL version : 2.26.6-HEAD:f224e2c" (as INFO) or "RCCL version 2.18.3+hip6.0"
+ * (bare): ROCm's NCCL, kept with its name so that it is not read as NCCL's. */
+static void rccl_version(struct run_facts *f, const char *msg)
+{
+    const char *p = strstr(msg, "RCCL version ");
+    if (p == NULL || f->nccl_version[0] != '\0')
+        return;
+    p += strlen("RCCL version ");
+    p += strspn(p, " \t:");
+    size_t n = strcspn(p, " \t");
+    if (n > 0)
+        snprintf(f->nccl_version, sizeof f->nccl_version, "RCCL %.*s", (int)n, p);
+}
+
 /* Versions, plugins and why a network was given up: said once per process,
  * they describe the run. */
 static void on_run_fact(struct run_facts *f, const char *msg, const char *source, long lineno)
 {
     copy_word_after(f->nccl_version, sizeof f->nccl_version, msg, "NCCL version ", " \t");
+    rccl_version(f, msg);
     copy_word_after(f->net_plugin, sizeof f->net_plugin, msg, "Loaded net plugin ", "");
     copy_word_after(f->coll_plugin, sizeof f->coll_plugin, msg, "Loaded coll plugin ", "");
     copy_word_after(f->plugin_version, sizeof f->plugin_version, msg, "NET/OFI Using ", "");
     copy_word_after(f->plugin_version, sizeof f->plugin_version, msg, "NET/OFI Initializing ", "");
     copy_word_after(f->provider, sizeof f->provider, msg, "Selected Provider is ", " ,;(");
-    if (strstr(msg, "No device found") != NULL || strstr(msg, "Failed to initialize NET plugin") != NULL ||
-        strstr(msg, "Failed to open") != NULL)
-        quote(&f->fallback, msg, source, lineno);
+    note_fallback(f, msg, source, lineno);
     const char *via = strstr(msg, " via NET/");
     if (via != NULL && strstr(via, "GDRDMA") == NULL && strstr(via, "NET/Socket") == NULL)
         quote(&f->no_gdr, msg, source, lineno);
@@ -458,13 +482,15 @@ enum fb_status fb_nccl_log_feed(struct fb_nccl_log *log, const char *source, con
         if (w != NULL) {
             fb_copy(buf, sizeof buf, w + sizeof warn - 1, n - (size_t)(w - line) - (sizeof warn - 1));
             quote(&log->facts.warn, buf, log->sources[src], lineno);
+            note_fallback(&log->facts, buf, log->sources[src], lineno);
             continue;
         }
         const char *at = memmem(line, n, tag, sizeof tag - 1);
         if (at == NULL) {
             /* rank 0 prints "NCCL version 2.20.5+cuda12.4" bare on stdout */
             fb_copy(buf, sizeof buf, line, n);
-            if (fb_starts_with(fb_strip_launcher_prefixes(buf), "NCCL version "))
+            if (fb_starts_with(fb_strip_launcher_prefixes(buf), "NCCL version ") ||
+                fb_starts_with(fb_strip_launcher_prefixes(buf), "RCCL version "))
                 on_run_fact(&log->facts, fb_strip_launcher_prefixes(buf), log->sources[src], lineno);
             continue;
         }
@@ -917,8 +943,9 @@ static void run_facts_text(json_object *t, struct fb_str *out)
             fb_str_addf(out, " %lld rank%s", (long long)ranks, ranks == 1 ? "" : "s");
         if (has_hosts)
             fb_str_addf(out, "%s %lld host%s", has_ranks ? " on" : "", (long long)hosts, hosts == 1 ? "" : "s");
-        if (version != NULL)
-            fb_str_addf(out, "%sNCCL %s", has_ranks || has_hosts ? ", " : " ", version);
+        if (version != NULL) /* "RCCL 2.26.6" names itself */
+            fb_str_addf(out, "%s%s%s", has_ranks || has_hosts ? ", " : " ",
+                        version[0] >= '0' && version[0] <= '9' ? "NCCL " : "", version);
         fb_str_addf(out, "\n");
     }
     static const struct {

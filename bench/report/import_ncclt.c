@@ -10,7 +10,9 @@
  *   data lines "%12li  %12li  %8s  %6s  %6s" then per placement
  *   "  %7s  %6s  %6s  %6g" (#wrong "N/A" when -c 0);
  *   "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : 12.34" last.
- * NCCL INFO lines between them (NCCL_DEBUG=INFO) give the transport. */
+ * NCCL INFO lines between them (NCCL_DEBUG=INFO) give the transport. Copies
+ * in notes and markdown add or drop a "#" (rows behind one, device lines
+ * without), and keep the shell's echo of the command before the output. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 #include "nccl/nccl_log.h"
 #include "report/import_figures.h"
 #include "report/import_ncclt_record.h"
+#include "core/files.h"
 #include "core/text.h"
 
 #define TOK_MAX 64
@@ -49,7 +52,25 @@ struct parser {
     int runs_emitted;
     int fault_weight; /* of the run's recorded failure line (failure_weight) */
     long lineno;      /* of the line being read, from 1 */
+    /* Said once per run, not per row (run_end): */
+    long error_places;   /* placements whose old "error" column is not 0 */
+    double error_max;    /* the largest of those deviations */
+    long commented_rows; /* rows printed behind a "#" */
+    /* The nccl-tests command line seen before the next run's header (the
+     * shell's echo of it), "" when none: it names the collective. */
+    char command[512];
 };
+
+/* The command line seen goes to the run it started: the next one, or
+ * the open one while it holds nothing but comment lines. */
+static void take_command(struct parser *p)
+{
+    if (p->command[0] == '\0' || !p->open || p->saw_header || p->run.nrows > 0)
+        return;
+    fb_copy(p->run.invoked_as, sizeof p->run.invoked_as, p->command, strlen(p->command));
+    ncclt_collective_in(p->command, p->run.command_collective, sizeof p->run.command_collective);
+    p->command[0] = '\0';
+}
 
 static void run_begin(struct parser *p)
 {
@@ -57,7 +78,21 @@ static void run_begin(struct parser *p)
     p->open = true;
     p->saw_header = false;
     p->fault_weight = 0;
+    p->error_places = p->commented_rows = 0;
+    p->error_max = 0;
     memset(&p->lay, 0, sizeof p->lay);
+    take_command(p);
+}
+
+/* What every row of the run showed, said once. */
+static void run_notes(struct parser *p)
+{
+    if (p->error_places > 0)
+        ncclt_warn(&p->run, "old-format error column shows a deviation of up to %g (%ld placement%s); its wrong-element count is unknown",
+                   p->error_max, p->error_places, p->error_places == 1 ? "" : "s");
+    if (p->commented_rows > 0)
+        ncclt_warn(&p->run, "%ld table row%s printed behind \"#\" (commented out where the output was copied): read as rows",
+                   p->commented_rows, p->commented_rows == 1 ? "" : "s");
 }
 
 static enum fb_status run_end(struct parser *p, struct fb_err *err)
@@ -65,6 +100,7 @@ static enum fb_status run_end(struct parser *p, struct fb_err *err)
     if (!p->open)
         return FB_OK;
     p->open = false;
+    run_notes(p);
     if (!p->saw_header && p->run.nrows == 0) {
         ncclt_record_free(&p->run);
         return FB_OK;
@@ -244,7 +280,9 @@ static bool parse_place(struct parser *p, char **tok, struct fb_place *out, stru
         return false;
     if (p->lay.wrong_is_error) {
         if (w > 0)
-            ncclt_warn(&p->run, "old-format error column shows a deviation of %g; its wrong-element count is unknown", w);
+            p->error_places++;
+        if (w > p->error_max)
+            p->error_max = w;
     } else {
         out->wrong = w > 9e18 ? (long long)9e18 : (long long)w;
     }
@@ -267,6 +305,34 @@ static void infer_layout(struct parser *p, int n)
     ncclt_warn(&p->run, "no column header: %s layout assumed", names[p->lay.pre - 3]);
 }
 
+/* nccl-tests 2.0 printed the redop of a collective without one (alltoall)
+ * as an empty "%6s": its rows are a column short of the header that names
+ * redop, and a number stands where the operation would. That column is
+ * put back as empty; the collective reduces nothing. */
+static int fill_blank_redop(struct parser *p, char **tok, int n)
+{
+    int col = p->lay.op_col;
+    double v = 0;
+    if (col < 0 || n >= TOK_MAX || col >= n || !fb_parse_double_token(tok[col], &v) ||
+        (n + 1 != p->lay.pre + 2 * p->lay.per && n + 1 != p->lay.pre + p->lay.per))
+        return n;
+    static char none[] = "none";
+    for (int k = n; k > col; k--)
+        tok[k] = tok[k - 1];
+    tok[col] = none;
+    return n + 1;
+}
+
+/* Whether a row of the size of the one before it continues the sweep: a
+ * size printed rounded down to whole elements prints 0 for every size
+ * below one element (-b 1 prints 0 twice), and the same figure for
+ * several sizes of a linear sweep finer than an element. Only a sweep of
+ * one size repeats by printing it again (-N). */
+static bool same_size_continues(const struct ncclt_record *r, unsigned long long bytes)
+{
+    return bytes == 0 || (r->have_config && r->minbytes < r->maxbytes);
+}
+
 static enum fb_status on_data(struct parser *p, const char *line, struct fb_err *err)
 {
     char buf[1024];
@@ -287,6 +353,7 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
     /* -S 1's local time closes the row: two words, not measurements. */
     if (p->lay.timestamp && n >= 2 && strchr(tok[n - 1], ':') != NULL && strchr(tok[n - 2], '-') != NULL)
         n -= 2;
+    n = fill_blank_redop(p, tok, n);
     char quoted[256];
     if (pre < 3 || n < pre + 4)
         return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: table line cut short (%d columns): \"%s\"; the file is truncated or not an nccl-tests output",
@@ -332,10 +399,11 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
         size_t first = r->nrows - 1;
         while (first > 0 && r->rows[first - 1].run == prev->run)
             first--;
-        if (bytes <= prev->bytes && bytes != r->rows[first].bytes)
+        bool restart = bytes < prev->bytes || (bytes == prev->bytes && !same_size_continues(r, bytes));
+        if (restart && bytes != r->rows[first].bytes)
             return fb_fail(err, FB_ERR_INPUT, "%s, line %ld: size %llu after %llu: sizes out of order (rows moved or merged); the table is damaged",
                            p->name, p->lineno, bytes, prev->bytes);
-        row.run = prev->run + (bytes <= prev->bytes ? 1 : 0);
+        row.run = prev->run + (restart ? 1 : 0);
     }
     return ncclt_add_row(r, &row, r->iters > 0 ? r->iters * (r->agg > 0 ? r->agg : 1) : 0, &halves, err);
 }
@@ -361,6 +429,17 @@ static void note_failure(struct parser *p, const char *line)
         fb_import_printable(p->run.fault, sizeof p->run.fault, line, sizeof p->run.fault - 1);
         p->fault_weight = w;
     }
+}
+
+/* Size, count and a type name: a table row, even behind a "#". */
+static bool row_shaped(const char *s)
+{
+    char buf[256];
+    fb_copy(buf, sizeof buf, s, strlen(s));
+    char *tok[4];
+    unsigned long long a, b;
+    return fb_tokens(buf, tok, 4) >= 3 && fb_parse_u64_token(tok[0], &a) && fb_parse_u64_token(tok[1], &b) &&
+           fb_dtype_parse(tok[2]) >= 0;
 }
 
 /* A "#" line's text after the "#" and its blanks; or one of the lines the
@@ -407,7 +486,12 @@ static enum fb_status on_meta(struct parser *p, const char *body, struct fb_err 
     else if ((fb_starts_with(body, "size") && (body[4] == ' ' || body[4] == '\t')) ||
              (fb_starts_with(body, "bytes") && (body[5] == ' ' || body[5] == '\t')))
         on_columns(p, body);
-    else if (fb_starts_with(body, "Out of bounds values")) {
+    else if (isdigit((unsigned char)body[0]) && row_shaped(body)) {
+        /* nccl-tests prints no row behind "#": whoever copied the output
+         * commented it out. */
+        p->commented_rows++;
+        return on_data(p, body, err);
+    } else if (fb_starts_with(body, "Out of bounds values")) {
         const char *v = strchr(body, ':');
         p->run.oob = v ? strtoll(v + 1, NULL, 10) : -1;
         p->run.finished = true; /* the footer's first line: the table ended */
@@ -417,6 +501,37 @@ static enum fb_status on_meta(struct parser *p, const char *body, struct fb_err 
         p->run.finished = true;
     }
     return FB_OK;
+}
+
+/* "#   Rank  0 Group  0 Pid 1234 on host device  0 [...] NAME" with its "#"
+ * taken off, as markdown copies of an output often have it. */
+static bool is_device_line(const char *s)
+{
+    return fb_starts_with(s, "Rank ") && isdigit((unsigned char)s[5 + strspn(s + 5, " ")]) &&
+           strstr(s, " on ") != NULL && strstr(s, " device ") != NULL;
+}
+
+/* The shell's echo of the command ("$ mpirun -np 16 ./build/all_reduce_perf
+ * -b 8 -e 8G"): an nccl-tests binary, "*_perf" or "*_perf_mpi", followed
+ * by its options or nothing (prose naming one is not a command). Kept for
+ * the next run from the binary on. */
+static void note_command(struct parser *p, const char *s)
+{
+    char buf[1024];
+    fb_copy(buf, sizeof buf, s, strlen(s));
+    char *tok[TOK_MAX];
+    int n = fb_tokens(buf, tok, TOK_MAX);
+    for (int i = 0; i < n; i++) {
+        const char *base = strrchr(tok[i], '/');
+        base = base ? base + 1 : tok[i];
+        bool binary = fb_has_suffix(base, "_perf") || fb_has_suffix(base, "_perf_mpi");
+        char coll[32];
+        if (!binary || (i + 1 < n && tok[i + 1][0] != '-') || !ncclt_collective_in(base, coll, sizeof coll))
+            continue;
+        fb_import_printable(p->command, sizeof p->command, s + (tok[i] - buf), sizeof p->command - 1);
+        take_command(p);
+        return;
+    }
 }
 
 static enum fb_status parse_lines(struct parser *p, const char *text, size_t len, struct fb_err *err)
@@ -433,10 +548,12 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
         if (s[0] == '#')
             st = on_meta(p, s + 1 + strspn(s + 1, " \t"), err);
         else if (fb_starts_with(s, "nThread ") || fb_starts_with(s, "Out of bounds values") ||
-                 fb_starts_with(s, "Avg bus bandwidth"))
+                 fb_starts_with(s, "Avg bus bandwidth") || is_device_line(s))
             st = on_meta(p, s, err);
         else if (isdigit((unsigned char)s[0]))
             st = on_data(p, s, err);
+        else
+            note_command(p, s);
     }
     return st;
 }
@@ -489,8 +606,30 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
     return st;
 }
 
-/* "  1048576  262144  float  sum  -1  93.64 ...": a table line cut out of
- * its header still reads as nccl-tests (two integers, a type, a reduction). */
+/* Whether tokens are a table row of some layout: size, count, a type of
+ * the type table nccl-tests names its column from (fp8 and NCCL 1's "char"
+ * and "int" included), a reduction where printed, then numbers only (root,
+ * times, bandwidths, #wrong or "N/A"), one placement's four at least: the
+ * oldest layout's 11 columns as well as the root form's 13. */
+static bool table_row_tokens(char **tok, int n)
+{
+    unsigned long long a, b;
+    if (n < 7 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b) || fb_dtype_parse(tok[2]) < 0)
+        return false;
+    int k = 3;
+    double v = 0;
+    if (!fb_parse_double_token(tok[k], &v))
+        k++; /* the reduction's name */
+    if (n - k < 4)
+        return false;
+    for (; k < n; k++)
+        if (strcmp(tok[k], "N/A") != 0 && !fb_parse_double_token(tok[k], &v))
+            return false;
+    return true;
+}
+
+/* "  1048576  262144  float  sum  -1  93.64 ...": a table cut out of its
+ * header still reads as nccl-tests. */
 static bool has_table_line(const char *text, size_t len)
 {
     size_t pos = 0, n = 0;
@@ -498,13 +637,9 @@ static bool has_table_line(const char *text, size_t len)
     for (int lines = 0; lines < 200 && fb_next_line(text, len, &pos, &line, &n); lines++) {
         char buf[512];
         fb_copy(buf, sizeof buf, line, n);
-        char *tok[16];
-        unsigned long long a, b;
-        if (fb_tokens(fb_strip_launcher_prefixes(buf), tok, 16) < 12 || !fb_parse_u64_token(tok[0], &a) || !fb_parse_u64_token(tok[1], &b))
-            continue;
-        /* The type table nccl-tests names its column from (fp8 and NCCL
-         * 1's "char" and "int" included). */
-        if (fb_dtype_parse(tok[2]) >= 0)
+        char *tok[TOK_MAX];
+        int ntok = fb_tokens(fb_strip_launcher_prefixes(buf), tok, TOK_MAX);
+        if (table_row_tokens(tok, ntok))
             return true;
     }
     return false;

@@ -435,13 +435,15 @@ static const struct fb_collective *infer_collective(const struct ncclt_record *r
     return NULL;
 }
 
-/* The collective from --collective, the output, its file name, or what its
- * rows prove, in that order. */
+/* The collective from the output, --collective, the command line echoed
+ * before the run, its file name, or what its rows prove, in that order. */
 static enum fb_status settle_collective(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
                                         struct fb_err *err)
 {
     if (r->collective[0] == '\0' && o->collective != NULL)
         snprintf(r->collective, sizeof r->collective, "%s", o->collective);
+    if (r->collective[0] == '\0' && r->command_collective[0] != '\0')
+        snprintf(r->collective, sizeof r->collective, "%s", r->command_collective);
     if (r->collective[0] != '\0' || ncclt_collective_in(name, r->collective, sizeof r->collective))
         return FB_OK;
     /* A run that failed or hung before its first row proves no collective;

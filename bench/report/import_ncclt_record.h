@@ -44,6 +44,7 @@ struct ncclt_row_halves {
 struct ncclt_record {
     const char *format; /* "nccl-tests-text" or "nccl-tests-json" */
     char collective[32];
+    char command_collective[32]; /* named by the command line echoed before the run, "" if none */
     char tool_version[32];
     char nccl_version[32];
     char dtype[16], op[16];

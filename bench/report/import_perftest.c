@@ -17,7 +17,11 @@
  *
  * The document follows docs/schema/probe.schema.json with one pair
  * ("local" printed the output, "remote" is its peer: perftest names neither)
- * and tool.name "perftest"; messages = iterations x QPs. */
+ * and tool.name "perftest"; messages = iterations x QPs. The data flows
+ * from the side that posts to its peer (the client of ib_write_bw and
+ * ib_send_bw) except for RDMA READ, where the client pulls its peer's
+ * memory. A peak perftest did not measure ("BW peak won't be measured",
+ * printed as 0.00) is unknown, not 0. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +40,7 @@
 #include "core/text.h"
 
 #define MIB_PER_S_IN_GBPS (1048576.0 * 8 / 1e9)
+#define PERF_DEVICE_MAX 64
 
 struct perf_row {
     unsigned long long bytes, iterations;
@@ -44,11 +49,12 @@ struct perf_row {
 
 struct perf_run {
     char test[48];   /* "rdma_write_bw" */
-    char device[64];
+    char device[PERF_DEVICE_MAX];
     char connection[8];
     char link[16];
     long qps, tx_depth, cq_mod, mtu, gid_index, lid_local, lid_remote, cuda_device;
     bool cuda, bidirectional, server_side;
+    bool no_peak; /* "WARNING: BW peak won't be measured in this run." */
     const char *units; /* "Gb/sec" or "MiB/sec" as found */
     struct perf_row *rows;
     size_t nrows;
@@ -157,11 +163,26 @@ static json_object *end_json(const struct perf_run *r, int rank)
     return o;
 }
 
-/* One size of the table as a link measurement of the probe schema. The
- * server side receives: data flows remote -> local there. */
+/* Whether the data flowed from the peer into the side that printed the
+ * output: the server of a write or send test receives; the client of a
+ * read test reads its peer's memory. */
+static bool flows_in(const struct perf_run *r)
+{
+    return r->server_side != fb_starts_with(r->test, "rdma_read");
+}
+
+/* The peak as measured: NAN where perftest did not measure it, which it
+ * prints as 0 (a peak below a non-zero average is no measurement). */
+static double measured_peak(const struct perf_run *r, const struct perf_row *p)
+{
+    return r->no_peak || (p->peak_Gbps == 0 && p->avg_Gbps > 0) ? NAN : p->peak_Gbps;
+}
+
+/* One size of the table as a link measurement of the probe schema. */
 static json_object *link_json(const struct perf_run *r, const struct perf_row *p)
 {
-    int src = r->server_side ? 1 : 0;
+    int src = flows_in(r) ? 1 : 0;
+    double peak = measured_peak(r, p);
     double messages = (double)p->iterations * (double)(r->qps > 0 ? r->qps : 1);
     double bytes = messages * (double)p->bytes;
     json_object *o = json_object_new_object();
@@ -175,8 +196,8 @@ static json_object *link_json(const struct perf_run *r, const struct perf_row *p
     json_object_object_add(o, "time_s", p->avg_Gbps > 0 ? fb_json_number(bytes * 8 / (p->avg_Gbps * 1e9)) : NULL);
     json_object_object_add(o, "avg_Gbps", fb_json_number(p->avg_Gbps));
     json_object_object_add(o, "avg_GBps", fb_json_number(p->avg_Gbps / 8));
-    json_object_object_add(o, "peak_Gbps", fb_json_number(p->peak_Gbps));
-    json_object_object_add(o, "peak_GBps", fb_json_number(p->peak_Gbps / 8));
+    json_object_object_add(o, "peak_Gbps", fb_json_number(peak));
+    json_object_object_add(o, "peak_GBps", fb_json_number(peak / 8));
     json_object_object_add(o, "msg_rate_Mpps", fb_json_number(p->msg_rate_Mpps));
     json_object_object_add(o, "line_rate_Gbps", NULL);
     json_object_object_add(o, "line_rate_share", NULL);
@@ -298,43 +319,77 @@ static enum fb_status build_doc(struct perf_run *r, const char *name, const char
     return FB_OK;
 }
 
-static const char *value_after_colon(const char *s)
+/* An RDMA device name as the kernel gives them (mlx5_0, rxe2, rocep1s0f0,
+ * bnxt_re0, efa_0); a documentation placeholder such as "<RDMA-NIC-2>" is
+ * none. */
+static bool device_name_ok(const char *v)
 {
-    const char *c = strchr(s, ':');
-    if (c == NULL)
-        return NULL;
-    c++;
-    while (*c == ' ' || *c == '\t')
-        c++;
-    return c;
+    size_t n = strlen(v);
+    if (n == 0 || n >= PERF_DEVICE_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)v[i]) && v[i] != '_' && v[i] != '-' && v[i] != '.')
+            return false;
+    return true;
 }
 
-/* " Dual-port : OFF		Device : mlx5_0": each "Key : value" of a line. */
-static void on_keys(struct perf_run *r, char *line)
+static void set_device(struct perf_run *r, const char *v, json_object *warnings)
 {
-    char *save = NULL;
-    for (char *part = strtok_r(line, "\t", &save); part != NULL; part = strtok_r(NULL, "\t", &save)) {
-        while (*part == ' ')
-            part++;
-        const char *v = value_after_colon(part);
-        if (v == NULL)
+    char quoted[96], msg[192];
+    if (device_name_ok(v)) {
+        fb_copy(r->device, sizeof r->device, v, strlen(v));
+        return;
+    }
+    snprintf(msg, sizeof msg, "perftest's Device \"%s\" is not a device name (a placeholder?): device left unknown",
+             fb_import_printable(quoted, sizeof quoted, v, 64));
+    json_object_array_add(warnings, json_object_new_string(msg));
+}
+
+/* One "Key : value" of the header block. */
+static void on_key(struct perf_run *r, const char *key, const char *v, json_object *warnings)
+{
+    if (strcmp(key, "Device") == 0)
+        set_device(r, v, warnings);
+    else if (strcmp(key, "Number of qps") == 0)
+        r->qps = strtol(v, NULL, 10);
+    else if (strcmp(key, "Connection type") == 0)
+        fb_copy(r->connection, sizeof r->connection, v, strlen(v));
+    else if (strcmp(key, "TX depth") == 0)
+        r->tx_depth = strtol(v, NULL, 10);
+    else if (strcmp(key, "CQ Moderation") == 0)
+        r->cq_mod = strtol(v, NULL, 10);
+    else if (strcmp(key, "Mtu") == 0)
+        r->mtu = strtol(v, NULL, 10);
+    else if (strcmp(key, "Link type") == 0)
+        fb_copy(r->link, sizeof r->link, v, strlen(v));
+    else if (strcmp(key, "GID index") == 0)
+        r->gid_index = strtol(v, NULL, 10);
+}
+
+/* " Dual-port : OFF\t\tDevice : mlx5_0", and the same padded with spaces
+ * ("Dual-port       : OFF          Device         : rxe2"): perftest pads
+ * with either, so pairs are told apart by their colons, not by tabs. A key
+ * is the words after the previous value ("PCIe relax order:" included), a
+ * value one word. */
+static void on_keys(struct perf_run *r, char *line, json_object *warnings)
+{
+    char *tok[32];
+    int n = fb_tokens(line, tok, 32);
+    char key[64] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(tok[i]);
+        bool colon = len > 0 && tok[i][len - 1] == ':';
+        if (colon)
+            tok[i][len - 1] = '\0';
+        if (tok[i][0] != '\0')
+            fb_strbuf_append(key, sizeof key, &used, "%s%s", used ? " " : "", tok[i]);
+        if (!colon)
             continue;
-        if (fb_starts_with(part, "Device"))
-            sscanf(v, "%63s", r->device);
-        else if (fb_starts_with(part, "Number of qps"))
-            r->qps = strtol(v, NULL, 10);
-        else if (fb_starts_with(part, "Connection type"))
-            sscanf(v, "%7s", r->connection);
-        else if (fb_starts_with(part, "TX depth"))
-            r->tx_depth = strtol(v, NULL, 10);
-        else if (fb_starts_with(part, "CQ Moderation"))
-            r->cq_mod = strtol(v, NULL, 10);
-        else if (fb_starts_with(part, "Mtu"))
-            r->mtu = strtol(v, NULL, 10);
-        else if (fb_starts_with(part, "Link type"))
-            sscanf(v, "%15s", r->link);
-        else if (fb_starts_with(part, "GID index"))
-            r->gid_index = strtol(v, NULL, 10);
+        if (i + 1 < n)
+            on_key(r, key, tok[++i], warnings);
+        key[0] = '\0';
+        used = 0;
     }
 }
 
@@ -366,6 +421,7 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
 {
     struct perf_run r;
     run_init(&r);
+    json_object *warnings = json_object_new_array();
     double to_Gbps = 0;
     size_t pos = 0;
     char buf[1024], *s = NULL;
@@ -378,6 +434,8 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
             r.cuda = true;
         } else if (strstr(s, "Waiting for client") != NULL) {
             r.server_side = true;
+        } else if (strstr(s, "BW peak won't be measured") != NULL) {
+            r.no_peak = true;
         } else if (fb_starts_with(s, "local address: LID ") && r.lid_local < 0) {
             r.lid_local = strtol(s + strlen("local address: LID "), NULL, 16);
         } else if (fb_starts_with(s, "remote address: LID ") && r.lid_remote < 0) {
@@ -394,10 +452,9 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
         } else if (to_Gbps > 0 && isdigit((unsigned char)s[0])) {
             st = on_data(&r, s, to_Gbps, name, err);
         } else if (strchr(s, ':') != NULL && to_Gbps == 0) {
-            on_keys(&r, s);
+            on_keys(&r, s, warnings);
         }
     }
-    json_object *warnings = json_object_new_array();
     json_object *doc = NULL;
     if (st == FB_OK && to_Gbps == 0)
         st = fb_fail(err, FB_ERR_INPUT, "%s has no perftest bandwidth table (no \" #bytes ... BW average\" header)", name);
@@ -474,9 +531,10 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
     if (test != NULL)
         test_name(test, r.test, sizeof r.test);
     r.bidirectional = test != NULL && strstr(test, "Bidirectional") != NULL;
+    json_object *warnings = json_object_new_array();
     const char *s = fb_json_get_string(info, "Device");
     if (s != NULL)
-        fb_copy(r.device, sizeof r.device, s, strlen(s));
+        set_device(&r, s, warnings);
     s = fb_json_get_string(info, "Connection_type");
     if (s != NULL)
         fb_copy(r.connection, sizeof r.connection, s, strlen(s));
@@ -508,7 +566,6 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
         row.avg_Gbps *= to_Gbps;
         st = add_row(&r, &row, name, err);
     }
-    json_object *warnings = json_object_new_array();
     json_object *result = NULL;
     if (st == FB_OK)
         st = build_doc(&r, name, "perftest-json", o, warnings, &result, err);

@@ -315,10 +315,30 @@ static enum fb_status judge_bandwidth(const struct fb_point *pts, size_t npts, b
     return band;
 }
 
+/* Whether profile p describes r, with the nodes the run shows (its
+ * topology, else its NCCL log's hosts). A run that shows none is neither
+ * on too few nodes nor too many: when its node count is the only misfit,
+ * `why` says that it is not shown, not a count it does not have. */
+static bool profile_fits(const struct fb_profile *p, const struct fb_result *r, long nodes, char *why, size_t len)
+{
+    struct fb_result shown = *r;
+    shown.nodes = nodes;
+    if (fb_profile_applies(p, &shown, why, len))
+        return true;
+    if (nodes > 0)
+        return false;
+    shown.nodes = p->match.nodes_min > 0 ? p->match.nodes_min : p->match.nodes_max;
+    if (shown.ranks_per_node == 0)
+        shown.ranks_per_node = p->match.ranks_per_node;
+    if (fb_profile_applies(p, &shown, why, len))
+        snprintf(why, len, "its node count is not shown");
+    return false;
+}
+
 static void note_profile_fit(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
     char why[128];
-    if (!v->auto_picked && !fb_profile_applies(v->profile, r, why, sizeof why))
+    if (!v->auto_picked && !profile_fits(v->profile, r, v->nodes, why, sizeof why))
         fb_str_addf(out, " Note: profile %s may not describe this run (%s).", v->profile->name, why);
     bool want_gdr = strcmp(v->profile->fabric, "OFI") == 0; /* IB: judge_gdr */
     if (want_gdr && r->net != NULL && strcmp(r->net, "OFI") == 0 && r->gdr == 0)
@@ -645,10 +665,13 @@ static enum fb_status no_profile(const struct fb_result *r, const struct fb_prof
     char known[1024];
     fb_profiles_names(ps, known, sizeof known);
     const char *net = r->net ? r->net : fb_intended_net(r);
+    char nodes[32] = "nodes not shown";
+    if (v->nodes > 0)
+        snprintf(nodes, sizeof nodes, "%ld node%s", v->nodes, v->nodes == 1 ? "" : "s");
     return fb_fail(err, FB_ERR_USAGE,
-                   "no reference profile matches %s (%s %s, %ld node%s, %ld ranks, net %s, %s); name one with --profile (known: %s) or save one from a known-good run: fabric-report baseline RESULT.json --name NAME",
+                   "no reference profile matches %s (%s %s, %s, %ld ranks, net %s, %s); name one with --profile (known: %s) or save one from a known-good run: fabric-report baseline RESULT.json --name NAME",
                    r->path, r->device_kind ? r->device_kind : "device", r->device_name ? r->device_name : "unknown",
-                   v->nodes, v->nodes == 1 ? "" : "s", r->ranks, net ? net : "none", r->collective, known);
+                   nodes, r->ranks, net ? net : "none", r->collective, known);
 }
 
 enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_profiles *ps,

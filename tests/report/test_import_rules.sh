@@ -67,6 +67,21 @@ same "an H100 excerpt is judged against its family" \
   "PASS family true"
 check "the family verdict is valid against report-check.schema.json" \
   json_valid "$SCHEMA/report-check.schema.json" "$T_OUT"
+# A run whose nodes are not shown is on neither too few nor too many for
+# a profile named for it: the note says the count is not shown, and a
+# misfit it does show is still named.
+run "$R" check "$T_DIR/excerpt-last-rank-oob.json" --profile h100-8gpu-nvlink
+expect_grep "a named profile's node range, nodes not shown: said so" 'may not describe this run \(its node count is not shown\)' "$T_OUT"
+run "$R" check "$T_DIR/excerpt-last-rank-oob.json" --profile aws-p5-efa
+same "  and no node count claimed against a multi-node profile" "$(grep -Ec 'fewer than|more than [0-9]+ nodes|ranks per node\)' "$T_OUT")" 0
+expect_grep "  while the network it does not match is named" 'may not describe this run \(network is not OFI\)' "$T_OUT"
+# No profile at all for two ranks without device lines: "nodes not shown".
+printf '%s\n' "     1048576        262144   float    100.0   10.49   10.49  0e+00    101.0   10.38   10.38  0e+00" \
+  "     2097152        524288   float    150.0   13.98   13.98  0e+00    151.0   13.89   13.89  0e+00" >"$T_DIR/rows-only.txt"
+"$R" import "$T_DIR/rows-only.txt" -o "$T_DIR/rows-only.json" --format nccl-tests-text --collective all_reduce >/dev/null 2>&1
+expect_exit "two ranks without device lines match no profile" 2 "$R" check "$T_DIR/rows-only.json"
+expect_grep "  and are not said to be on 0 nodes" '\(device unknown, nodes not shown, 2 ranks' "$T_ERR"
+
 # The same rows on GPUs no profile names: physics alone, fabric in use.
 sed 's/NVIDIA H100 80GB HBM3/NVIDIA GB300/' "$FIX/excerpt-last-rank-oob.txt" >"$T_DIR/gb300.txt"
 "$R" import "$T_DIR/gb300.txt" -o "$T_DIR/gb300.json" >/dev/null 2>&1

@@ -344,6 +344,40 @@ static void test_run_facts(void)
     CHECK_STR(net_of_text("a3h:1:1 [0] NCCL INFO Using network GPUDirectTCPX_v7\n", &err), "GPUDirectTCPX");
 }
 
+/* Older NCCL and RCCL say the same facts in other words: NCCL 2.7's SHM is
+ * "via direct shared memory", it warns (not informs) that libibverbs is
+ * missing before it goes on with sockets, and RCCL names its version
+ * "RCCL version : X". A shared-memory segment it failed to open is no
+ * network given up. */
+static void test_older_and_rccl_wording(void)
+{
+    struct fb_err err = {0};
+    json_object *t = transport_of_text(
+        "t1:5:5 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+        "t1:5:5 [0] NCCL INFO NET/Socket : Using [0]eno2:10.0.0.5<0>\n"
+        "t1:5:5 [0] NCCL INFO RCCL version : 2.26.6-HEAD:f224e2c\n"
+        "t1:5:9 [0] NCCL INFO Channel 00 : 0[18000] -> 1[1a000] via direct shared memory\n"
+        "t1:5:9 [0] NCCL INFO Channel 00 : 2[af000] -> 0[18000] [receive] via NET/Socket/0\n"
+        "t1:5:9 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 18000 - Init COMPLETE\n", &err);
+    CHECK(t != NULL);
+    char buf[64];
+    CHECK_STR(joined(rank_at(t, 0), "intra", buf, sizeof buf), "SHM");
+    CHECK_STR(quoted_at(t, "fallback_reason", "text"), "Failed to open libibverbs.so[.1]");
+    CHECK_STR(quoted_at(t, "fallback_reason", "where"), "run.log:1");
+    CHECK_STR(str_at(t, "nccl_version"), "RCCL 2.26.6-HEAD:f224e2c");
+    struct fb_str text = {0};
+    fb_transport_text(t, &text);
+    CHECK_CONTAINS(fb_str_get(&text), "run: 4 ranks on 1 host, RCCL 2.26.6-HEAD:f224e2c\n");
+    fb_str_free(&text);
+    json_object_put(t);
+    t = transport_of_text("t1:5:5 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0\n"
+                          "t1:5:5 [0] misc/shmutils.cc:9 NCCL WARN Failed to open /dev/shm/nccl-Ab12\n"
+                          "t1:5:5 [0] NCCL INFO Channel 00 : 0[0] -> 1[0] [send] via NET/IB/0\n", &err);
+    CHECK(t != NULL);
+    CHECK_STR(quoted_at(t, "fallback_reason", "text"), "(null)");
+    json_object_put(t);
+}
+
 /* Two processes writing one file cut or glue line starts: the host of a
  * damaged prefix is the rank's own host, not another rank, and a half
  * line without a rank is no rank at all. */
@@ -404,6 +438,7 @@ int main(void)
     RUN(test_chosen_network_without_channels);
     RUN(test_relogged_rank_is_one_rank);
     RUN(test_run_facts);
+    RUN(test_older_and_rccl_wording);
     RUN(test_interleaved_half_lines);
     return fbt_done();
 }

@@ -836,6 +836,225 @@ static void test_control_characters_never_reach_a_terminal_or_html(void)
     fb_str_free(&html);
 }
 
+/* A perftest run as its text output, for the shapes below: the test's
+ * name line, a server's "Waiting for client" or not, the header block
+ * padded with `pad` (tabs or spaces: perftest prints both), and one row. */
+static enum fb_status perftest_shape(const char *test, bool server, const char *pad, const char *device,
+                                     const char *before, const char *row, struct fb_import_out *out,
+                                     struct fb_err *err)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "%s%s"
+             "---------------------------------------------------------------------------------------\n"
+             "                    %s BW Test\n"
+             " Dual-port       : OFF%sDevice         : %s\n"
+             " Number of qps   : 1%sTransport type : IB\n"
+             " Connection type : RC%sUsing SRQ      : OFF\n"
+             " PCIe relax order: ON\n"
+             " Link type       : Ethernet\n"
+             " GID index       : 2\n"
+             "---------------------------------------------------------------------------------------\n"
+             " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+             " %s\n",
+             before, server ? "* Waiting for client to connect... *\n" : "", test, pad, device, pad, pad, row);
+    struct fb_import_opts o = {.mtime = 0};
+    fb_err_clear(err);
+    return fb_import_text("p.txt", text, strlen(text), FB_IMPORT_AUTO, &o, out, err);
+}
+
+/* perftest's header padded with spaces reads as with tabs; a placeholder
+ * is no device. Data flows into a write or send server and into a read
+ * client (it pulls its peer's memory). A peak perftest did not measure
+ * (its warning, or 0.00 beside a non-zero average) is null, not 0. */
+static void test_perftest_shapes(void)
+{
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    const char *row = "65536      1000             0.00               6.19               0.011814";
+    CHECK_INT(perftest_shape("Send", true, "            ", "rxe2", "WARNING: BW peak won't be measured in this run.\n", row,
+                             &out, &err), FB_OK);
+    json_object *d = out.n ? out.docs[0] : NULL;
+    CHECK_STR(s_at(d, "endpoints.0.device"), "rxe2");
+    CHECK_STR(s_at(d, "config.qps"), "1");
+    CHECK_STR(s_at(d, "config.connection"), "RC");
+    CHECK_STR(s_at(d, "config.gid_index"), "2");
+    CHECK_STR(s_at(d, "links.0.src.host"), "remote");
+    CHECK_STR(s_at(d, "links.0.peak_Gbps"), "(null)");
+    CHECK_NEAR(d_at(d, "links.0.avg_Gbps"), 6.19, 1e-12);
+    fb_import_out_free(&out);
+    static const struct {
+        const char *test;
+        bool server;
+        const char *src;
+    } dirs[] = {{"RDMA_Read", false, "remote"}, {"RDMA_Read", true, "local"}, {"RDMA_Write", false, "local"},
+                {"Send", false, "local"}};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        CHECK_INT(perftest_shape(dirs[i].test, dirs[i].server, "\t\t", "mlx5_0", "",
+                                 "65536      1000             328.64             328.61      0.626777", &out, &err), FB_OK);
+        if (out.n == 1) {
+            if (strcmp(s_at(out.docs[0], "links.0.src.host"), dirs[i].src) != 0)
+                printf("#   %s %s: data from %s\n", dirs[i].test, dirs[i].server ? "server" : "client", s_at(out.docs[0], "links.0.src.host"));
+            CHECK_STR(s_at(out.docs[0], "links.0.src.host"), dirs[i].src);
+            CHECK_NEAR(d_at(out.docs[0], "links.0.peak_Gbps"), 328.64, 1e-12);
+        }
+        fb_import_out_free(&out);
+    }
+    CHECK_INT(perftest_shape("RDMA_Write", false, "          ", "<RDMA-NIC-2>", "", row, &out, &err), FB_OK);
+    d = out.n ? out.docs[0] : NULL;
+    CHECK_STR(s_at(d, "endpoints.0.device"), "(null)");
+    CHECK_STR(s_at(d, "links.0.peak_Gbps"), "(null)");
+    CHECK(warned(d, "is not a device name"));
+    fb_import_out_free(&out);
+    const char json[] = "{\"test_info\": {\"test\": \"Send_BW_Test\", \"Device\": \"rxe0\"}, \"results\": "
+                        "{\"MsgSize\": 65536, \"n_iterations\": 1000, \"BW_peak\": 0, \"BW_average\": 6.19, \"MsgRate\": 0.011814}}";
+    CHECK_INT(import_string("p.json", json, &out, &err), FB_OK);
+    CHECK_STR(s_at(out.n ? out.docs[0] : NULL, "links.0.peak_Gbps"), "(null)");
+    CHECK_STR(s_at(out.n ? out.docs[0] : NULL, "endpoints.0.device"), "rxe0");
+    fb_import_out_free(&out);
+}
+
+/* --- Outputs as they were copied and published ------------------------
+ * The first release's table (times in ms, no root column) of all_reduce on
+ * two ranks, whose rows fit reduce as well, with the shell's echo of its
+ * command before it and two rows of 0 bytes (-b 1 and 2 print 0). */
+static void first_release_table(struct fb_str *out, const char *before, const char *row_prefix)
+{
+    fb_str_addf(out, "%s", before);
+    fb_str_addf(out, "nThread 1 nGpus 2 minBytes 1 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 0\n"
+                     "#   Rank  0 on        box device  0 [0x05] GeForce RTX 2080 Ti\n"
+                     "#   Rank  1 on        box device  1 [0x06] GeForce RTX 2080 Ti\n"
+                     "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n");
+    static const char *const rows[] = {
+        "           0             0   float     sum    0.009   0.00   0.00      N/A    0.010   0.00   0.00      N/A\n",
+        "           0             0   float     sum    0.009   0.00   0.00      N/A    0.009   0.00   0.00      N/A\n",
+        "     1048576        262144   float     sum    0.293   3.58   3.58      N/A    0.294   3.57   3.57      N/A\n",
+        "     2097152        524288   float     sum    0.560   3.74   3.74      N/A    0.561   3.74   3.74      N/A\n",
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        fb_str_addf(out, "%s%s", row_prefix, rows[i]);
+    fb_str_addf(out, " Out of bounds values : 0 OK\n Avg bus bandwidth    : 1.8\n");
+}
+
+static enum fb_status import_first_release(const char *before, const char *row_prefix, struct fb_import_out *out,
+                                           struct fb_err *err)
+{
+    struct fb_str text = {0};
+    first_release_table(&text, before, row_prefix);
+    enum fb_status st = import_string("notes.txt", fb_str_get(&text), out, err);
+    fb_str_free(&text);
+    return st;
+}
+
+/* The command echoed before a table names its collective where the rows
+ * cannot (all_reduce and reduce alike on two ranks); prose naming a binary
+ * is no command. Sizes printed 0 twice are one sweep, not two. */
+static void test_command_line_names_the_collective(void)
+{
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_first_release("user@box:~/nccl-tests$ mpirun -np 1 ./build/all_reduce_perf -b 1 -e 2M -f 2 -g 2 -c 0\n", "",
+                                   &out, &err), FB_OK);
+    json_object *d = out.n ? out.docs[0] : NULL;
+    CHECK_STR(s_at(d, "collective"), "all_reduce");
+    CHECK_STR(s_at(d, "tool.invoked_as"), "./build/all_reduce_perf -b 1 -e 2M -f 2 -g 2 -c 0");
+    CHECK_STR(s_at(d, "rows.1.run"), "0");
+    CHECK_STR(s_at(d, "rows.3.run"), "0");
+    CHECK_NEAR(d_at(d, "rows.3.out_of_place.time_us"), 560, 1e-9);
+    fb_import_out_free(&out);
+    CHECK_INT(import_first_release("", "", &out, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "fit all_reduce or reduce alike");
+    CHECK_INT(import_first_release("all_gather_perf is slower than this\n", "", &out, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "fit all_reduce or reduce alike");
+}
+
+/* Rows a publisher put behind "#" are read, and said to be; a table that
+ * seemed empty is not a finished run of no rows. */
+static void test_commented_rows_are_read(void)
+{
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_first_release("$ ./build/all_reduce_perf -b 1 -e 2M -g 2\n", "#", &out, &err), FB_OK);
+    json_object *d = out.n ? out.docs[0] : NULL;
+    CHECK_INT(json_object_array_length(at(d, "rows")), 4);
+    CHECK_STR(s_at(d, "collective"), "all_reduce");
+    CHECK(warned(d, "4 table rows printed behind"));
+    CHECK_NEAR(d_at(d, "rows.2.out_of_place.busbw_GBps"), 3.58, 1e-12);
+    fb_import_out_free(&out);
+}
+
+/* An alltoall of nccl-tests 2.0: the header names redop, its rows leave it
+ * blank. Read as no reduction; a row short of two columns is still damage.
+ * Its old "error" deviation is said once, not once per row. */
+static void test_blank_redop_column(void)
+{
+    const char *head = "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+                       "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+                       "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+    const char *rows = "     1048576         32768   float             100.0   10.49    9.18  2e-07    101.0   10.38    9.08  2e-07\n"
+                       "     2097152         65536   float             150.0   13.98   12.23  2e-07    151.0   13.89   12.15  2e-07\n"
+                       "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 10.66\n";
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", head, rows);
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_string("alltoall.log", text, &out, &err), FB_OK);
+    json_object *d = out.n ? out.docs[0] : NULL;
+    CHECK_STR(s_at(d, "collective"), "alltoall");
+    CHECK_STR(s_at(d, "op"), "none");
+    CHECK_STR(s_at(d, "topology.ranks"), "8");
+    CHECK_NEAR(d_at(d, "rows.1.in_place.busbw_GBps"), 12.15, 1e-12);
+    size_t deviations = 0;
+    json_object *w = at(d, "warnings");
+    for (size_t i = 0; w != NULL && i < json_object_array_length(w); i++)
+        deviations += strstr(json_object_get_string(json_object_array_get_idx(w, i)), "deviation") != NULL;
+    CHECK_INT(deviations, 1);
+    CHECK(warned(d, "deviation of up to 2e-07 (4 placements)"));
+    fb_import_out_free(&out);
+    snprintf(text, sizeof text, "%s%s", head,
+             "     1048576         32768   float             100.0   10.49    9.18  2e-07    101.0   10.38    9.08\n");
+    CHECK_INT(import_string("alltoall.log", text, &out, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "10 columns where the table has 12");
+}
+
+/* The oldest layout's 11 columns, cut from header and footer, are still
+ * recognised as nccl-tests without --format. */
+static void test_headerless_oldest_layout_is_detected(void)
+{
+    const char text[] = "     1048576        262144   float    100.0   10.49   10.49  0e+00    101.0   10.38   10.38  0e+00\n"
+                        "     2097152        524288   float    150.0   13.98   13.98  0e+00    151.0   13.89   13.89  0e+00\n";
+    enum fb_import_format f = FB_IMPORT_AUTO;
+    struct fb_err err = {0};
+    CHECK_INT(fb_import_detect("all_reduce.txt", text, sizeof text - 1, &f, &err), FB_OK);
+    CHECK_INT(f, FB_IMPORT_NCCLT_TEXT);
+    struct fb_import_out out = {0};
+    CHECK_INT(import_string("all_reduce.txt", text, &out, &err), FB_OK);
+    CHECK_STR(s_at(out.n ? out.docs[0] : NULL, "topology.ranks"), "2");
+    fb_import_out_free(&out);
+    const char prose[] = "1 2 float is what the table says, then 3 4 5 6\n";
+    CHECK_INT(fb_import_detect("notes.txt", prose, sizeof prose - 1, &f, &err), FB_ERR_INPUT);
+}
+
+/* Device lines whose "#" a markdown copy removed still give ranks and hosts. */
+static void test_device_lines_without_hash(void)
+{
+    const char text[] = "nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+                        "Using devices\n"
+                        "  Rank  0 Group  0 Pid 1 on a device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+                        "#  Rank  1 Group  0 Pid 1 on b device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+                        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                        "     1048576        262144     float     sum      -1    93.64   11.20   11.20      0    94.59   11.09   11.09      0\n"
+                        "     2097152        524288     float     sum      -1   172.29   12.17   12.17      0   174.03   12.05   12.05      0\n";
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_string("all_reduce.txt", text, &out, &err), FB_OK);
+    json_object *d = out.n ? out.docs[0] : NULL;
+    CHECK_STR(s_at(d, "topology.nodes"), "2");
+    CHECK_STR(s_at(d, "topology.ranks_per_node"), "1");
+    CHECK_STR(s_at(d, "devices.0.host"), "a");
+    fb_import_out_free(&out);
+}
+
 int main(void)
 {
     RUN(test_every_release_convention_reads);
@@ -858,6 +1077,12 @@ int main(void)
     RUN(test_nccl_tests_json);
     RUN(test_perftest_text);
     RUN(test_perftest_json_units);
+    RUN(test_perftest_shapes);
+    RUN(test_command_line_names_the_collective);
+    RUN(test_commented_rows_are_read);
+    RUN(test_blank_redop_column);
+    RUN(test_headerless_oldest_layout_is_detected);
+    RUN(test_device_lines_without_hash);
     RUN(test_format_detection);
     return fbt_done();
 }
