@@ -132,25 +132,96 @@ bool fb_has_suffix(const char *s, const char *suffix)
     return a > b && strcmp(s + a - b, suffix) == 0;
 }
 
-static enum fb_status visit_entry(const char *dir, const char *name, int depth, fb_json_visit visit,
-                                  void *ctx, struct fb_err *err)
+/* ---- walks: every file once ------------------------------------------ */
+
+static size_t id_hash(dev_t dev, ino_t ino, size_t cap)
+{
+    unsigned long long h = (unsigned long long)ino * 0x9e3779b97f4a7c15ull ^ (unsigned long long)dev;
+    h ^= h >> 29;
+    return (size_t)h & (cap - 1);
+}
+
+/* The slot of (dev, ino): where it is, or the free one where it goes. */
+static struct fb_walk_id *id_slot(struct fb_walk_id *ids, size_t cap, dev_t dev, ino_t ino)
+{
+    size_t i = id_hash(dev, ino, cap);
+    while (ids[i].used && (ids[i].dev != dev || ids[i].ino != ino))
+        i = (i + 1) & (cap - 1);
+    return &ids[i];
+}
+
+/* Doubles the table (kept at most half full, so probes stay short). */
+static enum fb_status grow_ids(struct fb_walk *w, struct fb_err *err)
+{
+    size_t cap = w->cap ? w->cap * 2 : 256;
+    struct fb_walk_id *ids = calloc(cap, sizeof *ids);
+    if (ids == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory walking a directory tree");
+    for (size_t i = 0; i < w->cap; i++)
+        if (w->seen[i].used)
+            *id_slot(ids, cap, w->seen[i].dev, w->seen[i].ino) = w->seen[i];
+    free(w->seen);
+    w->seen = ids;
+    w->cap = cap;
+    return FB_OK;
+}
+
+/* True in *first when `sb` is met for the first time (and remembers it). */
+static enum fb_status first_visit(struct fb_walk *w, const struct stat *sb, bool *first, struct fb_err *err)
+{
+    if ((w->n + 1) * 2 > w->cap) {
+        enum fb_status st = grow_ids(w, err);
+        if (st != FB_OK)
+            return st;
+    }
+    struct fb_walk_id *slot = id_slot(w->seen, w->cap, sb->st_dev, sb->st_ino);
+    *first = !slot->used;
+    if (*first) {
+        *slot = (struct fb_walk_id){sb->st_dev, sb->st_ino, true};
+        w->n++;
+    } else {
+        w->repeats++;
+    }
+    return FB_OK;
+}
+
+void fb_walk_free(struct fb_walk *w)
+{
+    free(w->seen);
+    memset(w, 0, sizeof *w);
+}
+
+static enum fb_status walk_dir(struct fb_walk *w, const char *dir, int depth, bool missing_ok, fb_json_visit visit,
+                               void *ctx, struct fb_err *err);
+
+/* One entry of a walked directory. lstat, not stat: a symbolic link in a
+ * tree is never followed, so a link to a sibling run or to a directory
+ * above (a loop) reads nothing twice; device and inode catch what links
+ * cannot (hard links, bind mounts, directories given twice). */
+static enum fb_status visit_entry(struct fb_walk *w, const char *dir, const char *name, int depth,
+                                  fb_json_visit visit, void *ctx, struct fb_err *err)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return fb_fail(err, FB_ERR_INPUT, "path too long under %s", dir);
     struct stat sb;
-    bool found = stat(path, &sb) == 0;
-    if (found && S_ISDIR(sb.st_mode))
-        return depth > 0 ? fb_walk_json_files(path, depth - 1, false, visit, ctx, err) : FB_OK;
+    if (lstat(path, &sb) != 0) /* gone or unreadable: a *.json says so when read */
+        return fb_has_suffix(name, ".json") ? visit(path, ctx, err) : FB_OK;
+    bool dir_entry = S_ISDIR(sb.st_mode);
     /* A FIFO or device named *.json is no file anyone wrote: reading it
      * would block or never end. */
-    if (found && !S_ISREG(sb.st_mode))
+    if ((!dir_entry && !S_ISREG(sb.st_mode)) || (dir_entry && depth <= 0) ||
+        (!dir_entry && !fb_has_suffix(name, ".json")))
         return FB_OK;
-    return fb_has_suffix(name, ".json") ? visit(path, ctx, err) : FB_OK;
+    bool first = false;
+    enum fb_status st = first_visit(w, &sb, &first, err);
+    if (st != FB_OK || !first)
+        return st;
+    return dir_entry ? walk_dir(w, path, depth - 1, false, visit, ctx, err) : visit(path, ctx, err);
 }
 
-enum fb_status fb_walk_json_files(const char *dir, int depth, bool missing_ok, fb_json_visit visit,
-                                  void *ctx, struct fb_err *err)
+static enum fb_status walk_dir(struct fb_walk *w, const char *dir, int depth, bool missing_ok, fb_json_visit visit,
+                               void *ctx, struct fb_err *err)
 {
     struct dirent **names = NULL;
     int n = scandir(dir, &names, NULL, alphasort);
@@ -161,9 +232,34 @@ enum fb_status fb_walk_json_files(const char *dir, int depth, bool missing_ok, f
     enum fb_status st = FB_OK;
     for (int i = 0; i < n; i++) {
         if (st == FB_OK && names[i]->d_name[0] != '.')
-            st = visit_entry(dir, names[i]->d_name, depth, visit, ctx, err);
+            st = visit_entry(w, dir, names[i]->d_name, depth, visit, ctx, err);
         free(names[i]);
     }
     free(names);
+    return st;
+}
+
+enum fb_status fb_walk_tree(struct fb_walk *w, const char *dir, int depth, bool missing_ok, fb_json_visit visit,
+                            void *ctx, struct fb_err *err)
+{
+    /* The directory named is followed like any path a user gives; a
+     * directory met already (given twice, or inside one given before) is
+     * not read again. */
+    struct stat sb;
+    bool first = true;
+    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        enum fb_status st = first_visit(w, &sb, &first, err);
+        if (st != FB_OK)
+            return st;
+    }
+    return first ? walk_dir(w, dir, depth, missing_ok, visit, ctx, err) : FB_OK;
+}
+
+enum fb_status fb_walk_json_files(const char *dir, int depth, bool missing_ok, fb_json_visit visit,
+                                  void *ctx, struct fb_err *err)
+{
+    struct fb_walk w = {0};
+    enum fb_status st = fb_walk_tree(&w, dir, depth, missing_ok, visit, ctx, err);
+    fb_walk_free(&w);
     return st;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "core/status.h"
 
@@ -27,13 +28,37 @@ enum fb_status fb_read_text_file(const char *path, char **out, size_t *len, stru
 
 bool fb_has_suffix(const char *s, const char *suffix);
 
-/* Calls visit(path) for every *.json file of `dir` in name order, entries
- * starting with '.' and entries that are neither regular files nor
- * directories (FIFOs, devices) skipped, going `depth` levels into subdirectories;
- * stops at the first error. A directory that cannot be read is FB_ERR_INPUT,
- * unless `missing_ok` (a search path, where absent directories are normal). */
+/* Walks of results trees, profile directories and log directories: every
+ * *.json file of `dir` in name order, going `depth` levels into
+ * subdirectories; entries starting with '.' (hidden files, the temporaries
+ * of writers, outfile.h) and entries that are neither regular files nor
+ * directories (FIFOs, devices) skipped. A symbolic link inside the tree is
+ * never followed, and a file or directory met before (by device and inode:
+ * hard links, bind mounts, a directory given twice or inside another one
+ * given) is not read again: each run is read once, and a loop cannot make
+ * a walk longer than the tree. `dir` itself is followed like any path given.
+ * Stops at the first error. A directory that cannot be read is
+ * FB_ERR_INPUT, unless `missing_ok` (a search path, where absent
+ * directories are normal). */
 typedef enum fb_status (*fb_json_visit)(const char *path, void *ctx, struct fb_err *err);
 enum fb_status fb_walk_json_files(const char *dir, int depth, bool missing_ok, fb_json_visit visit,
                                   void *ctx, struct fb_err *err);
+
+/* What several walks share, so that nothing is read twice across them
+ * (the directories of one command line): start it as {0}, free it with
+ * fb_walk_free. `repeats` counts what was passed over as met before. */
+struct fb_walk_id {
+    dev_t dev;
+    ino_t ino;
+    bool used;
+};
+struct fb_walk {
+    struct fb_walk_id *seen; /* open addressing, at most half full */
+    size_t n, cap;
+    size_t repeats;
+};
+enum fb_status fb_walk_tree(struct fb_walk *w, const char *dir, int depth, bool missing_ok, fb_json_visit visit,
+                            void *ctx, struct fb_err *err);
+void fb_walk_free(struct fb_walk *w);
 
 #endif

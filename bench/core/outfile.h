@@ -3,9 +3,26 @@
  * renamed over it), a character device or FIFO (/dev/null, /dev/stdout, a
  * pipe) is written into and stays what it is, and anything else (a
  * directory, a block device, a socket, a symbolic link to nothing) is
- * refused with FB_ERR_IO. A symbolic link to a regular file is followed:
- * the file it names is replaced and the link kept. New results are created
- * exclusively, so a run never lands on an existing result. */
+ * refused with FB_ERR_IO. A symbolic link to a regular file is followed
+ * when it is yours or root's: the file it names is replaced and the link
+ * kept. New results are created exclusively, so a run never lands on an
+ * existing result.
+ *
+ * Where results go (docs/results-schema.md, Where results are written):
+ * the results root is --results-dir DIR for a name a run makes up
+ * (DIR/LABEL/NAME), and the directory of a file the user names (-J FILE,
+ * -o FILE). What is above the root is resolved as written. The root and
+ * every directory below it is opened with O_NOFOLLOW one at a time
+ * (mkdirat when missing) and must belong to the effective uid or to root:
+ * a symbolic link there, or a directory of another user, is FB_ERR_IO
+ * naming it, before anything is written.
+ *
+ * Temporary files are named .NAME@HOST.PIDNS.PID.TAG.tmp (fb_out_tmp_name):
+ * hidden from shell globs and from every directory walk (files.h), and
+ * removed by the next write into their directory once their writer is
+ * gone (killed by SIGKILL mid-write): only regular files of the effective
+ * uid, named by a writer of this host and PID namespace whose PID is no
+ * longer alive. */
 #ifndef FB_CORE_OUTFILE_H
 #define FB_CORE_OUTFILE_H
 
@@ -14,7 +31,8 @@
 
 #include "core/status.h"
 
-/* mkdir -p for the directory part of `path` (the file itself not created). */
+/* mkdir -p for the directory part of `path` (the file itself not created),
+ * the file's directory being the results root. */
 enum fb_status fb_make_parent_dirs(const char *path, struct fb_err *err);
 
 /* What writing `path` meets. */
@@ -42,7 +60,8 @@ enum fb_status fb_probe_writable(const char *path, struct fb_err *err);
  * replaced atomically, or written into a stream. */
 enum fb_status fb_out_write(const char *path, const char *text, size_t len, struct fb_err *err);
 
-/* Creates a file that did not exist, never replacing one: `path`, else
+/* Creates a file that did not exist, never replacing one: `path`
+ * (DIR/LABEL/NAME as fb_results_path makes it: DIR is the results root), else
  * the first free of its name with -2, -3, ... before the extension
  * (RUN.json, RUN-2.json). The whole text appears at once (linked from an
  * exclusive temporary file). `path` (of capacity `cap`) becomes the name
@@ -53,6 +72,11 @@ enum fb_status fb_out_create(char *path, size_t cap, const char *text, size_t le
 /* Messages here name -J FILE, the measuring tools' option; a command
  * whose path came from another option (`flag`, "-o FILE") names that. */
 void fb_out_name_option(struct fb_err *err, const char *flag);
+
+/* The temporary name a writer with PID `pid` on this host uses beside the
+ * file `name` (at most 96 bytes of it repeated), `tag` telling its tries
+ * apart; false when it does not fit `cap`. */
+bool fb_out_tmp_name(const char *name, long pid, unsigned tag, char *out, size_t cap);
 
 /* `path` with -N before its extension (N > 1), or as given for N = 1;
  * false when it does not fit. */

@@ -62,34 +62,62 @@ static bool same_series(const struct fb_result *a, const struct fb_result *b)
     return strcmp(a->cluster, b->cluster) == 0 && strcmp(a->collective, b->collective) == 0;
 }
 
-/* ISO 8601 UTC stamps sort as text; a missing one counts as oldest. */
-static bool started_before(const struct fb_result *a, const struct fb_result *b)
+/* A result and its place in the set, for sorting. */
+struct ranked {
+    const struct fb_result *r;
+    size_t at;
+};
+
+/* Each series together, its newest first: cluster, collective, then the
+ * later start (ISO 8601 UTC stamps sort as text; a missing one counts as
+ * oldest), then the later in the set. */
+static int newest_first(const void *a, const void *b)
 {
-    const char *x = a->start_time ? a->start_time : "", *y = b->start_time ? b->start_time : "";
-    return strcmp(x, y) < 0;
+    const struct ranked *x = a, *y = b;
+    int c = strcmp(x->r->cluster, y->r->cluster);
+    if (c == 0)
+        c = strcmp(x->r->collective, y->r->collective);
+    if (c == 0)
+        c = strcmp(y->r->start_time ? y->r->start_time : "", x->r->start_time ? x->r->start_time : "");
+    if (c == 0)
+        c = (x->at < y->at) - (x->at > y->at);
+    return c;
+}
+
+/* By sorting, not by holding every result against every other: a tree of
+ * 20,000 runs is judged in milliseconds, not minutes. */
+bool fb_result_set_mark_latest(const struct fb_result_set *set, bool *keep)
+{
+    struct ranked *order = malloc((set->n ? set->n : 1) * sizeof *order);
+    if (order == NULL)
+        return false;
+    for (size_t i = 0; i < set->n; i++)
+        order[i] = (struct ranked){&set->r[i], i};
+    qsort(order, set->n, sizeof *order, newest_first);
+    for (size_t k = 0; k < set->n; k++)
+        keep[order[k].at] = k == 0 || !same_series(order[k - 1].r, order[k].r);
+    free(order);
+    return true;
 }
 
 void fb_result_set_latest(struct fb_result_set *set)
 {
     /* Decide for every result first, then drop: a freed result can no
      * longer be compared with. */
-    bool *drop = calloc(set->n ? set->n : 1, sizeof *drop);
-    if (drop == NULL)
+    bool *keep = calloc(set->n ? set->n : 1, sizeof *keep);
+    if (keep == NULL || !fb_result_set_mark_latest(set, keep)) {
+        free(keep);
         return; /* keeping everything is a correct, if longer, answer */
-    for (size_t i = 0; i < set->n; i++)
-        for (size_t k = 0; k < set->n && !drop[i]; k++)
-            drop[i] = k != i && same_series(&set->r[i], &set->r[k]) &&
-                      (started_before(&set->r[i], &set->r[k]) ||
-                       (!started_before(&set->r[k], &set->r[i]) && k > i));
+    }
     size_t kept = 0;
     for (size_t i = 0; i < set->n; i++) {
-        if (drop[i])
-            fb_result_free(&set->r[i]);
-        else
+        if (keep[i])
             set->r[kept++] = set->r[i];
+        else
+            fb_result_free(&set->r[i]);
     }
     set->n = kept;
-    free(drop);
+    free(keep);
 }
 
 enum fb_status fb_result_set_same_collective(const struct fb_result_set *set, struct fb_err *err)

@@ -37,6 +37,11 @@ void fb_result_set_drop_unmeasured(struct fb_result_set *set, struct fb_str *not
  * (results/<cluster>/ accumulates runs; --latest compares the newest). */
 void fb_result_set_latest(struct fb_result_set *set);
 
+/* The same choice without dropping anything: keep[i] (set->n of them) is
+ * true for the result of each cluster and collective that started last
+ * (of equal starts, the later in the set). False when out of memory. */
+bool fb_result_set_mark_latest(const struct fb_result_set *set, bool *keep);
+
 /* FB_ERR_INPUT naming the collectives found when the set mixes them. */
 enum fb_status fb_result_set_same_collective(const struct fb_result_set *set, struct fb_err *err);
 

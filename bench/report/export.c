@@ -602,14 +602,17 @@ enum fb_status fb_export_load(const char *const *paths, int npaths, const struct
                               struct fb_export *x, struct fb_err *err)
 {
     struct walk_ctx w = {ps, x};
+    /* One walk for every directory given: a document is exported once. */
+    struct fb_walk walk = {0};
     enum fb_status st = FB_OK;
     for (int i = 0; st == FB_OK && i < npaths; i++) {
         struct stat sb;
         if (stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode))
-            st = fb_walk_json_files(paths[i], 8, false, visit_file, &w, err);
+            st = fb_walk_tree(&walk, paths[i], 8, false, visit_file, &w, err);
         else
             st = read_one(paths[i], true, ps, x, err);
     }
+    fb_walk_free(&walk);
     if (st == FB_OK && x->documents == 0)
         st = fb_fail(err, FB_ERR_INPUT, "no results, check, probe, doctor or scan documents in %s%s; give the files or "
                      "the directories holding them", paths[0], npaths > 1 ? " and the rest" : "");

@@ -117,22 +117,26 @@ static void verdicts_section(const struct fb_result_set *set, const struct fb_pr
 
 /* ---- comparison and busBW vs size, on the newest run of each cluster ---- */
 
-/* The set of `dirs` reduced to the newest measured run of each cluster
- * for `collective`. */
-static enum fb_status latest_of(const char *const *dirs, int ndirs, const char *collective,
-                                struct fb_result_set *set, struct fb_err *err)
+/* The newest measured run of each cluster for `collective`, as a view of
+ * `all`: the results stay all's (free only view->r). Chosen from what is
+ * loaded, not read again from the tree once per collective. */
+static enum fb_status latest_of(const struct fb_result_set *all, const char *collective,
+                                struct fb_result_set *view, struct fb_err *err)
 {
-    enum fb_status st = fb_result_set_load(dirs, ndirs, set, err);
-    if (st != FB_OK)
-        return st;
-    struct fb_str notes = {0};
-    fb_result_set_drop_unmeasured(set, &notes);
-    fb_str_free(&notes);
-    if (set->n > 0)
-        st = fb_result_set_filter(set, collective, err);
-    if (st == FB_OK)
-        fb_result_set_latest(set);
-    return st;
+    view->r = calloc(all->n ? all->n : 1, sizeof *view->r);
+    bool *keep = calloc(all->n ? all->n : 1, sizeof *keep);
+    view->n = 0;
+    for (size_t i = 0; view->r != NULL && i < all->n; i++)
+        if (all->r[i].nrows > 0 && strcmp(all->r[i].collective, collective) == 0)
+            view->r[view->n++] = all->r[i];
+    bool marked = view->r != NULL && keep != NULL && fb_result_set_mark_latest(view, keep);
+    size_t kept = 0;
+    for (size_t i = 0; marked && i < view->n; i++)
+        if (keep[i])
+            view->r[kept++] = view->r[i];
+    view->n = kept;
+    free(keep);
+    return marked ? FB_OK : fb_fail(err, FB_ERR_INTERNAL, "out of memory choosing the newest runs");
 }
 
 static enum fb_status size_plot(const struct fb_result_set *set, const char *collective, struct fb_str *out,
@@ -175,14 +179,14 @@ static enum fb_status size_plot(const struct fb_result_set *set, const char *col
     return st;
 }
 
-static enum fb_status collective_section(const char *const *dirs, int ndirs, const char *collective, double noise,
+static enum fb_status collective_section(const struct fb_result_set *all, const char *collective, double noise,
                                          struct fb_str *out, struct fb_err *err)
 {
     struct fb_result_set set = {0};
-    enum fb_status st = latest_of(dirs, ndirs, collective, &set, err);
+    enum fb_status st = latest_of(all, collective, &set, err);
     if (st != FB_OK || set.n == 0) {
-        fb_result_set_free(&set);
-        return st == FB_ERR_INPUT ? FB_OK : st; /* nothing measured for it */
+        free(set.r);
+        return st; /* nothing measured for it */
     }
     fb_str_addf(out, "<h3>");
     fb_html_escape(out, collective);
@@ -200,7 +204,7 @@ static enum fb_status collective_section(const char *const *dirs, int ndirs, con
         fb_str_addf(out, "<p>One cluster only: nothing to compare.</p>\n");
     }
     fb_str_free(&table);
-    fb_result_set_free(&set);
+    free(set.r); /* a view: the results are all's */
     return st;
 }
 
@@ -212,15 +216,15 @@ static bool seen_collective(const struct fb_result_set *set, size_t upto, const 
     return false;
 }
 
-static enum fb_status compare_section(const struct fb_result_set *all, const char *const *dirs, int ndirs,
-                                      double noise, struct fb_str *out, struct fb_err *err)
+static enum fb_status compare_section(const struct fb_result_set *all, double noise, struct fb_str *out,
+                                      struct fb_err *err)
 {
     fb_str_addf(out, "<section id=\"compare\"><h2>Clusters compared</h2>\n<p>The newest measured run of each cluster, "
                      "per collective: busBW at matching sizes (fabric-report compare --latest).</p>\n");
     enum fb_status st = FB_OK;
     for (size_t i = 0; i < all->n && st == FB_OK; i++)
         if (!seen_collective(all, i, all->r[i].collective))
-            st = collective_section(dirs, ndirs, all->r[i].collective, noise, out, err);
+            st = collective_section(all, all->r[i].collective, noise, out, err);
     fb_str_addf(out, "</section>\n");
     return st;
 }
@@ -343,7 +347,7 @@ static enum fb_status page_body(const char *const *dirs, int ndirs, const struct
     page_head(out, dirs, ndirs, set);
     if (set->n > 0) {
         verdicts_section(set, &ps, out);
-        st = compare_section(set, dirs, ndirs, o->noise, out, err);
+        st = compare_section(set, o->noise, out, err);
         if (st == FB_OK)
             st = history_section(set, &o->hist, out, err);
     }

@@ -183,10 +183,10 @@ static const struct doc_kind {
 
 #define NKINDS (sizeof doc_kinds / sizeof doc_kinds[0])
 
+/* One walk over the directories: each document read once, rendered into
+ * the section of its kind; the sections follow in the order of doc_kinds. */
 struct doc_walk {
-    const struct doc_kind *kind;
-    struct fb_str *out;
-    int found;
+    struct fb_str section[NKINDS];
 };
 
 static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
@@ -198,13 +198,16 @@ static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
     if (fb_json_read_file(path, &doc, &unread) != FB_OK)
         return FB_OK; /* not JSON: the results reader already said so or passed it */
     const char *kind = fb_json_get_string(doc, "kind");
-    if (kind != NULL && strcmp(kind, w->kind->kind) == 0) {
-        if (w->found++ == 0) {
-            fb_str_addf(w->out, "<section id=\"%s\"><h2>", w->kind->kind);
-            fb_html_escape(w->out, w->kind->title);
-            fb_str_addf(w->out, "</h2>\n");
+    for (size_t k = 0; kind != NULL && k < NKINDS; k++) {
+        if (strcmp(kind, doc_kinds[k].kind) != 0)
+            continue;
+        struct fb_str *out = &w->section[k];
+        if (out->len == 0) {
+            fb_str_addf(out, "<section id=\"%s\"><h2>", doc_kinds[k].kind);
+            fb_html_escape(out, doc_kinds[k].title);
+            fb_str_addf(out, "</h2>\n");
         }
-        w->kind->render(doc, path, w->out);
+        doc_kinds[k].render(doc, path, out);
     }
     json_object_put(doc);
     return FB_OK;
@@ -212,13 +215,18 @@ static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
 
 enum fb_status fb_html_other_docs(const char *const *dirs, int ndirs, struct fb_str *out, struct fb_err *err)
 {
+    struct doc_walk w = {0};
+    struct fb_walk walk = {0}; /* each document once across the directories */
     enum fb_status st = FB_OK;
-    for (size_t k = 0; k < NKINDS && st == FB_OK; k++) {
-        struct doc_walk w = {.kind = &doc_kinds[k], .out = out};
-        for (int i = 0; i < ndirs && st == FB_OK; i++)
-            st = fb_walk_json_files(dirs[i], 8, false, visit_doc, &w, err);
-        if (w.found)
+    for (int i = 0; i < ndirs && st == FB_OK; i++)
+        st = fb_walk_tree(&walk, dirs[i], 8, false, visit_doc, &w, err);
+    fb_walk_free(&walk);
+    for (size_t k = 0; k < NKINDS; k++) {
+        if (st == FB_OK && w.section[k].len > 0) {
+            fb_str_addn(out, w.section[k].s, w.section[k].len);
             fb_str_addf(out, "</section>\n");
+        }
+        fb_str_free(&w.section[k]);
     }
     return st;
 }

@@ -465,8 +465,17 @@ const char *fb_result_label(const struct fb_result *r)
     return r->cluster;
 }
 
+/* A result kept in a set needs its rows as r->rows only: their parsed JSON
+ * is most of a document's memory (a tree of 20,000 runs: docs/report.md,
+ * Reading results trees), so it goes once the rows are read. */
+static void drop_parsed_rows(struct fb_result *r)
+{
+    json_object_object_del(r->doc, "rows");
+}
+
 static enum fb_status set_add(struct fb_result_set *set, struct fb_result *r, struct fb_err *err)
 {
+    drop_parsed_rows(r);
     enum fb_status st = fb_array_append(&set->r, &set->n, sizeof *r, r, "collecting results", err);
     if (st != FB_OK)
         fb_result_free(r);
@@ -496,24 +505,29 @@ static enum fb_status add_from_dir_file(const char *path, void *ctx, struct fb_e
 }
 
 /* Results directories nest (results/<cluster>/...); eight levels is more
- * than any layout this suite writes. */
-static enum fb_status add_dir(struct fb_result_set *set, const char *dir, struct fb_err *err)
+ * than any layout this suite writes. One walk covers every directory
+ * given, so a run is counted once however many of them hold it. */
+static enum fb_status add_dir(struct fb_result_set *set, struct fb_walk *w, const char *dir, struct fb_err *err)
 {
-    return fb_walk_json_files(dir, 8, false, add_from_dir_file, set, err);
+    size_t before = set->n, repeats = w->repeats;
+    enum fb_status st = fb_walk_tree(w, dir, 8, false, add_from_dir_file, set, err);
+    /* Empty only when it holds nothing, not when all of it was read
+     * already through another directory given. */
+    if (st == FB_OK && set->n == before && w->repeats == repeats)
+        st = fb_fail(err, FB_ERR_INPUT, "%s holds no collective results (*.json of kind \"collective\"); run fabric-coll with -J or give files", dir);
+    return st;
 }
 
 enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
                                   struct fb_err *err)
 {
     memset(set, 0, sizeof *set);
+    struct fb_walk w = {0};
     enum fb_status st = FB_OK;
     for (int i = 0; i < nargs && st == FB_OK; i++) {
         struct stat sb;
         if (stat(args[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            size_t before = set->n;
-            st = add_dir(set, args[i], err);
-            if (st == FB_OK && set->n == before)
-                st = fb_fail(err, FB_ERR_INPUT, "%s holds no collective results (*.json of kind \"collective\"); run fabric-coll with -J or give files", args[i]);
+            st = add_dir(set, &w, args[i], err);
             continue;
         }
         struct fb_result r;
@@ -521,6 +535,7 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
         if (st == FB_OK)
             st = set_add(set, &r, err);
     }
+    fb_walk_free(&w);
     if (st != FB_OK)
         fb_result_set_free(set);
     return st;

@@ -160,9 +160,7 @@ enum fb_status scan_results_write(struct scan_run *r, int complete, const struct
     json_object *d = document(r, complete, fault);
     enum fb_status st;
     if (!r->path_taken && r->o.json_path == NULL) {
-        st = fb_make_parent_dirs(r->path, err);
-        if (st == FB_OK)
-            st = fb_json_create(r->path, sizeof r->path, d, err);
+        st = fb_json_create(r->path, sizeof r->path, d, err);
     } else {
         st = fb_json_write_atomic(r->path, d, err);
     }

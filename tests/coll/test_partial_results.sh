@@ -31,5 +31,5 @@ if msg=$(/usr/bin/python3 "$FB_ROOT/tests/tools/check_collective.py" "$out" --ra
 else
   not_ok "after kill -9: valid against the schema, complete=false" "$msg"
 fi
-left=$(find "$T_DIR" -name 'partial.json.tmp.*' | wc -l)
+left=$(find "$T_DIR" -name '.partial.json@*.tmp' | wc -l)
 if [ "$left" -le 1 ]; then ok "at most one temporary file left behind"; else not_ok "at most one temporary file left behind" "$left"; fi

@@ -1,11 +1,14 @@
 /* Output files (core/outfile.h), UTF-8-valid documents and cluster labels:
- * what a writer may replace, what it writes into and what it refuses. */
+ * what a writer may replace, what it writes into and what it refuses; the
+ * directories it will not write through; the temporaries a killed writer
+ * leaves; walks of trees (core/files.h) that read each file once. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -38,11 +41,11 @@ static char *slurp(const char *path)
     return fb_read_file(path, &text, &len, &err) == FB_OK ? text : NULL;
 }
 
-/* Temporary files of `name` left in `where`. */
+/* Temporary files of `name` left in `where` (.NAME@HOST.NS.PID.TAG.tmp). */
 static int count_tmp_files(const char *where, const char *name)
 {
     char cmd[PATH_MAX + 64];
-    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c '^%s\\.tmp\\.'", where, name);
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c '^\\.%s@.*\\.tmp$'", where, name);
     FILE *p = popen(cmd, "r");
     int n = -1;
     if (p != NULL && fscanf(p, "%d", &n) != 1)
@@ -273,6 +276,196 @@ static void test_given_labels_are_checked(void)
     unsetenv("FABRIC_CLUSTER");
 }
 
+/* ---- the results root and below: no links, nobody else's directories ---- */
+
+static bool empty_dir(const char *path)
+{
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "[ -z \"$(ls -A '%s')\" ]", path);
+    return system(cmd) == 0;
+}
+
+/* A one-line FB_ERR_IO containing `why`, nothing written at `target`. */
+static void check_refused(enum fb_status st, const struct fb_err *err, const char *why, const char *target)
+{
+    CHECK_INT(st, FB_ERR_IO);
+    CHECK_CONTAINS(err->msg, why);
+    CHECK(strchr(err->msg, '\n') == NULL);
+    CHECK(empty_dir(target));
+}
+
+static void test_links_below_the_results_root_refused(void)
+{
+    char target[PATH_MAX], res[PATH_MAX], cluster[PATH_MAX], linked_root[PATH_MAX], path[PATH_MAX];
+    in_dir(target, sizeof target, "theirs");
+    in_dir(res, sizeof res, "res");
+    in_dir(cluster, sizeof cluster, "res/lab");
+    in_dir(linked_root, sizeof linked_root, "linked-res");
+    CHECK_INT(mkdir(target, 0755), 0);
+    CHECK_INT(mkdir(res, 0755), 0);
+    CHECK_INT(symlink(target, cluster), 0);
+    CHECK_INT(symlink(target, linked_root), 0);
+    json_object *d = doc_with("k", "v");
+    /* results/<cluster> a link: a made-up name, a -J name, the probe. */
+    struct fb_err e1 = {0}, e2 = {0}, e3 = {0}, e4 = {0}, e5 = {0};
+    in_dir(path, sizeof path, "res/lab/stamp-all_reduce.json");
+    check_refused(fb_json_create(path, sizeof path, d, &e1), &e1, "res/lab is a symbolic link", target);
+    in_dir(path, sizeof path, "res/lab/run.json");
+    check_refused(fb_json_write_atomic(path, d, &e2), &e2, "res/lab is a symbolic link", target);
+    check_refused(fb_probe_writable(path, &e3), &e3, "res/lab is a symbolic link", target);
+    /* The results root itself a link: its cluster directory is not made there. */
+    in_dir(path, sizeof path, "linked-res/lab/stamp-all_reduce.json");
+    check_refused(fb_json_create(path, sizeof path, d, &e4), &e4, "linked-res is a symbolic link", target);
+    in_dir(path, sizeof path, "res/lab/run.json");
+    check_refused(fb_make_parent_dirs(path, &e5), &e5, "res/lab is a symbolic link", target);
+    json_object_put(d);
+}
+
+static void test_directories_of_another_user_refused(void)
+{
+    if (geteuid() != 0) {
+        printf("# test_directories_of_another_user_refused: chown needs root; passed over\n");
+        return;
+    }
+    char res[PATH_MAX], theirs[PATH_MAX], path[PATH_MAX];
+    in_dir(res, sizeof res, "uidres");
+    in_dir(theirs, sizeof theirs, "uidres/lab");
+    CHECK_INT(mkdir(res, 0755), 0);
+    CHECK_INT(mkdir(theirs, 0777), 0);
+    CHECK_INT(chown(theirs, 65534, 65534), 0);
+    json_object *d = doc_with("k", "v");
+    struct fb_err e1 = {0}, e2 = {0}, e3 = {0};
+    in_dir(path, sizeof path, "uidres/lab/stamp-all_reduce.json");
+    check_refused(fb_json_create(path, sizeof path, d, &e1), &e1, "belongs to uid 65534", theirs);
+    in_dir(path, sizeof path, "uidres/lab/run.json");
+    check_refused(fb_json_write_atomic(path, d, &e2), &e2, "belongs to uid 65534", theirs);
+    /* The results root itself of another user. */
+    CHECK_INT(chown(theirs, 0, 0), 0);
+    CHECK_INT(chown(res, 65534, 65534), 0);
+    in_dir(path, sizeof path, "uidres/lab/stamp-all_reduce.json");
+    check_refused(fb_json_create(path, sizeof path, d, &e3), &e3, "uidres belongs to uid 65534", theirs);
+    /* Root's own directories (the /tmp this runs in) are trusted. */
+    CHECK_INT(chown(res, 0, 0), 0);
+    struct fb_err ok_err = {0};
+    CHECK_INT(fb_json_create(path, sizeof path, d, &ok_err), FB_OK);
+    json_object_put(d);
+}
+
+/* ---- temporaries: hidden from readers, removed once their writer is gone - */
+
+/* A PID that no process has: a child that has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    return child;
+}
+
+static void touch_at(const char *where, const char *name)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", where, name) >= (int)sizeof path)
+        return;
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fputs("{\"half\": ", f); /* what a writer killed mid-write leaves */
+        fclose(f);
+    }
+}
+
+static bool exists_at(const char *where, const char *name)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", where, name) >= (int)sizeof path)
+        return false;
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static enum fb_status count_visit(const char *path, void *ctx, struct fb_err *err)
+{
+    (void)path;
+    (void)err;
+    ++*(int *)ctx;
+    return FB_OK;
+}
+
+static void test_stale_temporaries_hidden_and_removed(void)
+{
+    char where[PATH_MAX], path[PATH_MAX], stale[NAME_MAX + 1], live[NAME_MAX + 1], foreign[NAME_MAX + 1],
+        theirs[NAME_MAX + 1];
+    in_dir(where, sizeof where, "stale");
+    CHECK_INT(mkdir(where, 0755), 0);
+    CHECK(fb_out_tmp_name("run.json", (long)dead_pid(), 0xdeadbeefu, stale, sizeof stale));
+    CHECK(fb_out_tmp_name("run.json", (long)getppid(), 1u, live, sizeof live));
+    CHECK(fb_out_tmp_name("old.json", (long)dead_pid(), 2u, theirs, sizeof theirs));
+    snprintf(foreign, sizeof foreign, ".run.json@another-host.1.%ld.00000003.tmp", (long)dead_pid());
+    CHECK(stale[0] == '.' && fb_has_suffix(stale, ".tmp"));
+    const char *names[] = {stale, live, foreign, theirs, "run.json.tmp.1.00000004", "kept.json"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        touch_at(where, names[i]);
+    if (geteuid() == 0) {
+        CHECK(snprintf(path, sizeof path, "%s/%s", where, theirs) < (int)sizeof path);
+        CHECK_INT(chown(path, 65534, 65534), 0);
+    }
+    /* Readers: only the result, never a temporary. */
+    int visited = 0;
+    struct fb_err err = {0};
+    CHECK_INT(fb_walk_json_files(where, 8, false, count_visit, &visited, &err), FB_OK);
+    CHECK_INT(visited, 1);
+    /* The next write into the directory removes the dead writer's temporary
+     * alone: a live PID's, another host's, another user's and a name of no
+     * writer's stay. */
+    json_object *d = doc_with("k", "v");
+    in_dir(path, sizeof path, "stale/next.json");
+    CHECK_INT(fb_json_write_atomic(path, d, &err), FB_OK);
+    CHECK(!exists_at(where, stale));
+    CHECK(exists_at(where, live));
+    CHECK(exists_at(where, foreign));
+    CHECK(exists_at(where, "run.json.tmp.1.00000004"));
+    CHECK(exists_at(where, theirs) == (geteuid() == 0));
+    CHECK_INT(count_tmp_files(where, "next.json"), 0);
+    json_object_put(d);
+}
+
+/* ---- walks: each file once, links never followed ------------------------ */
+
+static void test_walk_reads_each_run_once(void)
+{
+    char tree[PATH_MAX], lab[PATH_MAX], other[PATH_MAX], path[PATH_MAX], link_to[PATH_MAX];
+    in_dir(tree, sizeof tree, "tree");
+    in_dir(lab, sizeof lab, "tree/lab");
+    in_dir(other, sizeof other, "tree/other");
+    CHECK_INT(mkdir(tree, 0755), 0);
+    CHECK_INT(mkdir(lab, 0755), 0);
+    CHECK_INT(mkdir(other, 0755), 0);
+    touch_at(lab, "a.json");
+    touch_at(lab, "b.json");
+    touch_at(other, "c.json");
+    in_dir(path, sizeof path, "tree/lab/loop"); /* lab/loop -> tree: a loop */
+    CHECK_INT(symlink("..", path), 0);
+    in_dir(path, sizeof path, "tree/lab/latest.json"); /* a link to a sibling run */
+    CHECK_INT(symlink("b.json", path), 0);
+    in_dir(path, sizeof path, "tree/lab/a.json"); /* a hard link to it from another directory */
+    in_dir(link_to, sizeof link_to, "tree/other/a-again.json");
+    CHECK_INT(link(path, link_to), 0);
+    int visited = 0;
+    struct fb_err err = {0};
+    CHECK_INT(fb_walk_json_files(tree, 8, false, count_visit, &visited, &err), FB_OK);
+    CHECK_INT(visited, 3);
+    /* Directories given together, one inside another: still once each. */
+    struct fb_walk w = {0};
+    visited = 0;
+    CHECK_INT(fb_walk_tree(&w, lab, 8, false, count_visit, &visited, &err), FB_OK);
+    CHECK_INT(fb_walk_tree(&w, tree, 8, false, count_visit, &visited, &err), FB_OK);
+    CHECK_INT(fb_walk_tree(&w, tree, 8, false, count_visit, &visited, &err), FB_OK);
+    CHECK_INT(visited, 3);
+    CHECK(w.repeats > 0);
+    fb_walk_free(&w);
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -294,6 +487,10 @@ int main(void)
     RUN(test_documents_are_utf8);
     RUN(test_labels_stay_distinct_and_inside);
     RUN(test_given_labels_are_checked);
+    RUN(test_links_below_the_results_root_refused);
+    RUN(test_directories_of_another_user_refused);
+    RUN(test_stale_temporaries_hidden_and_removed);
+    RUN(test_walk_reads_each_run_once);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
