@@ -881,7 +881,10 @@ static enum fb_status paths_expand(struct paths *l, const char *arg, struct fb_e
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX];
         int len = snprintf(path, sizeof path, "%s/%s", arg, names[i]->d_name);
-        if (st == FB_OK && names[i]->d_name[0] != '.' && len < (int)sizeof path && stat(path, &sb) == 0 &&
+        /* lstat: a link inside the directory is not followed, so a log
+         * linked in twice (or a link out of the tree) is not read as
+         * another rank's. */
+        if (st == FB_OK && names[i]->d_name[0] != '.' && len < (int)sizeof path && lstat(path, &sb) == 0 &&
             S_ISREG(sb.st_mode))
             st = paths_add(l, path, err);
         free(names[i]);

@@ -16,6 +16,7 @@
 
 #include "core/files.h"
 #include "core/jsonio.h"
+#include "core/outfile.h"
 #include "core/units.h"
 
 #define GNUPLOT_TIMEOUT_S 60
@@ -169,14 +170,11 @@ static void tmp_cleanup(struct tmp *t)
         rmdir(t->dir);
 }
 
+/* Through core/outfile like every other writer: atomic, and never through
+ * a symbolic link or a directory of another user below the results root. */
 static enum fb_status write_text(const char *path, const char *text, struct fb_err *err)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return fb_fail(err, FB_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    bool ok = fputs(text, f) >= 0;
-    ok = fclose(f) == 0 && ok;
-    return ok ? FB_OK : fb_fail(err, FB_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return fb_out_write(path, text, strlen(text), err);
 }
 
 static enum fb_status write_data(const struct fb_result *r, const char *path, struct fb_err *err)
@@ -318,12 +316,30 @@ static enum fb_status check_opts(const struct fb_plot_opts *o, struct fb_err *er
     return FB_OK;
 }
 
+/* The picture is drawn beside -o FILE under core/outfile's temporary name
+ * (hidden, and cleaned by the next writer there should this process be
+ * killed), then renamed onto it. gnuplot's terminal is set in the script,
+ * so the name needs no extension. */
+static bool staged_name(const char *out, char *staged, size_t cap)
+{
+    const char *slash = strrchr(out, '/');
+    const char *base = slash ? slash + 1 : out;
+    int dirlen = slash ? (int)(slash - out + 1) : 0;
+    char tmp[NAME_MAX + 1];
+    if (!fb_out_tmp_name(base, (long)getpid(), 0, tmp, sizeof tmp))
+        return false;
+    int n = snprintf(staged, cap, "%.*s%s", dirlen, out, tmp);
+    return n > 0 && (size_t)n < cap;
+}
+
 /* Creates the staged picture before gnuplot runs: an output gnuplot cannot
  * open would only come back as one of its messages, this says which path
  * and which option to change. */
 static enum fb_status claim_output(const char *staged, const char *out, struct fb_err *err)
 {
-    int fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Exclusive and not through a link: the staged name is this process's
+     * own, so anything already there is not ours to write over. */
+    int fd = open(staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return fb_fail(err, FB_ERR_IO, "%s is not writable (%s); choose another -o FILE", out, strerror(errno));
     close(fd);
@@ -377,7 +393,8 @@ static enum fb_status write_scripts(const struct fb_result_set *set, const char 
 static void remove_outputs(const char *staged, const struct fb_plot_opts *o, char (*kept)[PATH_MAX],
                            size_t n, bool kept_written)
 {
-    unlink(staged);
+    if (staged[0] != '\0')
+        unlink(staged);
     if (kept_written)
         unlink(o->script);
     for (size_t i = 0; kept != NULL && i < n; i++)
@@ -410,10 +427,11 @@ enum fb_status fb_plot(const struct fb_result_set *set, const struct fb_plot_lin
     }
     const char **data = calloc(set->n, sizeof *data);
     char (*kept)[PATH_MAX] = o->script ? calloc(set->n, PATH_MAX) : NULL;
-    char staged[PATH_MAX];
-    snprintf(staged, sizeof staged, "%s.tmp.%ld%s", o->out, (long)getpid(), ends_with_nocase(o->out, ".svg") ? ".svg" : ".png");
+    char staged[PATH_MAX] = "";
+    if (!staged_name(o->out, staged, sizeof staged))
+        st = fb_fail(err, FB_ERR_USAGE, "-o %s: the path is too long; choose a shorter -o FILE", o->out);
     const char *script = tmp_path(&t, "plot.gp"), *log = tmp_path(&t, "gnuplot.log");
-    if (data == NULL || (o->script && kept == NULL) || script == NULL || log == NULL)
+    if (st == FB_OK && (data == NULL || (o->script && kept == NULL) || script == NULL || log == NULL))
         st = fb_fail(err, FB_ERR_INTERNAL, "out of memory plotting");
     if (st == FB_OK)
         st = claim_output(staged, o->out, err);

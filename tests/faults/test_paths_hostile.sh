@@ -36,6 +36,15 @@ nothing_in "no cluster directory made where the results directory leads" "$their
 expect_error "import -o into a linked directory: exit 7 naming -o" 7 "res/lab is a symbolic link.*-o OUT" "fabric-report import" \
   "$R" import "$FB_ROOT/tests/fixtures/report/ncclt/all_reduce_perf-J.json" -o "$T_DIR/res/lab/imported.json"
 nothing_in "nothing imported where the link leads" "$theirs"
+expect_error "plot -o into a linked directory: exit 7 naming -o" 7 "res/lab is a symbolic link.*-o FILE" "fabric-report plot" \
+  "$R" plot "$RES/vm-mpi-allreduce-2.json" -o "$T_DIR/res/lab/p.png"
+nothing_in "nothing drawn where the link leads" "$theirs"
+if command -v gnuplot >/dev/null; then
+  mkdir -p "$T_DIR/plots"
+  expect_exit "plot into a directory of one's own" 0 "$R" plot "$RES/vm-mpi-allreduce-2.json" -o "$T_DIR/plots/p.png"
+  left=$(find "$T_DIR/plots" -mindepth 1 ! -name p.png -printf '%P ')
+  if [ -z "$left" ]; then ok "plot leaves only its picture"; else not_ok "plot leaves only its picture" "$left"; fi
+fi
 
 if is_root; then
   mkdir -p "$T_DIR/res2/lab"

@@ -422,9 +422,49 @@ static void test_directories_and_the_table(void)
     rmdir(empty);
 }
 
+/* A rank's log linked into the directory a second time is not read as
+ * another rank's, nor is a link out of it. */
+static void test_links_in_a_log_directory_are_not_followed(void)
+{
+    char dir[] = "/tmp/fbnccl.XXXXXX", path[256], link1[256], link2[256], cwd[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(path, sizeof path, "%s/nccl.gpu-a.5200", dir);
+    snprintf(link1, sizeof link1, "%s/nccl.gpu-a.5200.again", dir);
+    snprintf(link2, sizeof link2, "%s/elsewhere", dir);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *in = fopen(LOGS "socket/nccl.gpu-a.5200", "r"), *out = fopen(path, "w");
+    CHECK(in != NULL && out != NULL);
+    FILE *mem = open_memstream(&text, &len);
+    for (int c; (c = fgetc(in)) != EOF;)
+        fputc(c, mem);
+    fclose(mem);
+    fputs(text, out);
+    fclose(in);
+    fclose(out);
+    free(text);
+    char target[4096 + 64];
+    snprintf(target, sizeof target, "%s/" LOGS "socket/nccl.gpu-b.5202", cwd);
+    CHECK(symlink(path, link1) == 0);
+    CHECK(symlink(target, link2) == 0);
+    const char *args[] = {dir};
+    json_object *t = NULL;
+    struct fb_err err = {0};
+    CHECK_INT(fb_transport_from_args(args, 1, &t, &err), FB_OK);
+    CHECK(rank_at(t, 0) != NULL && rank_at(t, 1) == NULL);
+    CHECK_STR(str_at(rank_at(t, 0), "host"), "gpu-a");
+    json_object_put(t);
+    unlink(link1);
+    unlink(link2);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_ib_with_gdr);
+    RUN(test_links_in_a_log_directory_are_not_followed);
     RUN(test_socket_is_detected);
     RUN(test_tcpxo_is_fastrak);
     RUN(test_efa_is_ofi);
