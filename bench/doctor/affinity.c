@@ -1,5 +1,6 @@
 #include "doctor/affinity.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@ const char *fb_finding_name(enum fb_finding_code code)
     case FB_FIND_NIC_UNUSED: return "nic-unused";
     case FB_FIND_SOCKET_IMBALANCE: return "socket-imbalance";
     case FB_FIND_NIC_LINK_SLOW: return "nic-link-slow";
+    case FB_FIND_NOT_FABRIC: return "not-fabric";
+    case FB_FIND_GPU_UNCONFIRMED: return "gpu-unconfirmed";
+    case FB_FIND_LOCALITY_UNKNOWN: return "locality-unknown";
     }
     return "unknown";
 }
@@ -67,23 +71,117 @@ static bool nic_selected(const struct fb_devspec *spec, const struct fb_topo_dev
     return spec->exclude ? !listed : listed;
 }
 
+/* "10" of "10-Gigabit", "40" of "40 Gigabit": a speed (2 to 800 Gb/s)
+ * just before `at`, not a model number ("I350 Gigabit", "82576 Gigabit"). */
+static bool speed_before(const char *model, const char *at)
+{
+    const char *end = at;
+    if (end > model && (end[-1] == ' ' || end[-1] == '-'))
+        end--;
+    const char *start = end;
+    while (start > model && (isdigit((unsigned char)start[-1]) || start[-1] == '.'))
+        start--;
+    if (start == end || (start > model && start[-1] != ' '))
+        return false;
+    double gbps = strtod(start, NULL);
+    return gbps >= 2 && gbps <= 800;
+}
+
+/* A gigabit controller by the name hwloc gives it (PCIDevice): "I350
+ * Gigabit Network Connection", "NetXtreme BCM5720 Gigabit Ethernet PCIe";
+ * not "82599ES 10-Gigabit SFI/SFP+". */
+static bool gigabit_model(const char *model)
+{
+    const char *g = strstr(model, "Gigabit");
+    return g != NULL && !speed_before(model, g);
+}
+
+/* A WLAN or WWAN interface, as the kernel's predictable names (wlp5s0,
+ * wwan0) and the old wlanN say. */
+static bool wireless_netdev(const char *netdevs)
+{
+    char list[128];
+    snprintf(list, sizeof list, "%s", netdevs);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (strncmp(tok, "wl", 2) == 0 || strncmp(tok, "ww", 2) == 0)
+            return true;
+    return false;
+}
+
+/* Hypervisors' NICs (Google gVNIC, virtio, Amazon ENA, Microsoft MANA,
+ * VMware vmxnet3) sit on an emulated PCIe link whose speed says nothing of
+ * theirs: GKE's TCPXO GPU NICs are gVNICs. */
+static bool virtual_nic(const struct fb_topo_dev *d)
+{
+    static const unsigned vendors[] = {0x1ae0, 0x1af4, 0x1d0f, 0x1414, 0x15ad};
+    for (size_t i = 0; i < sizeof vendors / sizeof *vendors; i++)
+        if (d->vendor_id == vendors[i])
+            return true;
+    return false;
+}
+
+/* A PCIe link below one 10 Gb/s port (1.25 GB/s) feeds no fabric NIC. */
+#define FABRIC_MIN_LINK_GBPS 1.25f
+
+/* Why a NIC without RDMA cannot carry fabric traffic, or NULL when it can:
+ * a wireless interface, a gigabit controller (the management port), a
+ * PCIe link too slow for a 10 Gb/s port. */
+static const char *not_fabric_why(const struct fb_topo_dev *d, char *buf, size_t len)
+{
+    if (wireless_netdev(d->netdevs))
+        return "a wireless interface";
+    if (gigabit_model(d->model)) {
+        snprintf(buf, len, "a gigabit controller (%s), a management port", d->model);
+        return buf;
+    }
+    if (!virtual_nic(d) && d->link_GBps > 0 && d->link_GBps < FABRIC_MIN_LINK_GBPS) {
+        snprintf(buf, len, "its PCIe link (%.2f GB/s) cannot carry even a 10 Gb/s port",
+                 (double)d->link_GBps);
+        return buf;
+    }
+    return NULL;
+}
+
+/* Without RDMA NICs every NIC is a candidate, but a laptop's Wi-Fi, a
+ * server's gigabit management port or a NIC on a slow link carries no
+ * fabric: each is left out with a finding (when there are GPUs to plan
+ * for), so a machine with only those has no fabric NIC. */
+static void leave_out_non_fabric(const struct fb_topo *t, struct fb_affinity *a)
+{
+    for (size_t n = 0; n < t->nnics; n++) {
+        char buf[256];
+        const char *why = not_fabric_why(&t->nics[n], buf, sizeof buf);
+        if (why == NULL)
+            continue;
+        a->fabric[n] = false;
+        if (t->ngpus > 0)
+            add_finding(a, FB_FIND_NOT_FABRIC, -1, (long)n,
+                        "%s (%s) is not counted as a fabric NIC: %s (--nics names it to count "
+                        "it)", t->nics[n].name, t->nics[n].busid, why);
+    }
+}
+
 /* The default: RDMA NICs when there are any (NCCL's IB/RoCE devices), else
- * every NIC. An include list replaces it; an exclusion list narrows it, as
- * NCCL_IB_HCA=^... narrows the RDMA devices. */
+ * every NIC that can carry fabric traffic. An include list replaces it; an
+ * exclusion list narrows it, as NCCL_IB_HCA=^... narrows the RDMA devices. */
 static enum fb_status pick_fabric(const struct fb_topo *t, const char *nic_spec,
                                   struct fb_affinity *a, struct fb_err *err)
 {
+    struct fb_devspec spec = {0};
+    if (nic_spec != NULL) {
+        enum fb_status st = fb_devspec_parse(nic_spec, "--nics", &spec, err);
+        if (st != FB_OK)
+            return st;
+    }
     size_t rdma = 0;
     for (size_t n = 0; n < t->nnics; n++)
         rdma += t->nics[n].rdma[0] != '\0';
     a->pick = rdma > 0 ? FB_PICK_RDMA : FB_PICK_ALL;
     for (size_t n = 0; n < t->nnics; n++)
         a->fabric[n] = rdma == 0 || t->nics[n].rdma[0] != '\0';
+    if (rdma == 0 && (nic_spec == NULL || spec.exclude))
+        leave_out_non_fabric(t, a);
     if (nic_spec != NULL) {
-        struct fb_devspec spec;
-        enum fb_status st = fb_devspec_parse(nic_spec, "--nics", &spec, err);
-        if (st != FB_OK)
-            return st;
         a->pick = FB_PICK_SPEC;
         for (size_t n = 0; n < t->nnics; n++)
             a->fabric[n] = nic_selected(&spec, &t->nics[n]) && (!spec.exclude || a->fabric[n]);
@@ -114,7 +212,7 @@ static void assign_nics(const struct fb_topo *t, struct fb_affinity *a)
         a->ranks[g].nic = -1;
         a->ranks[g].level = FB_LINK_NONE;
     }
-    for (int level = FB_LINK_PIX; level <= FB_LINK_SYS; level++) {
+    for (int level = FB_LINK_PIX; level <= FB_LINK_UNKNOWN; level++) {
         for (size_t g = 0; g < t->ngpus; g++) {
             if ((int)a->best[g] != level)
                 continue;
@@ -180,6 +278,8 @@ static void find_far_and_cross(const struct fb_topo *t, struct fb_affinity *a)
         if (r->nic < 0)
             continue;
         const struct fb_topo_dev *gpu = &t->gpus[g], *nic = &t->nics[r->nic];
+        if (r->level == FB_LINK_UNKNOWN)
+            continue; /* named by the locality-unknown finding */
         if (gpu->package >= 0 && nic->package >= 0 && gpu->package != nic->package)
             add_finding(a, FB_FIND_CROSS_SOCKET, (long)g, r->nic,
                         "GPU%zu (%s, socket %d): nearest NIC %s is on socket %d (%s): its "
@@ -283,6 +383,85 @@ static void find_slow_links(const struct fb_topo *t, struct fb_affinity *a)
     }
 }
 
+/* "GPU0 (0000:13:00.0), GPU1 (...)" for the GPUs with `mark`, into buf. */
+static size_t gpus_marked(const struct fb_topo *t, bool (*mark)(const struct fb_topo_dev *),
+                          char *buf, size_t len)
+{
+    size_t used = 0, k = 0;
+    buf[0] = '\0';
+    for (size_t g = 0; g < t->ngpus; g++)
+        if (mark(&t->gpus[g]))
+            fb_strbuf_append(buf, len, &used, "%sGPU%zu (%s)", k++ ? ", " : "", g,
+                             t->gpus[g].busid);
+    return k;
+}
+
+static bool counted_by_class(const struct fb_topo_dev *d)
+{
+    return d->by_class;
+}
+
+static bool placed_nowhere(const struct fb_topo_dev *d)
+{
+    return d->locality_unknown;
+}
+
+/* AMD display-class devices without a ROCm device counted as GPUs on the
+ * compute-node evidence (topo.c): an export with ROCm's OS devices
+ * settles it. */
+static void find_unconfirmed_gpus(const struct fb_topo *t, struct fb_affinity *a)
+{
+    char gpus[512];
+    size_t k = gpus_marked(t, counted_by_class, gpus, sizeof gpus), first = 0;
+    while (first < t->ngpus && !t->gpus[first].by_class)
+        first++;
+    if (k == 0)
+        return;
+    const struct fb_topo_dev *d = &t->gpus[first];
+    char ids[16];
+    snprintf(ids, sizeof ids, "%04x:%04x", d->vendor_id, d->device_id);
+    bool named = strcmp(d->model, ids) != 0;
+    add_finding(a, FB_FIND_GPU_UNCONFIRMED, -1, -1,
+                "%s: AMD display-class device%s (%s%s%s) with no ROCm device in the topology, "
+                "counted as Instinct GPU%s on a compute node (an RDMA NIC, or several alike); "
+                "a topology taken with ROCm's hwloc support (rsmi OS devices) confirms %s",
+                gpus, k == 1 ? "" : "s", ids, named ? ", " : "", named ? d->model : "",
+                k == 1 ? "" : "s", k == 1 ? "it" : "them");
+}
+
+/* Where no GPU was counted, the AMD display devices left out may be GPUs
+ * all the same. */
+static void find_uncounted_gpus(const struct fb_topo *t, struct fb_affinity *a)
+{
+    if (t->ngpus == 0 && t->nuncounted > 0)
+        add_finding(a, FB_FIND_GPU_UNCONFIRMED, -1, -1,
+                    "no GPU counted, but AMD display-class device%s %s, with no ROCm device "
+                    "in the topology, may be Instinct GPUs (MI25 and MI50 report a display "
+                    "class): on a GPU node take the topology with ROCm's hwloc support (rsmi "
+                    "OS devices)", t->nuncounted == 1 ? "" : "s", t->uncounted);
+}
+
+static void find_unknown_locality(const struct fb_topo *t, struct fb_affinity *a)
+{
+    if (t->ngpus == 0)
+        return;
+    char gpus[512], nics[512];
+    size_t used = 0, k = gpus_marked(t, placed_nowhere, gpus, sizeof gpus), m = 0;
+    nics[0] = '\0';
+    for (size_t n = 0; n < t->nnics; n++)
+        if (t->nics[n].locality_unknown && a->fabric[n])
+            fb_strbuf_append(nics, sizeof nics, &used, "%s%s", m++ ? ", " : "", t->nics[n].name);
+    if (k + m == 0)
+        return;
+    add_finding(a, FB_FIND_LOCALITY_UNKNOWN, -1, -1,
+                "the topology gives no NUMA locality for %s%s%s (I/O attached to the machine "
+                "itself: a hwloc 1.x export that recorded none, or firmware that gives none): "
+                "their socket, NUMA node and local CPUs are unknown, and so is every path of "
+                "theirs across host bridges; take the topology with hwloc 2.x on the node "
+                "(lstopo --of xml), and check numa_node in /sys/bus/pci/devices",
+                gpus, k && m ? ", " : "", nics);
+}
+
 static void suggest_ib_hca(const struct fb_topo *t, struct fb_affinity *a)
 {
     size_t used = 0, k = 0;
@@ -324,6 +503,9 @@ enum fb_status fb_affinity_analyse(const struct fb_topo *t, const char *nic_spec
         add_finding(a, FB_FIND_NO_NIC, -1, -1,
                     "%zu GPU%s but no fabric NIC%s: multi-node NCCL would use TCP sockets",
                     t->ngpus, t->ngpus == 1 ? "" : "s", nic_spec ? " matches --nics" : "");
+    find_unconfirmed_gpus(t, a);
+    find_uncounted_gpus(t, a);
+    find_unknown_locality(t, a);
     find_far_and_cross(t, a);
     find_shared_and_unused(t, a);
     find_socket_imbalance(t, a);

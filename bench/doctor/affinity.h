@@ -2,8 +2,10 @@
  * should use, which CPUs each local rank should run on, and what in the
  * machine's layout costs bandwidth.
  *
- * Fabric NICs are every RDMA-capable NIC, else every NIC; a --nics list
- * (NCCL_IB_HCA syntax) names them instead, or with '^' excludes some. Each GPU, most constrained first, takes
+ * Fabric NICs are every RDMA-capable NIC, else every NIC that can carry
+ * fabric traffic (not a wireless, gigabit or slow-linked one: not_fabric_why);
+ * a --nics list (NCCL_IB_HCA syntax) names them instead, or with '^'
+ * excludes some. Each GPU, most constrained first, takes
  * the least loaded fabric NIC at its best path level; local rank i drives
  * GPU i (PCI bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID and nvidia-smi). */
 #ifndef FB_DOCTOR_AFFINITY_H
@@ -24,6 +26,9 @@ enum fb_finding_code {
     FB_FIND_NIC_UNUSED,       /* a fabric NIC no GPU is nearest to */
     FB_FIND_SOCKET_IMBALANCE, /* NICs per socket do not follow GPUs per socket */
     FB_FIND_NIC_LINK_SLOW,    /* a NIC's PCIe link is slower than its twins' */
+    FB_FIND_NOT_FABRIC,       /* no RDMA NIC: a wireless, gigabit or slow NIC left out */
+    FB_FIND_GPU_UNCONFIRMED,  /* AMD display devices counted (or not) as GPUs on class alone */
+    FB_FIND_LOCALITY_UNKNOWN, /* devices the topology gives no NUMA locality */
 };
 
 const char *fb_finding_name(enum fb_finding_code code);

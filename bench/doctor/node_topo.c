@@ -8,17 +8,23 @@
 
 static void judge(const struct fb_topo *t, const struct fb_affinity *a, struct fb_check *c)
 {
+    if (t->ngpus == 0 && t->nuncounted > 0) {
+        fb_check_set(c, FB_CHECK_SKIP, "no GPU counted in the topology (%s); AMD display-class "
+                     "device(s) %s without a ROCm device may be GPUs: take the topology with "
+                     "ROCm's hwloc support", t->source, t->uncounted);
+        return;
+    }
     if (t->ngpus == 0) {
         fb_check_set(c, FB_CHECK_SKIP, "no GPU in the topology (%s)", t->source);
         return;
     }
-    size_t at[FB_LINK_SYS + 1] = {0};
+    size_t at[FB_LINK_UNKNOWN + 1] = {0};
     for (size_t g = 0; g < t->ngpus; g++)
         at[a->ranks[g].level]++;
     char levels[128];
     size_t used = 0;
     levels[0] = '\0';
-    for (int l = FB_LINK_PIX; l <= FB_LINK_SYS; l++)
+    for (int l = FB_LINK_PIX; l <= FB_LINK_UNKNOWN; l++)
         if (at[l])
             fb_strbuf_append(levels, sizeof levels, &used, "%s%zu at %s", used ? ", " : "",
                              at[l], fb_link_name((enum fb_link)l));

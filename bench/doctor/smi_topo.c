@@ -32,12 +32,9 @@ static char *trim(char *s)
     return s;
 }
 
-/* Cells of a row: tab-separated as nvidia-smi prints (empty cells kept),
- * else blank-separated as pasted (where no cell is empty). */
-static int split_cells(char *line, char **cell, int max)
+/* Cells separated by one tab each, empty cells kept. */
+static int split_tabs(char *line, char **cell, int max)
 {
-    if (strchr(line, '\t') == NULL)
-        return fb_tokens(line, cell, max);
     int n = 0;
     for (char *p = line; n < max;) {
         char *tab = strchr(p, '\t');
@@ -49,6 +46,45 @@ static int split_cells(char *line, char **cell, int max)
         p = tab + 1;
     }
     return n;
+}
+
+/* nvidia-smi's own form: one tab between cells, so every matrix cell of a
+ * row holds a code. */
+static bool single_tabs(const char *line, int ncols)
+{
+    char copy[2048], *cell[CELLS_MAX];
+    snprintf(copy, sizeof copy, "%s", line);
+    int n = split_tabs(copy, cell, CELLS_MAX);
+    if (n < ncols + 1)
+        return true; /* too short either way: read_gpu_row says so */
+    for (int j = 1; j <= ncols; j++)
+        if (cell[j][0] == '\0')
+            return false;
+    return true;
+}
+
+/* Cells of a GPU row: nvidia-smi separates them by one tab each and leaves
+ * an affinity cell empty where it has nothing to say (kept, so the NUMA
+ * node stays in its column). A copy aligned by hand pads with more tabs
+ * or blanks, and a blank-separated paste has no empty cell: there any run
+ * of white space separates two cells. */
+static int split_cells(char *line, int ncols, char **cell, int max)
+{
+    if (strchr(line, '\t') != NULL && single_tabs(line, ncols))
+        return split_tabs(line, cell, max);
+    return fb_tokens(line, cell, max);
+}
+
+/* A copy quoted as comments ("# GPU0 ...", as a shell script or a
+ * configuration file keeps it) reads as the lines without their marks. */
+static char *unquoted(char *s, bool quoted)
+{
+    if (quoted && *s == '#') {
+        s++;
+        while (*s == ' ' || *s == '\t')
+            s++;
+    }
+    return s;
 }
 
 static enum fb_link level_of(const char *cell)
@@ -71,17 +107,23 @@ static bool is_header(const char *s)
     return fb_starts_with(s, "GPU0") && strchr(s, 'X') == NULL;
 }
 
-bool fb_smi_topo_detect(const char *text, size_t len)
+static bool detect_form(const char *text, size_t len, bool quoted)
 {
     size_t pos = 0;
     char buf[1024], *s = NULL;
     bool header = false;
     for (int lines = 0; lines < 64 && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s); lines++) {
+        s = unquoted(s, quoted);
         if (header && fb_starts_with(s, "GPU0"))
             return true;
         header = header || is_header(s);
     }
     return false;
+}
+
+bool fb_smi_topo_detect(const char *text, size_t len)
+{
+    return detect_form(text, len, false) || detect_form(text, len, true);
 }
 
 struct columns {
@@ -90,14 +132,40 @@ struct columns {
     int index[CELLS_MAX];
 };
 
+/* Where the matrix ends: "CPU Affinity", "NUMA Affinity", "GPU NUMA ID". */
+static bool affinity_word(const char *s)
+{
+    return strcmp(s, "CPU") == 0 || strcmp(s, "NUMA") == 0 || strcmp(s, "Affinity") == 0 ||
+           strcmp(s, "GPU") == 0;
+}
+
+/* A NIC column the old layout (drivers up to R470) names by its RDMA
+ * device, "mlx5_0", where newer ones write "NIC0" and a NIC Legend. */
+static bool device_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= sizeof ((struct fb_smi_topo *)0)->nic_name[0] || !isalpha((unsigned char)s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && strchr("_-.", s[i]) == NULL)
+            return false;
+    return true;
+}
+
+/* The header's matrix columns: GPUn, NICn, or a NIC named by its device. */
 static void read_header(char *line, struct columns *c, struct fb_smi_topo *t)
 {
     char *tok[CELLS_MAX];
     int n = fb_tokens(line, tok, CELLS_MAX);
     c->n = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !affinity_word(tok[i]); i++) {
         int idx = 0;
         char kind = device_label(tok[i], &idx);
+        if (kind == 0 && device_name(tok[i]) && t->nnics < FB_SMI_MAX) {
+            kind = 'N';
+            idx = t->nnics;
+            fb_copy(t->nic_name[idx], sizeof t->nic_name[idx], tok[i], strlen(tok[i]));
+        }
         if (kind == 0)
             break;
         c->kind[c->n] = kind;
@@ -142,34 +210,45 @@ static void read_legend(const char *s, struct fb_smi_topo *t)
     fb_copy(t->nic_name[idx], sizeof t->nic_name[idx], dev, strcspn(dev, " \t"));
 }
 
-enum fb_status fb_smi_topo_parse(const char *name, const char *text, size_t len, struct fb_smi_topo *t,
-                                 struct fb_err *err)
+static enum fb_status parse_form(const char *name, const char *text, size_t len, bool quoted,
+                                 struct fb_smi_topo *t, struct columns *c, struct fb_err *err)
 {
-    memset(t, 0, sizeof *t);
-    struct columns c = {0};
     size_t pos = 0;
     char buf[2048], *s = NULL;
     long lineno = 0;
     while (fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
         lineno++;
+        s = unquoted(s, quoted);
         int idx = 0;
         char first[16];
         fb_copy(first, sizeof first, s, strcspn(s, " \t:"));
         char kind = device_label(first, &idx);
-        if (c.n == 0 && is_header(s)) {
-            read_header(s, &c, t);
+        if (c->n == 0 && is_header(s)) {
+            read_header(s, c, t);
             continue;
         }
-        if (c.n > 0 && kind == 'G' && strchr(s, ':') == NULL) {
+        if (c->n > 0 && kind == 'G' && strchr(s, ':') == NULL) {
             char *cell[CELLS_MAX];
-            int n = split_cells(s, cell, CELLS_MAX);
-            enum fb_status st = read_gpu_row(name, lineno, cell, n, idx, &c, t, err);
+            int n = split_cells(s, c->n, cell, CELLS_MAX);
+            enum fb_status st = read_gpu_row(name, lineno, cell, n, idx, c, t, err);
             if (st != FB_OK)
                 return st;
         } else if (kind == 'N' && strchr(s, ':') != NULL) {
             read_legend(s, t);
         }
     }
+    return FB_OK;
+}
+
+enum fb_status fb_smi_topo_parse(const char *name, const char *text, size_t len, struct fb_smi_topo *t,
+                                 struct fb_err *err)
+{
+    memset(t, 0, sizeof *t);
+    struct columns c = {0};
+    bool quoted = !detect_form(text, len, false) && detect_form(text, len, true);
+    enum fb_status st = parse_form(name, text, len, quoted, t, &c, err);
+    if (st != FB_OK)
+        return st;
     if (c.n == 0 || t->ngpus == 0)
         return fb_fail(err, FB_ERR_INPUT, "%s: no GPU0 header row; paste the whole output of nvidia-smi topo -m", name);
     for (int n = 0; n < t->nnics; n++)

@@ -13,6 +13,8 @@
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_AMD 0x1002
 #define PCI_CLASS_DISPLAY 0x03
+#define PCI_CLASS_DISPLAY_OTHER 0x0380 /* AMD Instinct up to MI250X */
+#define PCI_CLASS_ACCELERATOR 0x1200   /* processing accelerator: AMD Instinct MI300 */
 #define PCI_CLASS_NETWORK 0x02
 #define PCI_CLASS_INFINIBAND_OLD 0x0c06 /* serial bus/InfiniBand: ConnectX-2 era HCAs */
 
@@ -24,36 +26,49 @@ const char *fb_link_name(enum fb_link l)
     case FB_LINK_PHB: return "PHB";
     case FB_LINK_NODE: return "NODE";
     case FB_LINK_SYS: return "SYS";
+    case FB_LINK_UNKNOWN: return "unknown";
     case FB_LINK_NONE: break;
     }
     return "-";
 }
 
-/* A compute OS device a collective library drives (CUDA, ROCm, Level
- * Zero); OpenCL alone is any graphics card's. */
+/* A compute OS device a collective library drives: CUDA, ROCm (rsmi, filed
+ * as a GPU device by hwloc 1.x and 2.x), Level Zero; OpenCL alone is any
+ * graphics card's. */
 static bool has_compute_osdev(hwloc_obj_t pci)
 {
-    for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
-        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC &&
-            (c->name == NULL || strncmp(c->name, "opencl", 6) != 0))
+    for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE)
+            continue;
+        bool opencl = c->name != NULL && strncmp(c->name, "opencl", 6) == 0;
+        bool rocm = c->name != NULL && strncmp(c->name, "rsmi", 4) == 0;
+        if (rocm || (c->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC && !opencl))
             return true;
+    }
     return false;
 }
 
-/* NVIDIA display-class devices (found by vendor and class, with or without
- * OS devices: an export may carry them for one GPU only); AMD accelerators
- * (class 0380: Instinct, not Radeon); any display device with a compute OS
- * device. The server's BMC VGA is a display device too, and must not count
- * as a GPU; NVSwitch functions are bridges (0680), never GPUs. */
-#define PCI_CLASS_DISPLAY_OTHER 0x0380
+/* How sure a PCI function is a GPU. Sure: NVIDIA display-class devices
+ * (found by vendor and class, with or without OS devices: an export may
+ * carry them for one GPU only); AMD accelerators (class 0380, and 1200 from
+ * MI300 on: Instinct, never Radeon); any display device with a compute OS
+ * device. Maybe: an AMD display device (class 03xx) with none, which is a
+ * Radeon display card or an Instinct GPU (MI25, MI50: their firmware gives
+ * class 0300) exported without ROCm's hwloc plugin; choose_maybe_gpus
+ * decides. The server's BMC VGA is a display device too, and never a GPU;
+ * NVSwitch functions are bridges (0680), never GPUs. */
+enum gpu_evidence { NOT_GPU, GPU_SURE, GPU_MAYBE };
 
-static bool is_gpu(hwloc_obj_t o)
+static enum gpu_evidence gpu_evidence(hwloc_obj_t o)
 {
-    unsigned cls = o->attr->pcidev.class_id;
+    unsigned cls = o->attr->pcidev.class_id, v = o->attr->pcidev.vendor_id;
+    if (v == PCI_VENDOR_AMD && (cls == PCI_CLASS_DISPLAY_OTHER || cls == PCI_CLASS_ACCELERATOR))
+        return GPU_SURE;
     if ((cls >> 8) != PCI_CLASS_DISPLAY)
-        return false;
-    unsigned v = o->attr->pcidev.vendor_id;
-    return v == PCI_VENDOR_NVIDIA || (v == PCI_VENDOR_AMD && cls == PCI_CLASS_DISPLAY_OTHER) || has_compute_osdev(o);
+        return NOT_GPU;
+    if (v == PCI_VENDOR_NVIDIA || has_compute_osdev(o))
+        return GPU_SURE;
+    return v == PCI_VENDOR_AMD ? GPU_MAYBE : NOT_GPU;
 }
 
 /* hwloc 1.x exports may file an RDMA device ("mlx4_0") as a network OS
@@ -73,6 +88,18 @@ static bool is_nic(hwloc_obj_t o)
            o->attr->pcidev.class_id == PCI_CLASS_INFINIBAND_OLD;
 }
 
+/* A NIC with an RDMA device: an OpenFabrics OS device, or a verbs name
+ * filed as a network device (hwloc 1.x). */
+static bool is_rdma_nic(hwloc_obj_t o)
+{
+    for (hwloc_obj_t c = o->io_first_child; is_nic(o) && c; c = c->next_sibling)
+        if (c->type == HWLOC_OBJ_OS_DEVICE &&
+            (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS ||
+             (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && c->name && verbs_name(c->name))))
+            return true;
+    return false;
+}
+
 static void append_name(char *buf, size_t len, const char *name)
 {
     size_t used = strlen(buf);
@@ -85,6 +112,16 @@ static int first_numa(hwloc_obj_t locality)
     if (locality == NULL || locality->nodeset == NULL || hwloc_bitmap_iszero(locality->nodeset))
         return -1;
     return hwloc_bitmap_first(locality->nodeset);
+}
+
+/* I/O attached to the machine itself has no locality on a machine of
+ * several NUMA nodes: a hwloc 1.x export that recorded none (its host
+ * bridges hung at the root), or a kernel that gives none (numa_node -1).
+ * Its "NUMA node" would otherwise read as the machine's first. */
+static bool locality_unknown(hwloc_topology_t topo, hwloc_obj_t locality)
+{
+    return locality == hwloc_get_root_obj(topo) &&
+           hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE) > 1;
 }
 
 /* A device's socket: the Package above it; else the one Package whose CPUs
@@ -158,6 +195,9 @@ static void fill_dev(hwloc_topology_t topo, hwloc_obj_t o, struct fb_topo_dev *d
     }
     snprintf(d->name, sizeof d->name, "%s", name);
     hwloc_obj_t locality = hwloc_get_non_io_ancestor_obj(topo, o);
+    d->locality_unknown = locality_unknown(topo, locality);
+    if (d->locality_unknown)
+        locality = NULL;
     d->numa = first_numa(locality);
     d->package = socket_of(topo, o, locality);
     d->cpuset = locality && locality->cpuset ? hwloc_bitmap_dup(locality->cpuset)
@@ -201,6 +241,8 @@ static enum fb_link path_level(hwloc_topology_t topo, hwloc_obj_t gpu, hwloc_obj
     }
     hwloc_obj_t ga = hwloc_get_non_io_ancestor_obj(topo, gpu);
     hwloc_obj_t na = hwloc_get_non_io_ancestor_obj(topo, nic);
+    if (locality_unknown(topo, ga) || locality_unknown(topo, na))
+        return FB_LINK_UNKNOWN;
     if (ga && na && ga->nodeset && na->nodeset && hwloc_bitmap_intersects(ga->nodeset, na->nodeset))
         return FB_LINK_NODE;
     return FB_LINK_SYS;
@@ -287,36 +329,115 @@ static enum fb_status open_topology(const char *xml_path, hwloc_topology_t *out,
     return FB_OK;
 }
 
-static enum fb_status collect(hwloc_topology_t topo, struct fb_topo *t, hwloc_obj_t **gpus,
-                              hwloc_obj_t **nics, struct fb_err *err)
+static bool same_model(hwloc_obj_t a, hwloc_obj_t b)
+{
+    return a->attr->pcidev.vendor_id == b->attr->pcidev.vendor_id &&
+           a->attr->pcidev.device_id == b->attr->pcidev.device_id;
+}
+
+/* The PCI functions of a topology, sorted out. */
+struct found {
+    hwloc_obj_t *gpus, *nics, *maybe;
+    size_t ngpus, nnics, nmaybe;
+    bool *by_class; /* per GPU */
+    bool rdma;      /* some NIC has an RDMA device */
+};
+
+/* AMD display devices without a ROCm device (gpu_evidence) count as GPUs
+ * when they are the model of a GPU found for sure (ROCm saw one of them),
+ * or when no GPU was found for sure and the node looks like a compute
+ * node: an RDMA NIC, or several of one model (a workstation has one
+ * display card). Those counted on their class alone are marked by_class
+ * (the gpu-unconfirmed finding); those left out are listed in the topology
+ * when no GPU was found, since they may be GPUs all the same. */
+static void choose_maybe_gpus(struct found *f, struct fb_topo *t)
+{
+    size_t nsure = f->ngpus;
+    size_t used = 0;
+    for (size_t m = 0; m < f->nmaybe; m++) {
+        bool twin = false, alike = false;
+        for (size_t g = 0; g < nsure; g++)
+            twin |= same_model(f->maybe[m], f->gpus[g]);
+        for (size_t o = 0; o < f->nmaybe; o++)
+            alike |= o != m && same_model(f->maybe[m], f->maybe[o]);
+        if (twin || (nsure == 0 && (f->rdma || alike))) {
+            f->by_class[f->ngpus] = !twin;
+            f->gpus[f->ngpus++] = f->maybe[m];
+        } else if (nsure == 0) {
+            const struct hwloc_pcidev_attr_s *p = &f->maybe[m]->attr->pcidev;
+            fb_strbuf_append(t->uncounted, sizeof t->uncounted, &used,
+                             "%s%04x:%02x:%02x.%x (%04x:%04x)", used ? ", " : "",
+                             (unsigned)p->domain, p->bus, p->dev, p->func, p->vendor_id,
+                             p->device_id);
+            t->nuncounted++;
+        }
+    }
+}
+
+static enum fb_status find_devices(hwloc_topology_t topo, struct fb_topo *t, struct found *f,
+                                   struct fb_err *err)
 {
     size_t npci = 0;
     for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, NULL); o; o = hwloc_get_next_pcidev(topo, o))
         npci++;
-    *gpus = calloc(npci + 1, sizeof **gpus);
-    *nics = calloc(npci + 1, sizeof **nics);
-    if (*gpus == NULL || *nics == NULL)
+    f->gpus = calloc(npci + 1, sizeof *f->gpus);
+    f->nics = calloc(npci + 1, sizeof *f->nics);
+    f->maybe = calloc(npci + 1, sizeof *f->maybe);
+    f->by_class = calloc(npci + 1, sizeof *f->by_class);
+    if (f->gpus == NULL || f->nics == NULL || f->maybe == NULL || f->by_class == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading the topology");
     for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, NULL); o; o = hwloc_get_next_pcidev(topo, o)) {
-        if (is_gpu(o))
-            (*gpus)[t->ngpus++] = o;
+        enum gpu_evidence e = gpu_evidence(o);
+        if (e == GPU_SURE)
+            f->gpus[f->ngpus++] = o;
+        else if (e == GPU_MAYBE)
+            f->maybe[f->nmaybe++] = o;
         else if (is_nic(o))
-            (*nics)[t->nnics++] = o;
+            f->nics[f->nnics++] = o;
+        f->rdma |= is_rdma_nic(o);
     }
-    qsort(*gpus, t->ngpus, sizeof **gpus, compare_busid);
-    qsort(*nics, t->nnics, sizeof **nics, compare_busid);
+    choose_maybe_gpus(f, t);
+    return FB_OK;
+}
+
+/* GPUs and NICs in PCI bus order, each GPU's by_class mark kept with it. */
+static void sort_devices(struct found *f)
+{
+    for (size_t i = 1; i < f->ngpus; i++)
+        for (size_t j = i; j > 0 && compare_busid(&f->gpus[j - 1], &f->gpus[j]) > 0; j--) {
+            hwloc_obj_t o = f->gpus[j];
+            bool b = f->by_class[j];
+            f->gpus[j] = f->gpus[j - 1];
+            f->by_class[j] = f->by_class[j - 1];
+            f->gpus[j - 1] = o;
+            f->by_class[j - 1] = b;
+        }
+    qsort(f->nics, f->nnics, sizeof *f->nics, compare_busid);
+}
+
+static enum fb_status collect(hwloc_topology_t topo, struct fb_topo *t, struct found *f,
+                              struct fb_err *err)
+{
+    enum fb_status st = find_devices(topo, t, f, err);
+    if (st != FB_OK)
+        return st;
+    sort_devices(f);
+    t->ngpus = f->ngpus;
+    t->nnics = f->nnics;
     t->gpus = calloc(t->ngpus + 1, sizeof *t->gpus);
     t->nics = calloc(t->nnics + 1, sizeof *t->nics);
     t->link = calloc(t->ngpus * t->nnics + 1, sizeof *t->link);
     if (t->gpus == NULL || t->nics == NULL || t->link == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory reading the topology");
-    for (size_t g = 0; g < t->ngpus; g++)
-        fill_dev(topo, (*gpus)[g], &t->gpus[g]);
+    for (size_t g = 0; g < t->ngpus; g++) {
+        fill_dev(topo, f->gpus[g], &t->gpus[g]);
+        t->gpus[g].by_class = f->by_class[g];
+    }
     for (size_t n = 0; n < t->nnics; n++)
-        fill_dev(topo, (*nics)[n], &t->nics[n]);
+        fill_dev(topo, f->nics[n], &t->nics[n]);
     for (size_t g = 0; g < t->ngpus; g++)
         for (size_t n = 0; n < t->nnics; n++)
-            t->link[g * t->nnics + n] = path_level(topo, (*gpus)[g], (*nics)[n]);
+            t->link[g * t->nnics + n] = path_level(topo, f->gpus[g], f->nics[n]);
     return FB_OK;
 }
 
@@ -352,12 +473,14 @@ enum fb_status fb_topo_load(const char *xml_path, struct fb_topo *t, struct fb_e
     t->nnuma = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     t->ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     t->npus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-    hwloc_obj_t *gpus = NULL, *nics = NULL;
-    st = collect(topo, t, &gpus, &nics, err);
+    struct found f = {0};
+    st = collect(topo, t, &f, err);
     if (st == FB_OK)
         st = collect_cores(topo, t, err);
-    free(gpus);
-    free(nics);
+    free(f.gpus);
+    free(f.nics);
+    free(f.maybe);
+    free(f.by_class);
     hwloc_topology_destroy(topo);
     if (st != FB_OK)
         fb_topo_free(t);

@@ -7,11 +7,14 @@
  *   PXB  several switches, no host bridge
  *   PHB  through one PCIe host bridge (root complex)
  *   NODE between host bridges of one NUMA node
- *   SYS  across the CPU interconnect between NUMA nodes or sockets */
+ *   SYS  across the CPU interconnect between NUMA nodes or sockets
+ * and, past them, "unknown": between host bridges when the topology gives
+ * one of the two devices no NUMA locality. */
 #ifndef FB_DOCTOR_TOPO_H
 #define FB_DOCTOR_TOPO_H
 
 #include <hwloc.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -23,6 +26,7 @@ enum fb_link {
     FB_LINK_PHB,
     FB_LINK_NODE,
     FB_LINK_SYS,
+    FB_LINK_UNKNOWN, /* ranks after SYS: any known path is preferred */
 };
 
 const char *fb_link_name(enum fb_link l);
@@ -38,7 +42,9 @@ struct fb_topo_dev {
     int numa;             /* first NUMA node of its locality, -1 unknown */
     int package;          /* socket (Package os index), -1 unknown */
     float link_GBps;      /* PCIe link speed hwloc measured, 0 unknown */
-    hwloc_bitmap_t cpuset; /* CPUs local to the device */
+    hwloc_bitmap_t cpuset; /* CPUs local to the device (empty: unknown) */
+    bool locality_unknown; /* attached to the machine itself on a multi-NUMA machine */
+    bool by_class;        /* GPU: counted on its AMD display class alone (no ROCm device) */
 };
 
 struct fb_topo {
@@ -50,6 +56,8 @@ struct fb_topo {
     enum fb_link *link;              /* link[g * nnics + n] */
     size_t ncoresets;
     hwloc_bitmap_t *coresets;        /* the PUs of every core, in topology order */
+    size_t nuncounted;               /* AMD display devices left out as GPUs */
+    char uncounted[256];             /* "0000:44:00.0 (1002:6863), ..." */
 };
 
 /* Loads the live machine (xml_path NULL) or an XML file. A missing,

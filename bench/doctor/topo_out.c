@@ -94,14 +94,14 @@ static void print_ranks(FILE *out, const struct fb_topo *t, const struct fb_affi
 {
     if (t->ngpus == 0)
         return;
-    fprintf(out, "\n%-5s %-6s %-10s %-5s %4s  %s\n", "rank", "GPU", "NIC", "path", "NUMA",
+    fprintf(out, "\n%-5s %-6s %-10s %-7s %4s  %s\n", "rank", "GPU", "NIC", "path", "NUMA",
             "CPUs");
     for (size_t g = 0; g < t->ngpus; g++) {
         const struct fb_rank_plan *r = &a->ranks[g];
         char cpus[512];
         cpulist(r->cpus, cpus, sizeof cpus);
         char m[16];
-        fprintf(out, "%-5zu GPU%-3zu %-10s %-5s %4s  %s\n", g, g,
+        fprintf(out, "%-5zu GPU%-3zu %-10s %-7s %4s  %s\n", g, g,
                 r->nic >= 0 ? t->nics[r->nic].name : "-", fb_link_name(r->level),
                 place(t->gpus[g].numa, m, sizeof m), cpus);
     }

@@ -29,6 +29,9 @@ struct xml {
     struct open_el *open;
     size_t depth, cap;
     bool root_seen, root_closed;
+    bool v3;             /* the root says version 3.x: hwloc 3.0's forms rewritten */
+    size_t root_obj_end; /* in out: just past the root object's start tag (0: none yet) */
+    struct fb_str moved; /* 3.x: the topology's own infos, for the root object */
 };
 
 static int line_at(const struct xml *x, size_t at)
@@ -294,11 +297,112 @@ static void put_root_version(struct xml *x, size_t value_at)
     char quote = v[-1];
     size_t len = strcspn(v, quote == '"' ? "\"" : "'");
     fb_str_addn(x->out, " version=\"", 10);
-    if (len >= 3 && v[0] >= '3' && v[0] <= '9' && v[1] == '.')
+    x->v3 = len >= 3 && v[0] >= '3' && v[0] <= '9' && v[1] == '.';
+    if (x->v3)
         fb_str_addn(x->out, "2.0", 3);
     else
         fb_str_addn(x->out, v, len);
     fb_str_addn(x->out, "\"", 1);
+}
+
+/* ---- hwloc 3.0's forms ---- */
+
+/* What an object's attributes say about its OS device kind. */
+struct osdev_notes {
+    bool has_type;
+    unsigned long types; /* hwloc 3.0's bitmask */
+    bool gpu_name;       /* named nvml* or rsmi*: a GPU's management device */
+    bool bxi;            /* subtype BXI */
+};
+
+#define OSDEV3_STORAGE 0x01ul
+#define OSDEV3_MEMORY 0x02ul
+#define OSDEV3_GPU 0x04ul
+#define OSDEV3_COPROC 0x08ul
+#define OSDEV3_NETWORK 0x10ul
+#define OSDEV3_OPENFABRICS 0x20ul
+#define OSDEV3_DMA 0x40ul
+
+/* hwloc 3.0 writes an OS device's kinds as a bitmask (an RDMA port is
+ * network + OpenFabrics, 48; a CUDA device GPU + co-processor, 12); 2.x
+ * reads one number: block 0, GPU 1, network 2, OpenFabrics 3, DMA 4,
+ * co-processor 5. The number chosen is the one hwloc 3.0 itself writes when
+ * it exports for 2.x readers; -1 for a device of no known kind. */
+static int osdev_type_v2(const struct osdev_notes *n)
+{
+    unsigned long t = n->types;
+    if (t & (OSDEV3_STORAGE | OSDEV3_MEMORY))
+        return 0;
+    if (t & OSDEV3_OPENFABRICS)
+        return 3;
+    if (t & OSDEV3_NETWORK)
+        return n->bxi ? 3 : 2;
+    if (t & OSDEV3_DMA)
+        return 4;
+    if (t & OSDEV3_COPROC)
+        return n->gpu_name ? 1 : 5;
+    if (t & OSDEV3_GPU)
+        return 1;
+    return -1;
+}
+
+/* The value of an attribute as copy_attribute wrote it: ` name="value"`. */
+static const char *written_value(const struct fb_str *attr)
+{
+    const char *q = attr->s ? strchr(attr->s, '"') : NULL;
+    return q ? q + 1 : "";
+}
+
+static bool attr_is(const struct xml *x, size_t at, size_t len, const char *name)
+{
+    return len == strlen(name) && strncmp(x->s + at, name, len) == 0;
+}
+
+/* Notes what a 3.x object's attribute says of its OS device kind; true
+ * when the attribute is osdev_type, which is written afterwards as 2.x
+ * reads it, not as found. */
+static bool note_osdev_attribute(const struct xml *x, size_t at, size_t len,
+                                 const struct fb_str *attr, struct osdev_notes *n)
+{
+    const char *v = written_value(attr);
+    if (attr_is(x, at, len, "osdev_type")) {
+        char *end = NULL;
+        n->types = strtoul(v, &end, 10);
+        n->has_type = end != v && *end == '"';
+        return true;
+    }
+    if (attr_is(x, at, len, "name"))
+        n->gpu_name = strncmp(v, "nvml", 4) == 0 || strncmp(v, "rsmi", 4) == 0;
+    else if (attr_is(x, at, len, "subtype"))
+        n->bxi = strncmp(v, "BXI\"", 4) == 0;
+    return false;
+}
+
+static void put_osdev_type(struct xml *x, const struct osdev_notes *n)
+{
+    int v2 = n->has_type ? osdev_type_v2(n) : -1;
+    if (v2 >= 0)
+        fb_str_addf(x->out, " osdev_type=\"%d\"", v2);
+}
+
+/* hwloc 3.0 keeps the topology's infos (HostName, OSName, Backend, ...)
+ * after the root object; hwloc 2.x reads them as the root object's first
+ * children. They go there. */
+static enum fb_status put_moved_infos(struct xml *x)
+{
+    if (x->moved.len == 0 || x->root_obj_end == 0)
+        return FB_OK;
+    struct fb_str merged = {0};
+    fb_str_addn(&merged, x->out->s, x->root_obj_end);
+    fb_str_addn(&merged, x->moved.s, x->moved.len);
+    fb_str_addn(&merged, x->out->s + x->root_obj_end, x->out->len - x->root_obj_end);
+    if (merged.oom) {
+        fb_str_free(&merged);
+        return fb_fail(x->err, FB_ERR_INTERNAL, "out of memory reading %s", x->what);
+    }
+    fb_str_free(x->out);
+    *x->out = merged;
+    return FB_OK;
 }
 
 static bool push_open(struct xml *x, size_t name_at, size_t len)
@@ -325,8 +429,52 @@ static enum fb_status text_beside_children(struct xml *x, const struct open_el *
                x->s + e->name_at);
 }
 
+/* One attribute of a start tag, as written; a 3.x object's osdev_type
+ * is held back in *n (put_osdev_type writes it). */
+static enum fb_status copy_tag_attribute(struct xml *x, bool root, bool object,
+                                         struct osdev_notes *n)
+{
+    size_t attr = x->p, al = name_len(x, attr);
+    bool version = root && attr_is(x, attr, al, "version");
+    struct fb_str one = {0}, *out = x->out;
+    x->out = &one;
+    enum fb_status st = copy_attribute(x, !root);
+    x->out = out;
+    bool held = st == FB_OK && x->v3 && object && note_osdev_attribute(x, attr, al, &one, n);
+    if (st == FB_OK && !held && one.len > 0) /* the root's own attributes are dropped */
+        fb_str_addn(x->out, one.s, one.len);
+    fb_str_free(&one);
+    if (st == FB_OK && version)
+        put_root_version(x, attr + 7 + strspn(x->s + attr + 7, " \t\n=") + 1);
+    return st;
+}
+
+/* Past the attributes of the tag opened at `start`, up to its '>' or '/>'. */
+static enum fb_status copy_tag_attributes(struct xml *x, size_t start, size_t name_at, size_t nl,
+                                          bool root, struct osdev_notes *n)
+{
+    bool object = attr_is(x, name_at, nl, "object");
+    for (;;) {
+        size_t before = x->p;
+        skip_space(x);
+        if (x->p >= x->n)
+            return bad(x, start, "the export ends inside the tag <%.*s, cut short: not an hwloc "
+                       "XML topology; " FIX, (int)nl, x->s + name_at);
+        if (at(x, "/>") || x->s[x->p] == '>')
+            return FB_OK;
+        if (x->p == before)
+            return bad(x, x->p, "no blank before attribute %.*s of <%.*s>: " FIX,
+                       (int)name_len(x, x->p), x->s + x->p, (int)nl, x->s + name_at);
+        enum fb_status st = copy_tag_attribute(x, root, object, n);
+        if (st != FB_OK)
+            return st;
+    }
+}
+
 /* "<name attr="v" ...>" or "<name .../>". The root keeps only its version,
- * the one attribute hwloc reads there and the one form its parser takes. */
+ * the one attribute hwloc reads there and the one form its parser takes.
+ * In a 3.x export an OS device's kind is rewritten (osdev_type_v2) and the
+ * topology's own infos are moved into the root object (put_moved_infos). */
 static enum fb_status copy_start_tag(struct xml *x)
 {
     size_t start = x->p, name_at = x->p + 1, nl = name_len(x, name_at);
@@ -341,34 +489,31 @@ static enum fb_status copy_start_tag(struct xml *x)
         if (parent->text_at != NO_TEXT)
             return text_beside_children(x, parent);
     }
+    bool topology_info = x->v3 && x->depth == 1 && attr_is(x, name_at, nl, "info");
+    struct fb_str tag = {0}, *out = x->out;
+    x->out = &tag;
     fb_str_addn(x->out, x->s + start, 1 + nl);
     x->p = name_at + nl;
-    for (;;) {
-        size_t before = x->p;
-        skip_space(x);
-        if (x->p >= x->n)
-            return bad(x, start, "the export ends inside the tag <%.*s, cut short: not an hwloc "
-                       "XML topology; " FIX, (int)nl, x->s + name_at);
-        if (at(x, "/>") || x->s[x->p] == '>')
-            break;
-        if (x->p == before)
-            return bad(x, x->p, "no blank before attribute %.*s of <%.*s>: " FIX,
-                       (int)name_len(x, x->p), x->s + x->p, (int)nl, x->s + name_at);
-        size_t attr = x->p, al = name_len(x, attr);
-        bool version = root && al == 7 && strncmp(x->s + attr, "version", 7) == 0;
-        enum fb_status st = copy_attribute(x, !root);
-        if (st != FB_OK)
-            return st;
-        if (version)
-            put_root_version(x, attr + 7 + strspn(x->s + attr + 7, " \t\n=") + 1);
+    struct osdev_notes notes = {0};
+    enum fb_status st = copy_tag_attributes(x, start, name_at, nl, root, &notes);
+    if (st == FB_OK && notes.has_type)
+        put_osdev_type(x, &notes);
+    bool empty = st == FB_OK && x->s[x->p] == '/';
+    if (st == FB_OK) {
+        x->p += empty ? 2 : 1;
+        fb_str_addn(x->out, empty ? "/>" : ">", empty ? 2 : 1);
     }
-    bool empty = x->s[x->p] == '/';
-    x->p += empty ? 2 : 1;
-    fb_str_addn(x->out, empty ? "/>" : ">", empty ? 2 : 1);
+    x->out = out;
+    fb_str_addn(topology_info && empty ? &x->moved : x->out, tag.s, tag.len);
+    fb_str_free(&tag);
+    if (st != FB_OK)
+        return st;
     if (empty) {
         x->root_closed = x->depth == 0;
         return FB_OK;
     }
+    if (x->depth == 1 && x->root_obj_end == 0 && attr_is(x, name_at, nl, "object"))
+        x->root_obj_end = x->out->len;
     if (!push_open(x, name_at, nl))
         return fb_fail(x->err, FB_ERR_INTERNAL, "out of memory reading %s", x->what);
     return FB_OK;
@@ -519,8 +664,11 @@ enum fb_status fb_topo_xml_for_hwloc(const char *text, size_t len, const char *w
     struct xml x = {.s = copy, .n = unify_line_ends(copy, len), .what = what, .out = out,
                     .err = err};
     enum fb_status st = walk(&x);
+    if (st == FB_OK)
+        st = put_moved_infos(&x);
     if (st == FB_OK && out->oom)
         st = fb_fail(err, FB_ERR_INTERNAL, "out of memory reading %s", what);
+    fb_str_free(&x.moved);
     free(x.open);
     free(copy);
     return st;

@@ -16,9 +16,15 @@
  *    value escaped again with the five escapes hwloc's parser knows
  *    (&quot; &lt; &gt; &amp; and &#10; &#13; &#9;); white space written
  *    literally inside a value reads as one blank each, as XML says;
- *  - the root's version "3.x" given as "2.0": hwloc 3.0 exports differ from
- *    2.x only in what fabric-topo does not read (the extra prog-if byte of
- *    pci_type, new optional attributes), but hwloc 2.x refuses the number;
+ *  - a 3.x export (hwloc 3.0) in the 2.x form: the root's version given as
+ *    "2.0" (hwloc 2.x refuses the number); each OS device's osdev_type, a
+ *    bitmask in 3.0 (network 16, network + OpenFabrics 48, GPU +
+ *    co-processor 12), given as the one number 2.x reads (hwloc 2.x would
+ *    take 48 for no known kind and lose every RDMA device and interface
+ *    name); the topology's infos (HostName, ...), which 3.0 writes after
+ *    the root object, moved into the root object where 2.x reads them.
+ *    What else 3.0 adds (the prog-if byte of pci_type, pci_locality,
+ *    subtypes) 2.x passes over, and fabric-topo does not need;
  *  - CR LF and lone CR line ends read as LF.
  *
  * What XML itself forbids is refused, as lstopo refuses it, with the line

@@ -23,8 +23,12 @@ if [ "$T_RC" -eq 0 ]; then ok "healthy: exit 0"; else not_ok "healthy: exit 0" "
 check "healthy: document valid against topology.schema.json" json_valid "$SCHEMA" "$T_DIR/healthy.json"
 expect_grep "healthy: host name from the export" '"hosts": \[ "gpu-healthy" \]|"gpu-healthy"' "$T_DIR/healthy.json"
 
-# hwloc's 3.0 format (an extra prog-if byte in pci_type) reads as 2.0 does.
-sed 's/topology version="2.0"/topology version="3.0"/; s/pci_type="\(0[0-9a-f]*\) \(\[[^"]*\)"/pci_type="\1 \2 00"/' \
+# hwloc's 3.0 format (an extra prog-if byte in pci_type, OS device kinds
+# as a bitmask: network 16, OpenFabrics 48, co-processor 12, GPU 4,
+# storage 1) reads as 2.0 does.
+sed 's/topology version="2.0"/topology version="3.0"/; s/pci_type="\(0[0-9a-f]*\) \(\[[^"]*\)"/pci_type="\1 \2 00"/
+     s/osdev_type="2"/osdev_type="16"/; s/osdev_type="3"/osdev_type="48"/; s/osdev_type="5"/osdev_type="12"/
+     s/osdev_type="1"/osdev_type="4"/; s/osdev_type="0"/osdev_type="1"/' \
   "$TOPO/h100-8gpu-8nic.xml" >"$T_DIR/v3.xml"
 run topo --topology "$T_DIR/v3.xml"
 expect_grep "hwloc 3.0 export: the same GPU-to-NIC table" '^GPU5 +0000:aa:00.0 .* mlx5_5 +PIX$' "$T_OUT"
@@ -60,6 +64,33 @@ if command -v lstopo >/dev/null; then
 else
   skip "lstopo and fabric-topo agree on comments" "no lstopo (the hwloc package)"
 fi
+
+# What hwloc 3.0 writes that 2.x does not read (OS device kinds as a
+# bitmask, the host name after the root object): the same table as 2.0.
+run topo --topology "$TOPO/h100-8gpu-8nic-v3.xml"
+tail -n +2 "$T_OUT" | sed 's/-v3\.xml//' >"$T_DIR/v3.table"
+run topo --topology "$TOPO/h100-8gpu-8nic.xml"
+if tail -n +2 "$T_OUT" | diff -q - "$T_DIR/v3.table" >/dev/null; then
+  ok "hwloc 3.0 export (osdev_type bitmask): the same tables as its 2.0 export"
+else
+  not_ok "hwloc 3.0 export: the same tables as 2.0" "$(tail -n +2 "$T_OUT" | diff - "$T_DIR/v3.table" | head -5)"
+fi
+
+# Documents with the findings of unsure inputs stay valid, with their codes.
+while read -r file code; do
+  run topo --topology "$TOPO/$file" --json
+  cp "$T_OUT" "$T_DIR/$file.json"
+  check "$file: document valid" json_valid "$SCHEMA" "$T_DIR/$file.json"
+  # shellcheck disable=SC2016 # $c is jq's variable
+  check "$file: finding $code" jq -e --arg c "$code" '[.findings[].code] | index($c) != null' "$T_DIR/$file.json"
+done <<'TABLE'
+2gpu-io-at-root-v1.xml locality-unknown
+mi50-4gpu-display-class.xml gpu-unconfirmed
+ws-1gpu-10g-gige-wifi.xml not-fabric
+TABLE
+check "I/O at the root: its path is unknown, its NUMA node null" \
+  jq -e '.gpus[1].links.mlx5_0 == "unknown" and .gpus[1].numa == null and .ranks[1].level == "unknown"' \
+  "$T_DIR/2gpu-io-at-root-v1.xml.json"
 
 run topo --topology "$TOPO/h100-nic-wrong-socket.xml"
 expect_grep "wrong socket: the idle NIC is named" '^WARN nic-unused +mlx5_5 ' "$T_OUT"

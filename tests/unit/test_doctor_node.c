@@ -717,6 +717,17 @@ static void affinity_from_xml(void)
     run_check(fb_node_check_gpu_nic_affinity, "gpu-nic-affinity");
     EXPECT("skip", "no GPU");
     fb_topo_free(&t);
+    /* AMD display-class GPUs without a ROCm device: counted, said so. */
+    CHECK_INT(fb_topo_load(fixture("mi50-4gpu-display-class.xml", path, sizeof path), &t, &err),
+              FB_OK);
+    run_check(fb_node_check_gpu_nic_affinity, "gpu-nic-affinity");
+    EXPECT("warn", "AMD display-class devices (1002:66a1, Vega 20) with no ROCm device");
+    fb_topo_free(&t);
+    CHECK_INT(fb_topo_load(fixture("ws-radeon-gige-wifi.xml", path, sizeof path), &t, &err),
+              FB_OK);
+    run_check(fb_node_check_gpu_nic_affinity, "gpu-nic-affinity");
+    EXPECT("skip", "0000:44:00.0 (1002:6863) without a ROCm device may be GPUs");
+    fb_topo_free(&t);
     ctx.topo = NULL;
     run_check(fb_node_check_gpu_nic_affinity, "gpu-nic-affinity");
     EXPECT("skip", "pass --topology");

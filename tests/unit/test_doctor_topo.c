@@ -1,6 +1,7 @@
 /* fabric-topo's analysis on hwloc XML topologies modelled on real GPU
  * servers (tests/fixtures/doctor/topo): device discovery, PCIe path levels,
  * NIC assignment, CPU plans, warnings and the JSON document. */
+#include "core/files.h"
 #include "core/jsonio.h"
 #include "doctor/affinity.h"
 #include "doctor/topo.h"
@@ -238,7 +239,8 @@ static void no_gpus_no_io(void)
 /* A 1.x export (type "Socket", I/O under the NUMA node beside the socket,
  * CPU-less GPU-memory NUMA nodes) places every GPU and NIC on the socket
  * and NUMA node the 2.x export of the same machine gives, so paths, plan
- * and findings are the same. */
+ * and findings are the same; a 3.0 export (OS device kinds as a bitmask,
+ * the host name after the root object) names every device as 2.x does. */
 static void same_machine_in_v1_and_v2(const char *v2, const char *v1)
 {
     struct fb_topo t2, t1;
@@ -250,6 +252,7 @@ static void same_machine_in_v1_and_v2(const char *v2, const char *v1)
         printf("#   %s\n", err.msg);
         return;
     }
+    CHECK_STR(t1.hostname, t2.hostname);
     CHECK_INT(t1.npackages, t2.npackages);
     CHECK_INT(t1.ngpus, t2.ngpus);
     CHECK_INT(t1.nnics, t2.nnics);
@@ -263,6 +266,9 @@ static void same_machine_in_v1_and_v2(const char *v2, const char *v1)
             const struct fb_topo_dev *d1 = &kinds[k].one[i], *d2 = &kinds[k].two[i];
             CHECK_STR(d1->busid, d2->busid);
             CHECK_STR(d1->name, d2->name);
+            CHECK_STR(d1->rdma, d2->rdma);
+            CHECK_STR(d1->netdevs, d2->netdevs);
+            CHECK_STR(d1->osdevs, d2->osdevs);
             CHECK(d2->package >= 0);
             CHECK_INT(d1->package, d2->package);
             CHECK_INT(d1->numa, d2->numa);
@@ -287,6 +293,165 @@ static void v1_exports_place_devices_as_v2(void)
 {
     same_machine_in_v1_and_v2("h100-8gpu-8nic.xml", "h100-8gpu-8nic-v1.xml");
     same_machine_in_v1_and_v2("h100-nic-wrong-socket.xml", "h100-nic-wrong-socket-v1.xml");
+}
+
+static void v3_export_reads_as_v2(void)
+{
+    same_machine_in_v1_and_v2("h100-8gpu-8nic.xml", "h100-8gpu-8nic-v3.xml");
+    if (!open_topo("h100-8gpu-8nic-v3.xml", NULL))
+        return;
+    CHECK_STR(t.hostname, "gpu-healthy");
+    CHECK_STR(a.ib_hca, "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+}
+
+/* A fixture with every `from` replaced by `to`, loaded and analysed. */
+static bool open_variant(const char *name, const char *from, const char *to)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct fb_err err = {FB_OK, ""};
+    if (fb_read_file(fixture(name), &text, &len, &err) != FB_OK)
+        return false;
+    char path[] = "/tmp/fbtopo-variant.XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    for (char *p = text, *hit; f && p; p = hit ? hit + strlen(from) : NULL) {
+        hit = strstr(p, from);
+        fwrite(p, 1, hit ? (size_t)(hit - p) : strlen(p), f);
+        if (hit)
+            fputs(to, f);
+    }
+    if (f)
+        fclose(f);
+    free(text);
+    fb_affinity_free(&a);
+    fb_topo_free(&t);
+    enum fb_status st = fb_topo_load(path, &t, &err);
+    unlink(path);
+    CHECK_INT(st, FB_OK);
+    if (st == FB_OK)
+        st = fb_affinity_analyse(&t, NULL, &a, &err);
+    return st == FB_OK;
+}
+
+/* MI25/MI50 firmware reports display class 0300; without ROCm's hwloc
+ * plugin the export has only DRM and OpenCL devices for them. On a node
+ * with an RDMA NIC (or several alike) they are GPUs, marked unconfirmed;
+ * the BMC VGA beside them is not. */
+static void amd_display_class_gpus(void)
+{
+    if (!open_topo("mi50-4gpu-display-class.xml", NULL))
+        return;
+    CHECK_INT(t.ngpus, 4);
+    for (size_t g = 0; g < t.ngpus; g++)
+        CHECK(t.gpus[g].by_class);
+    CHECK_STR(t.gpus[3].busid, "0000:73:00.0");
+    CHECK_INT(count_findings(FB_FIND_GPU_UNCONFIRMED), 1);
+    CHECK_CONTAINS(finding_text(FB_FIND_GPU_UNCONFIRMED), "GPU0 (0000:13:00.0), GPU1");
+    CHECK_CONTAINS(finding_text(FB_FIND_GPU_UNCONFIRMED), "1002:66a1, Vega 20");
+    CHECK_STR(a.ib_hca, "=mlx5_0");
+    /* ROCm saw one of them: its twins are GPUs too, nothing unconfirmed. */
+    if (!open_variant("mi50-4gpu-display-class.xml", "name=\"card1\"", "name=\"rsmi0\""))
+        return;
+    CHECK_INT(t.ngpus, 4);
+    CHECK(!t.gpus[1].by_class);
+    CHECK_INT(count_findings(FB_FIND_GPU_UNCONFIRMED), 0);
+    /* MI300: a processing accelerator (class 1200), a GPU for sure. */
+    if (!open_variant("mi50-4gpu-display-class.xml", "0300 [1002:66a1]", "1200 [1002:74a1]"))
+        return;
+    CHECK_INT(t.ngpus, 4);
+    CHECK_INT(count_findings(FB_FIND_GPU_UNCONFIRMED), 0);
+}
+
+/* A workstation's Radeon beside a GeForce is its display card; alone on a
+ * node without RDMA NIC it is not counted, but named as a possible GPU. */
+static void amd_display_card_is_not_a_gpu(void)
+{
+    if (!open_topo("ws-1gpu-gige-wifi.xml", NULL))
+        return;
+    CHECK_INT(t.ngpus, 1);
+    CHECK_STR(t.gpus[0].busid, "0000:08:00.0");
+    CHECK_INT(t.nuncounted, 0);
+    CHECK_INT(count_findings(FB_FIND_GPU_UNCONFIRMED), 0);
+    if (!open_topo("ws-radeon-gige-wifi.xml", NULL))
+        return;
+    CHECK_INT(t.ngpus, 0);
+    CHECK_INT(t.nuncounted, 1);
+    CHECK_STR(t.uncounted, "0000:44:00.0 (1002:6863)");
+    CHECK_CONTAINS(finding_text(FB_FIND_GPU_UNCONFIRMED), "may be Instinct GPUs");
+}
+
+/* Without RDMA NICs, wireless, gigabit (by controller name) and
+ * slow-linked NICs carry no fabric: each is left out with a finding, and
+ * the plan takes the 10-Gigabit NIC; with only those, there is no fabric
+ * NIC. --nics still names any. */
+static void slow_gigabit_and_wireless_nics_are_not_fabric(void)
+{
+    if (!open_topo("ws-1gpu-10g-gige-wifi.xml", NULL))
+        return;
+    CHECK_INT(a.nfabric, 1);
+    CHECK_INT(count_findings(FB_FIND_NOT_FABRIC), 3);
+    CHECK(a.ranks[0].nic >= 0);
+    if (a.ranks[0].nic >= 0)
+        CHECK_STR(t.nics[a.ranks[0].nic].name, "enp10s0");
+    CHECK_CONTAINS(finding_text(FB_FIND_NOT_FABRIC), "enp4s0 (0000:04:00.0) is not counted as a "
+                                                     "fabric NIC: a gigabit controller");
+    CHECK(!a.fabric[nic_index("enp5s0")]);
+    CHECK(!a.fabric[nic_index("wlp6s0")]);
+    CHECK_INT(count_findings(FB_FIND_NO_NIC), 0);
+    if (!open_topo("ws-1gpu-gige-wifi.xml", NULL))
+        return;
+    CHECK_INT(a.nfabric, 0);
+    CHECK_INT(count_findings(FB_FIND_NO_NIC), 1);
+    if (!open_topo("ws-1gpu-gige-wifi.xml", "enp4s0"))
+        return;
+    CHECK_INT(a.nfabric, 1);
+    CHECK_INT(count_findings(FB_FIND_NOT_FABRIC), 0);
+    /* An exclusion list narrows the default set, which leaves them out. */
+    if (!open_topo("ws-1gpu-10g-gige-wifi.xml", "^=enp5s0"))
+        return;
+    CHECK_INT(a.nfabric, 1);
+    CHECK_INT(count_findings(FB_FIND_NOT_FABRIC), 3);
+}
+
+/* GKE's TCPXO GPU NICs are gVNICs, virtual NICs on an emulated PCIe link:
+ * every one stays a fabric NIC, each GPU on the one on its switch. */
+static void gvnic_nics_are_fabric(void)
+{
+    if (!open_topo("a3mega-8gpu-gvnic.xml", NULL))
+        return;
+    CHECK_INT(a.nfabric, 9);
+    CHECK_INT(count_findings(FB_FIND_NOT_FABRIC), 0);
+    for (size_t g = 0; g < t.ngpus; g++) {
+        char want[32];
+        snprintf(want, sizeof want, "eth%zu", g + 1);
+        CHECK(a.ranks[g].nic >= 0);
+        if (a.ranks[g].nic >= 0)
+            CHECK_STR(t.nics[a.ranks[g].nic].name, want);
+        CHECK_INT(a.ranks[g].level, FB_LINK_PIX);
+    }
+}
+
+/* I/O hung at the root of a 1.x export has no locality: no NUMA node, no
+ * socket, no local CPUs, and no path across host bridges; the host bridge
+ * GPU0 shares with the HCA still gives PHB. */
+static void io_at_the_root_has_no_locality(void)
+{
+    if (!open_topo("2gpu-io-at-root-v1.xml", NULL))
+        return;
+    CHECK_INT(t.ngpus, 2);
+    CHECK_INT(t.gpus[1].numa, -1);
+    CHECK_INT(t.gpus[1].package, -1);
+    CHECK(t.gpus[1].locality_unknown);
+    CHECK(hwloc_bitmap_iszero(t.gpus[1].cpuset));
+    CHECK_INT(t.nics[0].numa, -1);
+    CHECK_STR(link_to(0, "mlx5_0"), "PHB");
+    CHECK_STR(link_to(1, "mlx5_0"), "unknown");
+    CHECK_INT(count_findings(FB_FIND_LOCALITY_UNKNOWN), 1);
+    CHECK_CONTAINS(finding_text(FB_FIND_LOCALITY_UNKNOWN), "GPU1 (0000:82:00.0), mlx5_0");
+    CHECK_INT(count_findings(FB_FIND_CROSS_SOCKET), 0);
+    CHECK_INT(count_findings(FB_FIND_FAR_NIC), 0);
+    CHECK(hwloc_bitmap_iszero(a.ranks[1].cpus));
 }
 
 /* A real 1.x export (hwloc's devel09 image, ../shared/realworld/hwloc):
@@ -388,6 +553,12 @@ int main(void)
     RUN(nics_option);
     RUN(no_gpus_no_io);
     RUN(v1_exports_place_devices_as_v2);
+    RUN(v3_export_reads_as_v2);
+    RUN(amd_display_class_gpus);
+    RUN(amd_display_card_is_not_a_gpu);
+    RUN(slow_gigabit_and_wireless_nics_are_not_fabric);
+    RUN(gvnic_nics_are_fabric);
+    RUN(io_at_the_root_has_no_locality);
     RUN(real_v1_export_sockets);
     RUN(bad_inputs);
     RUN(live_machine_loads);

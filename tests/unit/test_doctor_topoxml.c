@@ -254,6 +254,75 @@ static void forms_hwloc_does_not_write(void)
     free(got);
 }
 
+/* hwloc 3.0 writes an OS device's kinds as a bitmask; the rewrite gives
+ * each the one number hwloc 2.x reads, as 3.0 itself does for 2.x. */
+static void check_osdev_type(const char *attrs, const char *want)
+{
+    char text[512], expect[512];
+    struct fb_err err = {0};
+    snprintf(text, sizeof text, "<topology version=\"3.0\"><object type=\"OSDev\" %s/></topology>",
+             attrs);
+    snprintf(expect, sizeof expect, "<topology version=\"2.0\"><object type=\"OSDev\"%s/></topology>",
+             want);
+    char *got = rewrite(text, &err);
+    CHECK_STR(got, expect);
+    free(got);
+}
+
+static void hwloc3_osdev_kinds(void)
+{
+    check_osdev_type("name=\"eth0\" osdev_type=\"16\"", " name=\"eth0\" osdev_type=\"2\"");
+    check_osdev_type("name=\"mlx5_0\" osdev_type=\"48\"", " name=\"mlx5_0\" osdev_type=\"3\"");
+    check_osdev_type("osdev_type=\"48\" name=\"usnic_0\"", " name=\"usnic_0\" osdev_type=\"3\"");
+    check_osdev_type("name=\"bxi0\" subtype=\"BXI\" osdev_type=\"16\"",
+                     " name=\"bxi0\" subtype=\"BXI\" osdev_type=\"3\"");
+    check_osdev_type("name=\"cuda0\" subtype=\"CUDA\" osdev_type=\"12\"",
+                     " name=\"cuda0\" subtype=\"CUDA\" osdev_type=\"5\"");
+    check_osdev_type("name=\"nvml0\" osdev_type=\"12\"", " name=\"nvml0\" osdev_type=\"1\"");
+    check_osdev_type("name=\"rsmi0\" osdev_type=\"12\"", " name=\"rsmi0\" osdev_type=\"1\"");
+    check_osdev_type("name=\"card0\" osdev_type=\"4\"", " name=\"card0\" osdev_type=\"1\"");
+    check_osdev_type("name=\"sda\" osdev_type=\"1\"", " name=\"sda\" osdev_type=\"0\"");
+    check_osdev_type("name=\"dax0.0\" osdev_type=\"3\"", " name=\"dax0.0\" osdev_type=\"0\"");
+    check_osdev_type("name=\"dma0chan0\" osdev_type=\"64\"", " name=\"dma0chan0\" osdev_type=\"4\"");
+    check_osdev_type("name=\"x\" osdev_type=\"0\"", " name=\"x\"");
+    /* A 2.x export's numbers are 2.x's own. */
+    struct fb_err err = {0};
+    char *got = rewrite("<topology version=\"2.0\"><object type=\"OSDev\" osdev_type=\"16\"/></topology>",
+                        &err);
+    CHECK_STR(got, "<topology version=\"2.0\"><object type=\"OSDev\" osdev_type=\"16\"/></topology>");
+    free(got);
+}
+
+/* hwloc 3.0 writes the topology's infos after the root object; 2.x reads
+ * them as the root object's first children. */
+static void hwloc3_topology_infos(void)
+{
+    struct fb_err err = {0};
+    char *got = rewrite("<topology version=\"3.0\">\n<object type=\"Machine\">\n<info name=\"DMIBoardVendor\" "
+                        "value=\"HP\"/>\n</object>\n<support name=\"x\"/>\n<info name=\"HostName\" value=\"n7\"/>\n"
+                        "<pci_locality domain=\"0x0\" bus_min=\"0x0\" bus_max=\"0xf\" cpuset=\"0x1\"/>\n</topology>",
+                        &err);
+    CHECK_STR(got, "<topology version=\"2.0\">\n<object type=\"Machine\"><info name=\"HostName\" value=\"n7\"/>\n"
+                   "<info name=\"DMIBoardVendor\" value=\"HP\"/>\n</object>\n<support name=\"x\"/>\n\n"
+                   "<pci_locality domain=\"0x0\" bus_min=\"0x0\" bus_max=\"0xf\" cpuset=\"0x1\"/>\n</topology>");
+    free(got);
+    char *text = machine_with("");
+    char *v3 = malloc(strlen(text) + 64);
+    const char *root_end = strstr(text, "  </object>\n</topology>");
+    sprintf(v3, "%.*s  </object>\n  <info name=\"HostName\" value=\"gpu-3\"/>\n</topology>\n",
+            (int)(root_end - text), text);
+    char *version = strstr(v3, "version=\"2.0\"");
+    version[9] = '3';
+    struct fb_topo t;
+    CHECK_INT(load_text(v3, &t, &err), FB_OK);
+    if (err.code == FB_OK) {
+        CHECK_STR(t.hostname, "gpu-3");
+        fb_topo_free(&t);
+    }
+    free(v3);
+    free(text);
+}
+
 /* A refusal names the line and the fix; each is what lstopo refuses too. */
 static void refused(const char *text, const char *what)
 {
@@ -294,6 +363,8 @@ int main(void)
     RUN(annotated_export_loads_the_same);
     RUN(attribute_values_are_not_comments);
     RUN(forms_hwloc_does_not_write);
+    RUN(hwloc3_osdev_kinds);
+    RUN(hwloc3_topology_infos);
     RUN(what_xml_forbids);
     return fbt_done();
 }
