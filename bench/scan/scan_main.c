@@ -54,9 +54,15 @@ static enum fb_status choose_engine(struct scan_run *r, struct fb_err *err)
 /* Everything that can fail before the first round, on every rank. */
 static enum fb_status prepare(struct scan_run *r, struct fb_err *err)
 {
-    if (fb_world_check_launcher(&r->w, err) != FB_OK || choose_engine(r, err) != FB_OK)
+    /* Each step that one rank alone can refuse (rank 0 judges the node
+     * names) is agreed before the next collective step, so no rank waits
+     * in a collective that another has left. */
+    if (fb_world_check_launcher(&r->w, err) == FB_OK)
+        choose_engine(r, err);
+    if (fb_world_agree(&r->w, err) != FB_OK)
         return err->code;
-    if (scan_layout_build(&r->w, &r->l, err) != FB_OK)
+    scan_layout_build(&r->w, &r->l, err);
+    if (fb_world_agree(&r->w, err) != FB_OK)
         return err->code;
     r->p = (struct scan_params){(size_t)r->o.bytes, (int)r->o.iters, (int)r->o.warmup};
     if (r->e.ops->init(&r->e, &r->w, r->p.bytes, err) != FB_OK)
