@@ -195,13 +195,32 @@ static void set_verdict(struct fb_verdict *v, enum fb_status code)
     v->name = fb_verdict_name(v->code);
 }
 
+/* The limit the result was judged against when it was measured, kept
+ * beside it: it wins over any profile picked from its criteria. */
+static enum fb_status own_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_err *err)
+{
+    enum fb_status st = fb_profile_beside(r->path, &v->own, err);
+    if (st != FB_OK || v->own == NULL)
+        return st;
+    char where[PATH_MAX];
+    fb_profile_beside_path(r->path, where, sizeof where);
+    const char *base = strrchr(where, '/');
+    v->profile = v->own;
+    snprintf(v->profile_how, sizeof v->profile_how, "its own, kept beside it as %.200s", base ? base + 1 : where);
+    return FB_OK;
+}
+
 static enum fb_status choose_profile(const struct fb_result *r, const struct fb_profiles *ps,
                                      const char *name, struct fb_verdict *v, struct fb_err *err)
 {
     char known[1024];
     fb_profiles_names(ps, known, sizeof known);
     if (name == NULL) {
-        v->profile = fb_profile_pick(ps, r, v->profile_how, sizeof v->profile_how);
+        enum fb_status st = own_profile(r, v, err);
+        if (st != FB_OK)
+            return st;
+        if (v->profile == NULL)
+            v->profile = fb_profile_pick(ps, r, v->profile_how, sizeof v->profile_how);
         v->auto_picked = v->profile != NULL;
     } else {
         v->profile = fb_profile_find(ps, name);
@@ -323,7 +342,8 @@ static enum fb_status judge_bandwidth(const struct fb_point *pts, size_t npts, b
 static void note_profile_fit(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
     char why[128];
-    if (!v->auto_picked && !fb_profile_applies(v->profile, r, why, sizeof why))
+    bool given = !v->auto_picked || v->profile == v->own; /* named, or kept with the result */
+    if (given && !fb_profile_applies(v->profile, r, why, sizeof why))
         fb_str_addf(out, " Note: profile %s may not describe this run (%s).", v->profile->name, why);
     bool want_gdr = strcmp(v->profile->fabric, "OFI") == 0; /* IB: judge_gdr */
     if (want_gdr && r->net != NULL && strcmp(r->net, "OFI") == 0 && r->gdr == 0)
@@ -706,8 +726,10 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
     fb_summary_compute(r->rows, r->nrows, &v->summary);
     v->nodes = run_nodes(r);
     enum fb_status st = choose_profile(r, ps, ask->profile_name, v, err);
-    if (st != FB_OK)
+    if (st != FB_OK) {
+        fb_verdict_free(v);
         return st;
+    }
     set_verdict(v, FB_OK);
     struct fb_str *out = &v->reasons;
     struct fb_point *pts = NULL;
@@ -776,6 +798,10 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
 void fb_verdict_free(struct fb_verdict *v)
 {
     fb_str_free(&v->reasons);
+    if (v->profile == v->own)
+        v->profile = NULL;
+    free(v->own);
+    v->own = NULL;
 }
 
 /* "wiring: delivered ClusterTrainingRuntime/NAME (generation 3)" or
