@@ -497,8 +497,8 @@ static enum fb_status add_dir(struct fb_result_set *set, const char *dir, struct
     return fb_walk_json_files(dir, 8, false, add_from_dir_file, set, err);
 }
 
-enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
-                                  struct fb_err *err)
+static enum fb_status set_load(const char *const *args, int nargs, bool empty_dirs_ok, struct fb_result_set *set,
+                               struct fb_err *err)
 {
     memset(set, 0, sizeof *set);
     enum fb_status st = FB_OK;
@@ -507,7 +507,7 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
         if (stat(args[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
             size_t before = set->n;
             st = add_dir(set, args[i], err);
-            if (st == FB_OK && set->n == before)
+            if (st == FB_OK && set->n == before && !empty_dirs_ok)
                 st = fb_fail(err, FB_ERR_INPUT, "%s holds no collective results (*.json of kind \"collective\"); run fabric-coll with -J or give files", args[i]);
             continue;
         }
@@ -519,6 +519,18 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
     if (st != FB_OK)
         fb_result_set_free(set);
     return st;
+}
+
+enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
+                                  struct fb_err *err)
+{
+    return set_load(args, nargs, false, set, err);
+}
+
+enum fb_status fb_result_set_load_any(const char *const *args, int nargs, struct fb_result_set *set,
+                                      struct fb_err *err)
+{
+    return set_load(args, nargs, true, set, err);
 }
 
 void fb_result_set_free(struct fb_result_set *set)
