@@ -89,7 +89,7 @@ static void log_ticks(double base, double lo, double hi, size_t most, struct fb_
                 t->v[t->n++] = v;
         }
     }
-    if (t->n == 0) /* a range between two round values: its own ends */
+    if (t->n == 0) /* a range between two round values: its low end */
         t->v[t->n++] = lo;
 }
 
@@ -97,7 +97,7 @@ void fb_axis_ticks(enum fb_axis_scale scale, double lo, double hi, size_t most, 
 {
     memset(t, 0, sizeof *t);
     most = most < 2 ? 2 : most > FB_TICKS_MAX ? FB_TICKS_MAX : most;
-    if (scale == FB_AXIS_LINEAR)
+    if (scale == FB_AXIS_LINEAR || !(lo > 0) || !(hi >= lo)) /* no log of 0 or less */
         linear_ticks(lo, hi, most, t);
     else
         log_ticks(scale == FB_AXIS_LOG2 ? 2 : 10, lo, hi, most, t);

@@ -39,8 +39,8 @@ struct fb_ticks {
     double lo, hi;          /* the axis range, which holds [lo, hi] of the data */
 };
 
-/* At most `most` ticks (2 to FB_TICKS_MAX) for data over [lo, hi]; log
- * scales need lo > 0. */
+/* At most `most` ticks (2 to FB_TICKS_MAX) for data over [lo, hi]; a log
+ * scale over a range that reaches 0 or below is drawn linear. */
 void fb_axis_ticks(enum fb_axis_scale scale, double lo, double hi, size_t most, struct fb_ticks *t);
 
 /* HTML text: &, <, >, " and ' as entities (text and attribute values). */

@@ -102,6 +102,11 @@ static void test_log2_ticks_are_powers_of_two(void)
     /* One size: one tick at it. */
     fb_axis_ticks(FB_AXIS_LOG2, 3000, 3000, 9, &t);
     expect_ticks(&t, (const double[]){3000}, 1);
+    /* No logarithm of 0: drawn linear, no NaN tick. */
+    fb_axis_ticks(FB_AXIS_LOG2, 0, 4096, 9, &t);
+    CHECK(t.n >= 2);
+    for (size_t i = 0; i < t.n; i++)
+        CHECK(isfinite(t.v[i]));
 }
 
 /* Log10 axes: decades, with 2 and 5 inside them when there is room; many
