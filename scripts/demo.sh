@@ -31,7 +31,6 @@ best_at() {
 if [ "$gpus" -gt 0 ]; then
   echo "demo: all_reduce over $gpus local GPU(s) with NCCL"
   "${mpi[@]}" -np "$gpus" "$bin/fabric-coll" all_reduce --backend nccl -b 1K -e 8G -f 2 -n 20 -c 1 --cluster demo -J "$json"
-  check=()
 else
   # No profile knows this host, and a figure measured at another moment
   # (an earlier run, or a copy test while another job held the CPUs) judges
@@ -106,8 +105,7 @@ else
   # The limit is kept beside the result, so that every later reader (check,
   # html, export) judges the run as it is judged now.
   own=${json%.json}.profile.json
-  mkdir "$tmp/profile"
-  cat >"$tmp/profile/demo-host.json" <<JSON
+  cat >"$own.tmp" <<JSON
 {"schema": "fabric-bench.profile", "schema_version": 1, "name": "demo-host", "revision": 1,
  "role": "target", "description": "this host's $np ranks, measured by make demo with the run",
  "match": {"backend": "mpi", "ranks": $np, "nodes_max": 1},
@@ -115,9 +113,7 @@ else
  "sources": [{"what": "best copy of 1K by each of the $np ranks in $rounds rounds: $best GB/s (${copies[*]}); all_reduce/copy ratios of the earlier rounds: ${ratios[*]}; floor = $share x best copy x (1 - spread $margin)",
               "ref": "measured by scripts/demo.sh with $json"}]}
 JSON
-  cp "$tmp/profile/demo-host.json" "$own.tmp"
   mv "$own.tmp" "$own"
-  check=(--profiles "$tmp/profile" --profile demo-host)
 fi
 echo
 echo "demo: verdict"
@@ -138,10 +134,8 @@ fi
 echo
 # The TCP-fallback reference line gives the curve its scale: what NCCL
 # gets between nodes when the fabric is not used. The limit drawn is the one
-# the verdict used (on host memory: this run's, not a profile found lying
-# in the user's directory).
-plot_limit=()
-[ ${#check[@]} -eq 0 ] || plot_limit=("${check[@]}" --no-auto-profile)
-"$report" plot "$json" --profile tcp-fallback "${plot_limit[@]}" -o plots/demo-all_reduce.png
+# the verdict used (on host memory: the run's own, kept beside it, not a
+# profile found lying in the user's directory).
+"$report" plot "$json" --profile tcp-fallback -o plots/demo-all_reduce.png
 echo "demo: results $json, plot plots/demo-all_reduce.png"
 exit "$verdict"

@@ -636,6 +636,24 @@ static void add_lines(const struct fb_profile *p, const char *collective, struct
     }
 }
 
+/* The lines of the profile a result is judged against when none is named,
+ * as check picks it: its own, kept beside it, else the one its criteria
+ * pick. */
+static enum fb_status add_judged_lines(const struct fb_profiles *ps, const struct fb_result *r, const char *collective,
+                                       struct fb_plot_line *lines, size_t *n, size_t max, struct fb_err *err)
+{
+    struct fb_profile *own = NULL;
+    enum fb_status st = fb_profile_beside(r->path, &own, err);
+    if (st != FB_OK)
+        return st;
+    char why[256];
+    const struct fb_profile *p = own != NULL ? own : fb_profile_pick(ps, r, why, sizeof why);
+    if (p != NULL)
+        add_lines(p, collective, lines, n, max);
+    free(own);
+    return FB_OK;
+}
+
 static enum fb_status parse_size_opt(const char *text, struct fb_plot_opts *o, struct fb_err *err)
 {
     int w = 0, h = 0;
@@ -719,12 +737,8 @@ static enum fb_status plot_results(const void *args, int npaths, char **paths, s
         else
             add_lines(p, set.r[0].collective, lines, &nlines, 48);
     }
-    for (size_t i = 0; st == FB_OK && !a->no_auto_profile && i < set.n; i++) {
-        char why[256];
-        const struct fb_profile *p = fb_profile_pick(&ps, &set.r[i], why, sizeof why);
-        if (p != NULL)
-            add_lines(p, set.r[0].collective, lines, &nlines, 48);
-    }
+    for (size_t i = 0; st == FB_OK && !a->no_auto_profile && i < set.n; i++)
+        st = add_judged_lines(&ps, &set.r[i], set.r[0].collective, lines, &nlines, 48, err);
     if (st == FB_OK)
         st = fb_plot(&set, lines, nlines, &o, err);
     if (st == FB_OK)
