@@ -47,6 +47,23 @@ variant_build() {
     >"$T_DIR/make.log" 2>&1
 }
 
+# node_modules_ready: tests/node_modules as tests/package-lock.json pins it,
+# installed by the first test that needs it while the others wait: npm ci
+# starts by deleting the folder, so two at once would pull it from under
+# each other (and from under a test already reading it). npm's output goes
+# to $T_DIR/npm.log. False when it cannot be installed.
+node_modules_ready() {
+  local dir=$FB_ROOT/tests
+  (
+    flock -w 600 9 || exit 1
+    if [ -f "$dir/node_modules/.package-lock.json" ] &&
+      [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+      exit 0
+    fi
+    cd "$dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error
+  ) 9>"${TMPDIR:-/tmp}/fabric-bench-npm.$(id -u).lock" >"$T_DIR/npm.log" 2>&1
+}
+
 # run CMD...: runs it, stdout to $T_OUT, stderr to $T_ERR, exit code in $T_RC.
 run() {
   "$@" >"$T_OUT" 2>"$T_ERR"

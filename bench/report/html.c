@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/outfile.h"
 #include "core/units.h"
@@ -119,7 +118,8 @@ static void verdicts_section(const struct fb_result_set *set, const struct fb_pr
 
 /* The newest measured run of each cluster for `collective`, as a view of
  * `all`: the results stay all's (free only view->r). Chosen from what is
- * loaded, not read again from the tree once per collective. */
+ * loaded, not read again from the tree once per collective; runs that
+ * stopped before their first row are left out. */
 static enum fb_status latest_of(const struct fb_result_set *all, const char *collective,
                                 struct fb_result_set *view, struct fb_err *err)
 {
@@ -180,7 +180,7 @@ static enum fb_status size_plot(const struct fb_result_set *set, const char *col
 }
 
 static enum fb_status collective_section(const struct fb_result_set *all, const char *collective, double noise,
-                                         struct fb_str *out, struct fb_err *err)
+                                         struct fb_str *out, size_t *shown, struct fb_err *err)
 {
     struct fb_result_set set = {0};
     enum fb_status st = latest_of(all, collective, &set, err);
@@ -188,6 +188,7 @@ static enum fb_status collective_section(const struct fb_result_set *all, const 
         free(set.r);
         return st; /* nothing measured for it */
     }
+    (*shown)++;
     fb_str_addf(out, "<h3>");
     fb_html_escape(out, collective);
     fb_str_addf(out, "</h3>\n");
@@ -216,15 +217,18 @@ static bool seen_collective(const struct fb_result_set *set, size_t upto, const 
     return false;
 }
 
-static enum fb_status compare_section(const struct fb_result_set *all, double noise, struct fb_str *out,
-                                      struct fb_err *err)
+static enum fb_status compare_section(const struct fb_result_set *all,
+                                      double noise, struct fb_str *out, struct fb_err *err)
 {
     fb_str_addf(out, "<section id=\"compare\"><h2>Clusters compared</h2>\n<p>The newest measured run of each cluster, "
                      "per collective: busBW at matching sizes (fabric-report compare --latest).</p>\n");
     enum fb_status st = FB_OK;
+    size_t shown = 0;
     for (size_t i = 0; i < all->n && st == FB_OK; i++)
         if (!seen_collective(all, i, all->r[i].collective))
-            st = collective_section(all, all->r[i].collective, noise, out, err);
+            st = collective_section(all, all->r[i].collective, noise, out, &shown, err);
+    if (st == FB_OK && shown == 0)
+        fb_str_addf(out, "<p class=\"v-none\">No run measured a busBW (each stopped before its first row): nothing to compare or plot.</p>\n");
     fb_str_addf(out, "</section>\n");
     return st;
 }
@@ -290,6 +294,14 @@ static enum fb_status history_plot(const struct fb_hist_series *s, struct fb_str
     return FB_OK;
 }
 
+static bool series_measured(const struct fb_hist_series *s)
+{
+    for (size_t k = 0; k < s->n; k++)
+        if (isfinite(s->runs[k].busbw))
+            return true;
+    return false;
+}
+
 static enum fb_status history_section(const struct fb_result_set *set, const struct fb_hist_opts *o, struct fb_str *out,
                                       struct fb_err *err)
 {
@@ -309,7 +321,10 @@ static enum fb_status history_section(const struct fb_result_set *set, const str
         fb_html_escape(out, s->cluster);
         fb_html_escape(out, head);
         fb_str_addf(out, "</h3>\n");
-        st = history_plot(s, out, err);
+        if (series_measured(s))
+            st = history_plot(s, out, err);
+        else
+            fb_str_addf(out, "<p class=\"v-none\">No run of this series measured busBW at a common size: nothing to plot.</p>\n");
         history_table(s, out);
     }
     fb_str_addf(out, "</section>\n");
@@ -319,17 +334,28 @@ static enum fb_status history_section(const struct fb_result_set *set, const str
 
 /* ---- the page ---- */
 
-static void page_head(struct fb_str *out, const char *const *dirs, int ndirs, const struct fb_result_set *set)
+static void paths_list(struct fb_str *out, const char *const *paths, int npaths)
+{
+    for (int i = 0; i < npaths; i++) {
+        fb_str_addf(out, "%s<code>", i ? ", " : "");
+        fb_html_escape(out, paths[i]);
+        fb_str_addf(out, "</code>");
+    }
+}
+
+static void page_head(struct fb_str *out, const char *const *paths, int npaths, const struct fb_result_set *set)
 {
     fb_str_addf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n"
                      "<title>fabric-bench report</title>\n<style>%s</style></head><body>\n<h1>fabric-bench report</h1>\n<p>",
                 page_css);
-    fb_str_addf(out, "%zu collective result%s from ", set->n, set->n == 1 ? "" : "s");
-    for (int i = 0; i < ndirs; i++) {
-        fb_str_addf(out, "%s<code>", i ? ", " : "");
-        fb_html_escape(out, dirs[i]);
-        fb_str_addf(out, "</code>");
+    if (set->n > 0) {
+        fb_str_addf(out, "%zu collective result%s from ", set->n, set->n == 1 ? "" : "s");
+        paths_list(out, paths, npaths);
+    } else {
+        fb_str_addf(out, "No collective results (fabric-coll -J) in ");
+        paths_list(out, paths, npaths);
+        fb_str_addf(out, ": the documents below are all there is");
     }
     fb_str_addf(out, "; fabric-report %s.</p>\n", FB_VERSION);
     if (set->n > 0)
@@ -337,57 +363,65 @@ static void page_head(struct fb_str *out, const char *const *dirs, int ndirs, co
                          "Clusters compared</a> &middot; <a href=\"#history\">History</a></nav>\n");
 }
 
-static enum fb_status page_body(const char *const *dirs, int ndirs, const struct fb_html_opts *o,
-                                const struct fb_result_set *set, struct fb_str *out, struct fb_err *err)
+static enum fb_status collective_sections(const struct fb_html_opts *o, const struct fb_result_set *set, struct fb_str *out, struct fb_err *err)
 {
     struct fb_profiles ps;
     enum fb_status st = fb_profiles_load_default(o->profile_dirs, o->nprofile_dirs, &ps, err);
     if (st != FB_OK)
         return st;
-    page_head(out, dirs, ndirs, set);
-    if (set->n > 0) {
-        verdicts_section(set, &ps, out);
-        st = compare_section(set, o->noise, out, err);
-        if (st == FB_OK)
-            st = history_section(set, &o->hist, out, err);
-    }
-    fb_profiles_free(&ps);
+    verdicts_section(set, &ps, out);
+    st = compare_section(set, o->noise, out, err);
     if (st == FB_OK)
-        st = fb_html_other_docs(dirs, ndirs, out, err);
-    fb_str_addf(out, "</body></html>\n");
+        st = history_section(set, &o->hist, out, err);
+    fb_profiles_free(&ps);
     return st;
 }
 
-/* True when every path is a directory and they hold documents of another
- * kind the page shows (doctor, probe, scan): a tree of fleet scans alone
- * still makes a page. */
-static bool only_other_docs(const char *const *dirs, int ndirs)
+/* Nothing at all to show is an error, not an empty page. */
+static enum fb_status nothing_to_show(const char *const *paths, int npaths, struct fb_err *err)
 {
-    for (int i = 0; i < ndirs; i++) {
-        struct stat sb;
-        if (stat(dirs[i], &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return false;
-    }
-    struct fb_str docs = {0};
-    struct fb_err ignored = {0};
-    bool any = fb_html_other_docs(dirs, ndirs, &docs, &ignored) == FB_OK && docs.len > 0;
-    fb_str_free(&docs);
-    return any;
+    return fb_fail(err, FB_ERR_INPUT, "%s%s holds nothing the page shows: no collective results (fabric-coll -J), "
+                   "doctor, probe or scan documents (*.json); name the results directory (results/)",
+                   paths[0], npaths > 1 ? " (and the rest)" : "");
 }
 
-enum fb_status fb_html_report(const char *const *dirs, int ndirs, const struct fb_html_opts *o, struct fb_err *err)
+static enum fb_status page_body(const char *const *paths, int npaths,
+                                const struct fb_html_opts *o, const struct fb_result_set *set, struct fb_str *out,
+                                struct fb_err *err)
 {
-    struct fb_result_set set;
-    enum fb_status st = fb_result_set_load(dirs, ndirs, &set, err);
-    if (st == FB_ERR_INPUT && only_other_docs(dirs, ndirs)) {
-        memset(&set, 0, sizeof set);
-        *err = (struct fb_err){0};
-        st = FB_OK;
+    struct fb_str docs = {0};
+    size_t ndocs = 0;
+    enum fb_status st = fb_html_other_docs(paths, npaths, &docs, &ndocs, err);
+    if (st == FB_OK && set->n == 0 && ndocs == 0)
+        st = nothing_to_show(paths, npaths, err);
+    if (st == FB_OK)
+        page_head(out, paths, npaths, set);
+    if (st == FB_OK && set->n > 0)
+        st = collective_sections(o, set, out, err);
+    if (st == FB_OK) {
+        fb_str_addf(out, "%s", fb_str_get(&docs));
+        fb_str_addf(out, "</body></html>\n");
     }
-    if (st != FB_OK)
-        return st;
+    fb_str_free(&docs);
+    return st;
+}
+
+enum fb_status fb_html_report(const char *const *paths, int npaths, const struct fb_html_opts *o, struct fb_err *err)
+{
+    /* Directories go to both readers; a doctor, probe or scan document
+     * named on its own is not a collective result. */
+    const char **results = calloc((size_t)npaths + 1, sizeof *results);
+    if (results == NULL)
+        return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    int nresults = 0;
+    for (int i = 0; i < npaths; i++)
+        if (!fb_html_other_doc_file(paths[i]))
+            results[nresults++] = paths[i];
+    struct fb_result_set set = {0};
+    enum fb_status st = nresults > 0 ? fb_result_set_load_any(results, nresults, &set, err) : FB_OK;
     struct fb_str page = {0};
-    st = page_body(dirs, ndirs, o, &set, &page, err);
+    if (st == FB_OK)
+        st = page_body(paths, npaths, o, &set, &page, err);
     if (st == FB_OK) {
         const char *text = fb_str_get(&page);
         st = fb_out_write(o->out, text, strlen(text), err);
@@ -396,5 +430,6 @@ enum fb_status fb_html_report(const char *const *dirs, int ndirs, const struct f
     }
     fb_str_free(&page);
     fb_result_set_free(&set);
+    free(results);
     return st;
 }

@@ -18,8 +18,11 @@ struct fb_html_opts {
     double noise; /* compare's noise band, relative */
 };
 
-/* Reads the results under `dirs` and writes the page to o->out atomically. */
-enum fb_status fb_html_report(const char *const *dirs, int ndirs, const struct fb_html_opts *o,
+/* Reads the documents under `paths` (directories searched, files as
+ * given) and writes the page to o->out atomically. A tree without
+ * collective results but with doctor, probe or scan documents makes a page
+ * of those; one without any of them is FB_ERR_INPUT, nothing written. */
+enum fb_status fb_html_report(const char *const *paths, int npaths, const struct fb_html_opts *o,
                               struct fb_err *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* Doctor, probe and scan documents in the HTML report (html_docs.h). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/files.h"
 #include "core/jsonio.h"
@@ -187,6 +188,7 @@ static const struct doc_kind {
  * the section of its kind; the sections follow in the order of doc_kinds. */
 struct doc_walk {
     struct fb_str section[NKINDS];
+    size_t found; /* documents rendered */
 };
 
 static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
@@ -208,18 +210,29 @@ static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
             fb_str_addf(out, "</h2>\n");
         }
         doc_kinds[k].render(doc, path, out);
+        w->found++;
     }
     json_object_put(doc);
     return FB_OK;
 }
 
-enum fb_status fb_html_other_docs(const char *const *dirs, int ndirs, struct fb_str *out, struct fb_err *err)
+/* A directory is searched, a file given by name is taken as it is. */
+static enum fb_status visit_path(struct fb_walk *walk, const char *path, struct doc_walk *w, struct fb_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+        return visit_doc(path, w, err);
+    return fb_walk_tree(walk, path, 8, false, visit_doc, w, err);
+}
+
+enum fb_status fb_html_other_docs(const char *const *paths, int npaths, struct fb_str *out, size_t *found,
+                                  struct fb_err *err)
 {
     struct doc_walk w = {0};
     struct fb_walk walk = {0}; /* each document once across the directories */
     enum fb_status st = FB_OK;
-    for (int i = 0; i < ndirs && st == FB_OK; i++)
-        st = fb_walk_tree(&walk, dirs[i], 8, false, visit_doc, &w, err);
+    for (int i = 0; i < npaths && st == FB_OK; i++)
+        st = visit_path(&walk, paths[i], &w, err);
     fb_walk_free(&walk);
     for (size_t k = 0; k < NKINDS; k++) {
         if (st == FB_OK && w.section[k].len > 0) {
@@ -228,5 +241,21 @@ enum fb_status fb_html_other_docs(const char *const *dirs, int ndirs, struct fb_
         }
         fb_str_free(&w.section[k]);
     }
+    *found = w.found;
     return st;
+}
+
+bool fb_html_other_doc_file(const char *path)
+{
+    struct stat sb;
+    json_object *doc = NULL;
+    struct fb_err unread = {0};
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || fb_json_read_file(path, &doc, &unread) != FB_OK)
+        return false;
+    const char *kind = fb_json_get_string(doc, "kind");
+    bool other = false;
+    for (size_t k = 0; kind != NULL && k < NKINDS; k++)
+        other = other || strcmp(kind, doc_kinds[k].kind) == 0;
+    json_object_put(doc);
+    return other;
 }

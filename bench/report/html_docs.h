@@ -4,12 +4,19 @@
 #ifndef FB_REPORT_HTML_DOCS_H
 #define FB_REPORT_HTML_DOCS_H
 
+#include <stdbool.h>
+
 #include "core/status.h"
 #include "core/text.h"
 
-/* Appends a section per document kind found under `dirs`; FB_ERR_INPUT
- * when a directory cannot be read. */
-enum fb_status fb_html_other_docs(const char *const *dirs, int ndirs, struct fb_str *out,
+/* Appends a section per document kind found in `paths` (directories
+ * searched, files taken as given); *found counts the documents shown.
+ * FB_ERR_INPUT when a directory cannot be read. */
+enum fb_status fb_html_other_docs(const char *const *paths, int npaths, struct fb_str *out, size_t *found,
                                   struct fb_err *err);
+
+/* True when `path` is a file holding a document of a kind shown here
+ * (doctor, probe, scan): given by name, it is not a collective result. */
+bool fb_html_other_doc_file(const char *path);
 
 #endif

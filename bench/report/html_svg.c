@@ -44,13 +44,93 @@ void fb_html_escape(struct fb_str *out, const char *text)
     }
 }
 
+/* The smallest of 1, 2, 5, 10 times the power of ten at or below `raw`
+ * that is at least `raw`. */
+static double nice_step(double raw)
+{
+    double mag = pow(10, floor(log10(raw)));
+    static const double mults[] = {1, 2, 5, 10};
+    for (size_t i = 0; i < sizeof mults / sizeof *mults; i++)
+        if (mults[i] * mag >= raw * (1 - 1e-9))
+            return mults[i] * mag;
+    return 10 * mag;
+}
+
+static void linear_ticks(double lo, double hi, size_t most, struct fb_ticks *t)
+{
+    if (!(hi > lo)) { /* one value: a unit around it, from 0 when it is 0 */
+        double pad = lo != 0 ? fabs(lo) / 2 : 1;
+        hi = lo == 0 ? 1 : lo + pad;
+        lo = lo == 0 ? 0 : lo - pad;
+    }
+    double step = nice_step((hi - lo) / (double)(most - 1));
+    double first = floor(lo / step + 1e-9), last = ceil(hi / step - 1e-9);
+    while (last - first + 1 > (double)most) { /* the widened ends added a tick */
+        step = nice_step(step * 1.0001);
+        first = floor(lo / step + 1e-9);
+        last = ceil(hi / step - 1e-9);
+    }
+    for (double k = first; k <= last && t->n < FB_TICKS_MAX; k++)
+        t->v[t->n++] = k * step == 0 ? 0 : k * step; /* no -0 */
+    t->lo = first * step;
+    t->hi = last * step;
+}
+
+/* Exponent strides of a log axis: 1, 2, 5, 10, 20, 50, ... */
+static long exponent_stride(long span, size_t most)
+{
+    static const long mults[] = {1, 2, 5};
+    for (long mag = 1;; mag *= 10)
+        for (size_t i = 0; i < sizeof mults / sizeof *mults; i++)
+            if (span / (mults[i] * mag) + 1 <= (long)most)
+                return mults[i] * mag;
+}
+
+static void log_ticks(double base, double lo, double hi, size_t most, struct fb_ticks *t)
+{
+    t->lo = lo;
+    t->hi = hi;
+    double eps = 1e-9;
+    long e0 = (long)ceil(log(lo) / log(base) - eps), e1 = (long)floor(log(hi) / log(base) + eps);
+    long stride = e1 > e0 ? exponent_stride(e1 - e0, most) : 1;
+    /* Base 10 with room to spare: 2 and 5 inside each decade as well. */
+    bool subs = base == 10 && stride == 1 && (size_t)(3 * (e1 - e0 + 2)) <= most;
+    static const double mantissas[] = {1, 2, 5};
+    for (long e = e0 - 1; e <= e1 && t->n < FB_TICKS_MAX; e++) {
+        if (((e % stride) + stride) % stride != 0)
+            continue;
+        for (size_t m = 0; m < (subs ? 3u : 1u) && t->n < FB_TICKS_MAX; m++) {
+            double v = mantissas[m] * pow(base, (double)e);
+            if (v >= lo * (1 - eps) && v <= hi * (1 + eps))
+                t->v[t->n++] = v;
+        }
+    }
+    if (t->n == 0) /* a range between two round values: its low end */
+        t->v[t->n++] = lo;
+}
+
+void fb_axis_ticks(enum fb_axis_scale scale, double lo, double hi, size_t most, struct fb_ticks *t)
+{
+    memset(t, 0, sizeof *t);
+    most = most < 2 ? 2 : most > FB_TICKS_MAX ? FB_TICKS_MAX : most;
+    if (scale == FB_AXIS_LINEAR || !(lo > 0) || !(hi >= lo)) /* no log of 0 or less */
+        linear_ticks(lo, hi, most, t);
+    else
+        log_ticks(scale == FB_AXIS_LOG2 ? 2 : 10, lo, hi, most, t);
+}
+
 /* A palette that stays apart on white and for common colour blindness. */
 static const char *const colours[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000"};
 
 struct frame {
-    double x0, x1, y1; /* data ranges: x0..x1, 0..y1 */
+    double x0, x1, y1; /* axis ranges: x0..x1, 0..y1 */
     bool log2x;
+    struct fb_ticks yticks;
 };
+
+/* Enough ticks to read a value off, few enough to stay apart. */
+#define X_TICKS 9
+#define Y_TICKS 6
 
 static double px(const struct frame *f, double x)
 {
@@ -79,7 +159,6 @@ static void data_range(const struct fb_svg_series *s, size_t ns, bool log2x, str
         }
     if (!isfinite(f->x0))
         f->x0 = f->x1 = 1;
-    f->y1 = f->y1 > 0 ? f->y1 * 1.1 : 1;
 }
 
 static void axes(struct fb_str *out, const struct fb_svg_plot *p, const struct frame *f)
@@ -89,16 +168,18 @@ static void axes(struct fb_str *out, const struct fb_svg_plot *p, const struct f
     fb_str_addf(out, "<text x=\"%g\" y=\"20\" class=\"t\">", PAD_L);
     fb_html_escape(out, p->title);
     fb_str_addf(out, "</text>\n<path d=\"M%g %g V%g H%g\" stroke=\"#333\" fill=\"none\"/>\n", PAD_L, PAD_T, bottom, right);
-    for (int i = 0; i <= 4; i++) {
-        double y = f->y1 * i / 4;
-        fb_str_addf(out, "<path d=\"M%g %.1f H%g\" stroke=\"#ddd\"/><text x=\"%g\" y=\"%.1f\" class=\"yl\">%.3g</text>\n",
+    for (size_t i = 0; i < f->yticks.n; i++) {
+        double y = f->yticks.v[i];
+        fb_str_addf(out, "<path d=\"M%g %.1f H%g\" stroke=\"#ddd\"/><text x=\"%g\" y=\"%.1f\" class=\"yl\">%g</text>\n",
                     PAD_L, py(f, y), right, PAD_L - 6, py(f, y) + 4, y);
     }
     if (p->log2x) {
-        for (double x = f->x0; x <= f->x1 * 1.0001; x *= (f->x1 / f->x0 > 4096 ? 4 : 2)) {
+        struct fb_ticks xt;
+        fb_axis_ticks(FB_AXIS_LOG2, f->x0, f->x1, X_TICKS, &xt);
+        for (size_t i = 0; i < xt.n; i++) {
             char label[32];
-            fb_format_size((uint64_t)x, label, sizeof label);
-            fb_str_addf(out, "<text x=\"%.1f\" y=\"%g\" class=\"xl\">%s</text>\n", px(f, x), bottom + 16, label);
+            fb_format_size((uint64_t)xt.v[i], label, sizeof label);
+            fb_str_addf(out, "<text x=\"%.1f\" y=\"%g\" class=\"xl\">%s</text>\n", px(f, xt.v[i]), bottom + 16, label);
         }
     } else {
         size_t step = p->nxticks > 6 ? (p->nxticks + 5) / 6 : 1;
@@ -171,6 +252,8 @@ void fb_svg_line_plot(struct fb_str *out, const struct fb_svg_plot *p, const str
 {
     struct frame f;
     data_range(s, ns, p->log2x, &f);
+    fb_axis_ticks(FB_AXIS_LINEAR, 0, f.y1, Y_TICKS, &f.yticks);
+    f.y1 = f.yticks.hi;
     if (!p->log2x && p->nxticks > 0) {
         f.x0 = 0;
         f.x1 = (double)(p->nxticks - 1);

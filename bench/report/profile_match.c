@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "core/jsonio.h"
 #include "core/text.h"
@@ -30,6 +31,47 @@ const char *fb_intended_net(const struct fb_result *r)
             fabric = fabric ? fabric : "IB";
     }
     return fabric;
+}
+
+#define BESIDE_SUFFIX ".profile.json"
+
+void fb_profile_beside_path(const char *result_path, char *buf, size_t len)
+{
+    size_t n = strlen(result_path), ext = strlen(".json");
+    if (n > ext && strcmp(result_path + n - ext, ".json") == 0)
+        n -= ext;
+    snprintf(buf, len, "%.*s%s", (int)n, result_path, BESIDE_SUFFIX);
+}
+
+enum fb_status fb_profile_beside(const char *result_path, struct fb_profile **p, struct fb_err *err)
+{
+    *p = NULL;
+    char path[PATH_MAX];
+    fb_profile_beside_path(result_path, path, sizeof path);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return FB_OK; /* none: the usual case */
+    json_object *doc = NULL;
+    enum fb_status st = fb_json_read_file(path, &doc, err);
+    struct fb_profile *own = st == FB_OK ? calloc(1, sizeof *own) : NULL;
+    if (st == FB_OK && own == NULL)
+        st = fb_fail(err, FB_ERR_INTERNAL, "out of memory");
+    const char *schema = st == FB_OK ? fb_json_get_string(doc, "schema") : NULL;
+    if (st == FB_OK && (schema == NULL || strcmp(schema, "fabric-bench.profile") != 0))
+        st = fb_fail(err, FB_ERR_INPUT, "%s, kept beside %s as its profile, is %s, not a reference profile; remove or rename it",
+                     path, result_path, fb_json_doc_kind(doc));
+    if (st == FB_OK)
+        st = fb_profile_parse(doc, path, own, err);
+    if (st == FB_OK && !own->target)
+        st = fb_fail(err, FB_ERR_INPUT, "%s, the profile kept beside %s, describes a failure, not a target; remove it or make it a target profile",
+                     path, result_path);
+    json_object_put(doc);
+    if (st != FB_OK) {
+        free(own);
+        return st;
+    }
+    *p = own;
+    return FB_OK;
 }
 
 /* The network a run is judged by: what NCCL used, or when it fell back to

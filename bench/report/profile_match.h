@@ -33,6 +33,17 @@ const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const str
 const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const struct fb_result *r,
                                            char *assumed, size_t len);
 
+/* A result's own profile: the limit it was judged against when it was
+ * measured (make demo measures one per run), kept beside it as
+ * RESULT.profile.json for RESULT.json, so that every tool judging the file
+ * later (check, html, export) uses the same limit. *p is NULL when there is
+ * none; a file there that is not a target profile is FB_ERR_INPUT naming
+ * it. The caller frees *p. */
+enum fb_status fb_profile_beside(const char *result_path, struct fb_profile **p, struct fb_err *err);
+
+/* Where the profile of `result_path` is kept (fb_profile_beside). */
+void fb_profile_beside_path(const char *result_path, char *buf, size_t len);
+
 /* True when the profile's criteria hold for the run; `why` names the first
  * that does not. */
 bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, char *why, size_t whylen);

@@ -138,9 +138,10 @@ static const char check_help[] =
     "usage: fabric-report check RESULT.json [--profile NAME] [--profiles DIR] [--json]\n"
     "       fabric-report check INTRA-NODE.json INTER-NODE.json\n"
     "         [--nccl-log FILE|DIR]... [--single-node ONE-NODE.json]\n"
-    "Judges one collective result against a reference profile, picked from the GPU model,\n"
-    "node count and network unless --profile names one; a run no profile describes is\n"
-    "judged by physics (the TCP-fallback band) and its GPU family.\n"
+    "Judges one collective result against a reference profile: the one --profile names,\n"
+    "else its own kept beside it (RESULT.profile.json, as make demo writes), else one picked\n"
+    "from the GPU model, node count and network; a run no profile describes is judged by\n"
+    "physics (the TCP-fallback band) and its GPU family.\n"
     "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport; --single-node\n"
     "holds a multi-node run against a run of the same GPUs on one node.\n"
     "Two results, the intra-node and inter-node files of one fabric-coll --split intra-inter\n"
@@ -635,6 +636,24 @@ static void add_lines(const struct fb_profile *p, const char *collective, struct
     }
 }
 
+/* The lines of the profile a result is judged against when none is named,
+ * as check picks it: its own, kept beside it, else the one its criteria
+ * pick. */
+static enum fb_status add_judged_lines(const struct fb_profiles *ps, const struct fb_result *r, const char *collective,
+                                       struct fb_plot_line *lines, size_t *n, size_t max, struct fb_err *err)
+{
+    struct fb_profile *own = NULL;
+    enum fb_status st = fb_profile_beside(r->path, &own, err);
+    if (st != FB_OK)
+        return st;
+    char why[256];
+    const struct fb_profile *p = own != NULL ? own : fb_profile_pick(ps, r, why, sizeof why);
+    if (p != NULL)
+        add_lines(p, collective, lines, n, max);
+    free(own);
+    return FB_OK;
+}
+
 static enum fb_status parse_size_opt(const char *text, struct fb_plot_opts *o, struct fb_err *err)
 {
     int w = 0, h = 0;
@@ -718,12 +737,8 @@ static enum fb_status plot_results(const void *args, int npaths, char **paths, s
         else
             add_lines(p, set.r[0].collective, lines, &nlines, 48);
     }
-    for (size_t i = 0; st == FB_OK && !a->no_auto_profile && i < set.n; i++) {
-        char why[256];
-        const struct fb_profile *p = fb_profile_pick(&ps, &set.r[i], why, sizeof why);
-        if (p != NULL)
-            add_lines(p, set.r[0].collective, lines, &nlines, 48);
-    }
+    for (size_t i = 0; st == FB_OK && !a->no_auto_profile && i < set.n; i++)
+        st = add_judged_lines(&ps, &set.r[i], set.r[0].collective, lines, &nlines, 48, err);
     if (st == FB_OK)
         st = fb_plot(&set, lines, nlines, &o, err);
     if (st == FB_OK)
@@ -1098,13 +1113,14 @@ static enum fb_status cmd_history(const struct fb_opts_ctx *ctx, int argc, char 
 /* ---- html ---- */
 
 static const char html_help[] =
-    "usage: fabric-report html DIR...|RESULT.json... -o REPORT.html [--size S] [--k K] [--floor PCT]\n"
+    "usage: fabric-report html DIR...|FILE.json... -o REPORT.html [--size S] [--k K] [--floor PCT]\n"
     "         [--per-host] [--noise PCT] [--profiles DIR]\n"
     "One self-contained page (inline CSS and SVG, nothing fetched; opens from a file):\n"
     "the verdict of every result (as check gives it), the newest run of each cluster\n"
     "compared at matching sizes with busBW-vs-size plots, the history of every series\n"
-    "with its outliers (as history finds them), and the checks of doctor documents and\n"
-    "verdicts of probe documents found in the directories. Written atomically.\n"
+    "with its outliers (as history finds them), and the doctor, probe and scan documents\n"
+    "found in the directories or named. A tree with none of these is an input error.\n"
+    "Written atomically.\n"
     "Exit codes: 0 written, 1 internal error, 2 usage, 7 -o not writable, 10 input error.\n";
 
 struct html_args {

@@ -507,19 +507,20 @@ static enum fb_status add_from_dir_file(const char *path, void *ctx, struct fb_e
 /* Results directories nest (results/<cluster>/...); eight levels is more
  * than any layout this suite writes. One walk covers every directory
  * given, so a run is counted once however many of them hold it. */
-static enum fb_status add_dir(struct fb_result_set *set, struct fb_walk *w, const char *dir, struct fb_err *err)
+static enum fb_status add_dir(struct fb_result_set *set, struct fb_walk *w, const char *dir, bool empty_ok,
+                              struct fb_err *err)
 {
     size_t before = set->n, repeats = w->repeats;
     enum fb_status st = fb_walk_tree(w, dir, 8, false, add_from_dir_file, set, err);
     /* Empty only when it holds nothing, not when all of it was read
      * already through another directory given. */
-    if (st == FB_OK && set->n == before && w->repeats == repeats)
+    if (st == FB_OK && set->n == before && w->repeats == repeats && !empty_ok)
         st = fb_fail(err, FB_ERR_INPUT, "%s holds no collective results (*.json of kind \"collective\"); run fabric-coll with -J or give files", dir);
     return st;
 }
 
-enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
-                                  struct fb_err *err)
+static enum fb_status set_load(const char *const *args, int nargs, bool empty_dirs_ok, struct fb_result_set *set,
+                               struct fb_err *err)
 {
     memset(set, 0, sizeof *set);
     struct fb_walk w = {0};
@@ -527,7 +528,7 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
     for (int i = 0; i < nargs && st == FB_OK; i++) {
         struct stat sb;
         if (stat(args[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            st = add_dir(set, &w, args[i], err);
+            st = add_dir(set, &w, args[i], empty_dirs_ok, err);
             continue;
         }
         struct fb_result r;
@@ -539,6 +540,18 @@ enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_
     if (st != FB_OK)
         fb_result_set_free(set);
     return st;
+}
+
+enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
+                                  struct fb_err *err)
+{
+    return set_load(args, nargs, false, set, err);
+}
+
+enum fb_status fb_result_set_load_any(const char *const *args, int nargs, struct fb_result_set *set,
+                                      struct fb_err *err)
+{
+    return set_load(args, nargs, true, set, err);
 }
 
 void fb_result_set_free(struct fb_result_set *set)

@@ -110,6 +110,10 @@ struct fb_result_set {
 
 enum fb_status fb_result_set_load(const char *const *args, int nargs, struct fb_result_set *set,
                                   struct fb_err *err);
+/* The same, except that a directory without collective results adds none
+ * instead of failing: for readers that show other documents too (html). */
+enum fb_status fb_result_set_load_any(const char *const *args, int nargs, struct fb_result_set *set,
+                                      struct fb_err *err);
 void fb_result_set_free(struct fb_result_set *set);
 
 #endif

@@ -43,14 +43,18 @@ static const char *str_member(json_object *obj, const char *key)
     return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
-/* Nodes from the topology, else the distinct hosts of the NCCL log. */
+/* Nodes from the topology, else from the hosts of the NCCL log: several
+ * hosts prove several nodes, but one host proves one node only when the log
+ * shows every rank (an excerpt of a 16-rank log may quote one host). 0: the
+ * output does not show the nodes. */
 static long run_nodes(const struct fb_result *r)
 {
     if (r->nodes > 0)
         return r->nodes;
     json_object *pr = fb_json_member(r->transport, "per_rank");
+    size_t logged = pr != NULL && json_object_is_type(pr, json_type_array) ? json_object_array_length(pr) : 0;
     long n = 0;
-    for (size_t i = 0; pr != NULL && i < json_object_array_length(pr); i++) {
+    for (size_t i = 0; i < logged; i++) {
         const char *h = str_member(json_object_array_get_idx(pr, i), "host");
         bool seen = h == NULL;
         for (size_t k = 0; !seen && k < i; k++) {
@@ -59,7 +63,8 @@ static long run_nodes(const struct fb_result *r)
         }
         n += !seen;
     }
-    return n;
+    bool every_rank_logged = r->ranks > 0 && logged >= (size_t)r->ranks;
+    return n >= 2 || (n == 1 && every_rank_logged) ? n : 0;
 }
 
 /* The first few distinct names of a list, and whether there were more:
@@ -190,13 +195,32 @@ static void set_verdict(struct fb_verdict *v, enum fb_status code)
     v->name = fb_verdict_name(v->code);
 }
 
+/* The limit the result was judged against when it was measured, kept
+ * beside it: it wins over any profile picked from its criteria. */
+static enum fb_status own_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_err *err)
+{
+    enum fb_status st = fb_profile_beside(r->path, &v->own, err);
+    if (st != FB_OK || v->own == NULL)
+        return st;
+    char where[PATH_MAX];
+    fb_profile_beside_path(r->path, where, sizeof where);
+    const char *base = strrchr(where, '/');
+    v->profile = v->own;
+    snprintf(v->profile_how, sizeof v->profile_how, "its own, kept beside it as %.200s", base ? base + 1 : where);
+    return FB_OK;
+}
+
 static enum fb_status choose_profile(const struct fb_result *r, const struct fb_profiles *ps,
                                      const char *name, struct fb_verdict *v, struct fb_err *err)
 {
     char known[1024];
     fb_profiles_names(ps, known, sizeof known);
     if (name == NULL) {
-        v->profile = fb_profile_pick(ps, r, v->profile_how, sizeof v->profile_how);
+        enum fb_status st = own_profile(r, v, err);
+        if (st != FB_OK)
+            return st;
+        if (v->profile == NULL)
+            v->profile = fb_profile_pick(ps, r, v->profile_how, sizeof v->profile_how);
         v->auto_picked = v->profile != NULL;
     } else {
         v->profile = fb_profile_find(ps, name);
@@ -338,7 +362,8 @@ static bool profile_fits(const struct fb_profile *p, const struct fb_result *r, 
 static void note_profile_fit(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
     char why[128];
-    if (!v->auto_picked && !profile_fits(v->profile, r, v->nodes, why, sizeof why))
+    bool given = !v->auto_picked || v->profile == v->own; /* named, or kept with the result */
+    if (given && !profile_fits(v->profile, r, v->nodes, why, sizeof why))
         fb_str_addf(out, " Note: profile %s may not describe this run (%s).", v->profile->name, why);
     bool want_gdr = strcmp(v->profile->fabric, "OFI") == 0; /* IB: judge_gdr */
     if (want_gdr && r->net != NULL && strcmp(r->net, "OFI") == 0 && r->gdr == 0)
@@ -496,13 +521,15 @@ static const struct fb_point *large_peak(const struct fb_point *pts, size_t npts
 
 /* Where a run stands against the TCP-fallback band: its best busBW at
  * large sizes, the band's top and where it comes from. `pk` is NULL when
- * the band says nothing about the run (not GPUs, not across nodes, no
- * large size, no band profile). Read once for both rules that use it. */
+ * the band says nothing about the run (not GPUs, no large size, no band
+ * profile, or one node). Read once for every rule that uses it. */
 struct band_reading {
     const struct fb_point *pk;
     double top;
     const char *from;
-    bool assumed; /* multi-node only because of the rank count */
+    bool spans;         /* across nodes, as the run shows it or assumed */
+    bool assumed;       /* multi-node only because of the rank count */
+    bool nodes_unknown; /* no node count, but NCCL named the network it chose */
     char at[32];
 };
 
@@ -512,7 +539,12 @@ static void read_band(const struct fb_result *r, const struct fb_profiles *ps, c
     memset(b, 0, sizeof *b);
     b->top = tcp_band_top(ps, r->collective, &b->from);
     b->pk = large_peak(pts, npts);
-    if (!on_gpus(r) || !spans_nodes(r, v, &b->assumed) || isnan(b->top))
+    b->spans = spans_nodes(r, v, &b->assumed);
+    /* An excerpt without device lines: its node count is unknown, but the
+     * network line shows what NCCL set up; both readings of a band figure
+     * are judged (judge_band_nodes_unknown). */
+    b->nodes_unknown = !b->spans && v->nodes == 0 && r->net != NULL;
+    if (!on_gpus(r) || !(b->spans || b->nodes_unknown) || isnan(b->top))
         b->pk = NULL;
     if (b->pk != NULL)
         size_label(b->pk->bytes, b->at, sizeof b->at);
@@ -522,6 +554,30 @@ static void band_measured(const struct band_reading *b, struct fb_verdict *v)
 {
     v->measured_bytes = b->pk->bytes;
     v->measured = b->pk->best;
+}
+
+static bool rdma_net(const struct fb_result *r)
+{
+    return r->net != NULL && strcmp(r->net, "Socket") != 0;
+}
+
+/* The band figure of a run whose nodes the output does not show: across
+ * nodes it is the TCP fallback (or, on an RDMA network, a fabric carrying
+ * no more than TCP); on one node GPUs that move no more than TCP sockets
+ * have lost their own links. Either reading is an unhealthy run, so the
+ * verdict is the band's, and the paragraph gives both. */
+static void judge_band_nodes_unknown(const struct fb_result *r, const struct band_reading *b, struct fb_verdict *v,
+                                     struct fb_str *out)
+{
+    bool rdma = rdma_net(r);
+    set_verdict(v, rdma ? FB_VERDICT_DEGRADED : FB_VERDICT_TCP_FALLBACK);
+    v->fallback = !rdma;
+    fb_str_addf(out, " busBW peaks at %.2f GB/s (at %s), inside the TCP-fallback band (<= %.0f GB/s, %.0fx profile %s), with NCCL on NET/%s.",
+                b->pk->best, b->at, b->top, TCP_BAND_FACTOR, b->from, r->net);
+    fb_str_addf(out, " The output does not show the nodes (no '#  Rank ... on HOST' device lines), and either reading is an unhealthy run: across nodes %s; on one node, GPUs that move no more than TCP sockets have lost their own links (NVLink or PCIe peer-to-peer unused: NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, or a container or VM hiding the GPUs' topology).",
+                rdma ? "the fabric is in use but carries no more than TCP would (one NIC of several, no GPUDirect RDMA, a slow or congested link)"
+                     : "it is the TCP fallback (NCCL moved the data over sockets)");
+    fb_str_addf(out, " Keep the device lines in the output, or rerun with them, to tell which.");
 }
 
 /* Physics, before any profile: a multi-node GPU run whose large messages
@@ -534,7 +590,11 @@ static bool judge_tcp_band(const struct fb_result *r, const struct band_reading 
     if (b->pk == NULL || b->pk->best > b->top)
         return false;
     band_measured(b, v);
-    if (r->net != NULL && strcmp(r->net, "Socket") != 0) {
+    if (b->nodes_unknown) {
+        judge_band_nodes_unknown(r, b, v, out);
+        return true;
+    }
+    if (rdma_net(r)) {
         set_verdict(v, FB_VERDICT_DEGRADED);
         fb_str_addf(out, " NCCL's channels went over NET/%s, yet busBW peaks at %.2f GB/s (at %s), inside the TCP-fallback band (<= %.0f GB/s): the fabric is in use but carries no more than TCP would (one NIC of several, no GPUDirect RDMA, a slow or congested link).",
                     r->net, b->pk->best, b->at, b->top);
@@ -549,10 +609,11 @@ static bool judge_tcp_band(const struct fb_result *r, const struct band_reading 
 
 /* Physics when no profile describes the cluster: busBW far above the TCP
  * band across nodes proves the fabric carried the run. That is all it
- * proves; a figure check needs a profile. */
+ * proves; a figure check needs a profile. A run that does not show its
+ * nodes proves nothing by being fast: one node's links are fast too. */
 static bool judge_fabric_in_use(const struct band_reading *b, struct fb_verdict *v, struct fb_str *out)
 {
-    if (b->pk == NULL || !(b->pk->best > b->top))
+    if (b->pk == NULL || !b->spans || !(b->pk->best > b->top))
         return false;
     band_measured(b, v);
     set_verdict(v, FB_OK);
@@ -683,8 +744,10 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
     fb_summary_compute(r->rows, r->nrows, &v->summary);
     v->nodes = run_nodes(r);
     enum fb_status st = choose_profile(r, ps, ask->profile_name, v, err);
-    if (st != FB_OK)
+    if (st != FB_OK) {
+        fb_verdict_free(v);
         return st;
+    }
     set_verdict(v, FB_OK);
     struct fb_str *out = &v->reasons;
     struct fb_point *pts = NULL;
@@ -753,6 +816,10 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
 void fb_verdict_free(struct fb_verdict *v)
 {
     fb_str_free(&v->reasons);
+    if (v->profile == v->own)
+        v->profile = NULL;
+    free(v->own);
+    v->own = NULL;
 }
 
 /* "wiring: delivered ClusterTrainingRuntime/NAME (generation 3)" or

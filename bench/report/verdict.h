@@ -24,6 +24,7 @@ struct fb_verdict {
     enum fb_status code; /* the exit code: FB_OK or an FB_VERDICT_* */
     const char *name;    /* "PASS", "DEGRADED", "TCP-FALLBACK", "FAIL", "INCOMPLETE" */
     const struct fb_profile *profile; /* NULL when none applied */
+    struct fb_profile *own;           /* the result's own profile (fb_profile_beside), owned */
     bool auto_picked;
     bool family;       /* the profile was assumed from the GPU family */
     char profile_how[256];
@@ -50,9 +51,12 @@ struct fb_verdict_ask {
     const struct fb_result *single_node;
 };
 
-/* Judges `r`. Errors (usage): an unknown or symptom profile named, a
- * profile without figures for the collective, and no rule able to judge
- * the run (one node, no profile). */
+/* Judges `r`. Without a profile named, the result's own profile kept
+ * beside it (fb_profile_beside) comes first, then the one picked for it.
+ * Errors (usage): an unknown or symptom profile named, a profile without
+ * figures for the collective, and no rule able to judge the run (one node,
+ * no profile); (input) an own profile that does not read. Free `v` either
+ * way. */
 enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_profiles *ps,
                                      const struct fb_verdict_ask *ask, struct fb_verdict *v,
                                      struct fb_err *err);

@@ -166,8 +166,7 @@ jq_is "Pod: rdma/ device kept, GPU count from the pod; no generation" "$O" \
 
 # ---- Kubernetes' schema ------------------------------------------------------------------
 node_ready=0
-if command -v node >/dev/null && { [ -d "$FB_ROOT/tests/node_modules/kubernetes-models" ] ||
-  (cd "$FB_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T_DIR/npm.log" 2>&1; }; then
+if command -v node >/dev/null && node_modules_ready; then
   node_ready=1
 else
   not_ok "validators installed (tests/node_modules)" "node or npm ci failed: $(tail -n 3 "$T_DIR/npm.log" 2>/dev/null | tr '\n' ' ')"

@@ -2,6 +2,8 @@
 test's assertions in the test protocol (ok - / not ok -).
 usage: check-html.py PAGE.html HOSTILE-CLUSTER-NAME SIZES"""
 import html.parser
+import math
+import re
 import sys
 
 page_path, hostile, nsizes = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -27,6 +29,8 @@ class Page(html.parser.HTMLParser):
             self.svgs[-1]["polylines"].append(len(a.get("points", "").split()))
         if tag == "circle" and self.svgs and "outlier" in (a.get("class") or ""):
             self.svgs[-1]["outliers"] += 1
+        if tag == "text" and self.svgs and a.get("class") in ("yl", "xl"):
+            self.svgs[-1].setdefault(a["class"], []).append(None)  # filled by handle_data
         for k in ("src", "href", "action"):
             v = a.get(k)
             if v is not None and not v.startswith("#"):
@@ -45,6 +49,11 @@ class Page(html.parser.HTMLParser):
     def handle_data(self, data):
         if self.stack and self.stack[-1] in ("td", "h3", "summary"):
             self.cells.append(data.strip())
+        if self.stack and self.stack[-1] == "text" and self.svgs:
+            for cls in ("yl", "xl"):
+                labels = self.svgs[-1].get(cls)
+                if labels and labels[-1] is None:
+                    labels[-1] = data.strip()
 
 
 p = Page()
@@ -77,3 +86,33 @@ check("the hostile cluster name renders as text", hostile in p.cells, "not among
 check("... and never as markup", "<script" not in text.lower() and p.tags.get("script", 0) == 0,
       "a <script> in the source")
 check("nothing is fetched (no src, href, link to elsewhere)", not p.outside, f"{p.outside[:5]}")
+
+
+# Axis ticks on round values: busBW labels step by 1, 2 or 5 times a power
+# of ten from 0; size labels are powers of two (1K, 4K, ..., never 1.5K).
+def round_step(step):
+    if step <= 0:
+        return False
+    mant = step / 10 ** math.floor(math.log10(step) + 1e-9)
+    return any(abs(mant - m) < 1e-6 for m in (1, 2, 5))
+
+
+def y_ticks_round(labels):
+    values = [float(v) for v in labels]
+    steps = {round(b - a, 12) for a, b in zip(values, values[1:])}
+    return values[:1] == [0.0] and len(steps) == 1 and round_step(steps.pop())
+
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def power_of_two(label):
+    num, unit = label.rstrip("KMGT"), label[len(label.rstrip("KMGT")):]
+    return num.isdigit() and unit in UNITS and (int(num) * UNITS[unit]) & (int(num) * UNITS[unit] - 1) == 0
+
+
+bad_y = [s["yl"] for s in p.svgs if not y_ticks_round(s.get("yl", []))]
+check("every plot's busBW axis steps by 1, 2 or 5 x 10^k from 0", not bad_y, f"{bad_y[:2]}")
+size_labels = [[x for x in s.get("xl", []) if re.fullmatch(r"[0-9.]+[KMGT]?", x or "")] for s in size_plots]
+bad_x = [labels for labels in size_labels if len(labels) < 2 or not all(power_of_two(x) for x in labels)]
+check("the size axis labels powers of two", size_plots and not bad_x, f"{bad_x[:2]}")

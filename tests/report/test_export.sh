@@ -20,11 +20,9 @@ for tool in promtool prometheus prometheus-node-exporter node; do
     exit 1
   fi
 done
-if [ ! -f "$FB_ROOT/tests/node_modules/ctrf/package.json" ] || [ ! -x "$FB_ROOT/tests/node_modules/.bin/junit-to-ctrf" ]; then
-  if ! (cd "$FB_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T_DIR/npm.log" 2>&1; then
-    not_ok "npm ci in tests/" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
-    exit 1
-  fi
+if ! node_modules_ready; then
+  not_ok "npm ci in tests/" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
+  exit 1
 fi
 
 # ---- the documents, made by the real programs ----

@@ -77,17 +77,39 @@ expect_grep "... with a history series per set of hosts" '<h3>A all_reduce \(mpi
 expect_error "html without -o" 2 'html needs -o REPORT.html' "fabric-report html" "$R" html "$TREE"
 expect_error "html onto a directory" 7 'report.d' "fabric-report html" "$R" html "$TREE" -o "$T_DIR/report.d"
 
+# Trees without a collective result: doctor and probe documents alone (a
+# directory, or the files named) make a page of those; a directory of
+# neither, or nothing but unrelated JSON, is one line and exit 10.
+expect_exit "a tree of doctor and probe documents alone makes a page" 0 "$R" html "$TREE/checks" -o "$T_DIR/checks.html"
+expect_grep "... that says there is no collective result" '^<p>No collective results \(fabric-coll -J\) in ' "$T_DIR/checks.html"
+expect_grep "... and shows the probe's verdict" '<section id="probe"><h2>Link probes</h2>' "$T_DIR/checks.html"
+if grep -q '<section id="verdicts"\|<svg' "$T_DIR/checks.html"; then
+  not_ok "... with no empty verdicts table or plot" "$(grep -c '<svg' "$T_DIR/checks.html") plots"
+else
+  ok "... with no empty verdicts table or plot"
+fi
+expect_exit "a probe document named on its own makes a page" 0 "$R" html "$TREE/checks/probe.json" -o "$T_DIR/probe.html"
+expect_grep "... showing it" '<section id="probe">' "$T_DIR/probe.html"
+mkdir -p "$T_DIR/empty" "$T_DIR/other"
+echo '{"not": "a result"}' >"$T_DIR/other/x.json"
+expect_error "an empty directory" 10 'empty holds nothing the page shows' "fabric-report html" "$R" html "$T_DIR/empty" -o "$T_DIR/empty.html"
+expect_error "a directory of unrelated JSON" 10 'other holds nothing the page shows' "fabric-report html" "$R" html "$T_DIR/other" -o "$T_DIR/other.html"
+check "... and no page is written for either" test ! -e "$T_DIR/empty.html" -a ! -e "$T_DIR/other.html"
+# Runs that stopped before their first row: verdicts, and no empty plot.
+mkdir -p "$T_DIR/hung"
+jq '.rows = [] | .complete = false' "$T_DIR/raw/B-1.json" >"$T_DIR/hung/run.json"
+expect_exit "a tree of runs without rows makes a page" 0 "$R" html "$T_DIR/hung" -o "$T_DIR/hung.html"
+expect_grep "... saying there is nothing to plot" 'No run measured a busBW' "$T_DIR/hung.html"
+if grep -q '<svg' "$T_DIR/hung.html"; then not_ok "... and drawing no empty plot" "an <svg> in the page"; else ok "... and drawing no empty plot"; fi
+
 # ---- in a browser ----
 if [ ! -x /usr/bin/chromium ]; then
   not_ok "chromium installed" "apt-get install chromium (scripts/install-deps.sh)"
   exit 0
 fi
-if ! [ -f "$FB_ROOT/tests/node_modules/playwright-core/package.json" ] ||
-  ! [ "$FB_ROOT/tests/node_modules/.package-lock.json" -nt "$FB_ROOT/tests/package-lock.json" ]; then
-  if ! (cd "$FB_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T_DIR/npm.log" 2>&1; then
-    not_ok "npm ci in tests/ (playwright-core)" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
-    exit 0
-  fi
+if ! node_modules_ready; then
+  not_ok "npm ci in tests/ (playwright-core)" "$(tail -n 3 "$T_DIR/npm.log" | tr '\n' ' ')"
+  exit 0
 fi
 ART=$FB_BUILD/test-artifacts
 mkdir -p "$ART"

@@ -224,7 +224,7 @@ assert set(failed) == {"sc5", "scan sc1 nodes=8"}, failed.keys()
 assert "known-good" in failed["sc5"].get("message"), failed["sc5"].get("message")
 PY
 then ok "export: JUnit has sc5 and the scan as the failures, sc5's with the evidence"; else not_ok "export: JUnit has sc5 and the scan as the failures" "$(tail -c 400 "$T_DIR/junit.log")"; fi
-if [ -f "$FB_ROOT/tests/node_modules/ctrf/package.json" ]; then
+if node_modules_ready; then
   "$R" export --format ctrf -o "$T_DIR/slow.ctrf.json" "$T_DIR/slow.json" 2>"$T_DIR/export.err"
   if (cd "$FB_ROOT/tests" && node --input-type=module - "$T_DIR/slow.ctrf.json") >"$T_DIR/ctrf.log" 2>&1 <<'JS'
 import { readFileSync } from "node:fs";

@@ -238,6 +238,106 @@ static void test_baseline_refuses_bad_runs(void)
     fb_result_free(&b);
 }
 
+/* A result's own profile, kept beside it as RESULT.profile.json (make demo
+ * writes one per run): every judge of the file uses it, before any profile
+ * picked from criteria; a name given still wins; what is there must be a
+ * target profile. */
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static const char own_profile[] =
+    "{\"schema\": \"fabric-bench.profile\", \"schema_version\": 1, \"name\": \"demo-host\", \"revision\": 1,"
+    " \"role\": \"target\", \"description\": \"measured with the run\", \"match\": {\"backend\": \"mpi\"},"
+    " \"collectives\": {\"all_reduce\": {\"at_bytes\": 1024, \"floor_GBps\": %s, \"fail_below_GBps\": 0.001}},"
+    " \"sources\": [{\"ref\": \"the unit test\"}]}";
+
+static enum fb_status judge_file(const char *path, const struct fb_profiles *ps, const char *name,
+                                 struct fb_verdict *v, struct fb_err *err)
+{
+    struct fb_result r;
+    enum fb_status st = fb_result_load(path, &r, err);
+    if (st != FB_OK)
+        return st;
+    st = fb_verdict_judge(&r, ps, name, v, err);
+    fb_result_free(&r);
+    return st;
+}
+
+static void test_own_profile_beside_the_result(void)
+{
+    char dir[] = "/tmp/fbown.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char result[256], beside[256], text[1024];
+    snprintf(result, sizeof result, "%s/20260101T000000Z-all_reduce.json", dir);
+    fb_profile_beside_path(result, beside, sizeof beside);
+    CHECK(strstr(beside, "/20260101T000000Z-all_reduce.profile.json") != NULL);
+    json_object *doc = fixture_doc("vm-mpi-allreduce-2.json"); /* 0.186 GB/s at 1K */
+    struct fb_err err = {0};
+    CHECK_INT(fb_json_write_atomic(result, doc, &err), FB_OK);
+    json_object_put(doc);
+    const char *dirs[] = {REFERENCE};
+    struct fb_profiles ps;
+    CHECK_INT(fb_profiles_load(dirs, 1, &ps, &err), FB_OK);
+    struct fb_verdict v = {0};
+    /* Without it: one node, no profile: no verdict (what html showed). */
+    CHECK_INT(judge_file(result, &ps, NULL, &v, &err), FB_ERR_USAGE);
+    fb_verdict_free(&v);
+    fb_err_clear(&err);
+    snprintf(text, sizeof text, own_profile, "0.1");
+    write_text(beside, text);
+    CHECK_INT(judge_file(result, &ps, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "PASS");
+    CHECK(v.profile != NULL && strcmp(v.profile->name, "demo-host") == 0);
+    CHECK_CONTAINS(v.profile_how, "its own, kept beside it as 20260101T000000Z-all_reduce.profile.json");
+    CHECK_INT(v.measured_bytes, 1024);
+    fb_verdict_free(&v);
+    CHECK(v.own == NULL && v.profile == NULL);
+    /* Below its floor but above its FAIL line: DEGRADED. */
+    snprintf(text, sizeof text, own_profile, "1.5");
+    write_text(beside, text);
+    CHECK_INT(judge_file(result, &ps, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "DEGRADED");
+    fb_verdict_free(&v);
+    /* A profile named on the command line wins. */
+    CHECK_INT(judge_file(result, &ps, "h100-8gpu-nvlink", &v, &err), FB_OK);
+    CHECK_STR(v.profile->name, "h100-8gpu-nvlink");
+    fb_verdict_free(&v);
+    /* Not a profile, a symptom profile, a broken file: an input error naming it. */
+    static const char *const bad[] = {
+        "{\"schema\": \"fabric-bench.result\", \"kind\": \"collective\"}",
+        "{\"schema\": \"fabric-bench.profile\", \"schema_version\": 1, \"name\": \"s\", \"revision\": 1, \"role\": \"symptom\","
+        " \"description\": \"d\", \"collectives\": {\"all_reduce\": {\"at_bytes\": 1024, \"busbw_GBps\": 1}}, \"sources\": [{\"ref\": \"r\"}]}",
+        "{\"schema\": \"fabric-bench.profile\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_text(beside, bad[i]);
+        fb_err_clear(&err);
+        CHECK_INT(judge_file(result, &ps, NULL, &v, &err), FB_ERR_INPUT);
+        CHECK_CONTAINS(err.msg, "all_reduce.profile.json");
+        CHECK(strchr(err.msg, '\n') == NULL);
+        fb_verdict_free(&v);
+    }
+    /* Another result's profile does not apply. */
+    unlink(beside);
+    char other[300];
+    snprintf(other, sizeof other, "%s/20260102T000000Z-all_reduce.profile.json", dir);
+    snprintf(text, sizeof text, own_profile, "0.1");
+    write_text(other, text);
+    fb_err_clear(&err);
+    CHECK_INT(judge_file(result, &ps, NULL, &v, &err), FB_ERR_USAGE);
+    fb_verdict_free(&v);
+    unlink(other);
+    unlink(result);
+    rmdir(dir);
+    fb_profiles_free(&ps);
+}
+
 int main(void)
 {
     RUN(test_shipped_profiles_load_and_cite_sources);
@@ -246,5 +346,6 @@ int main(void)
     RUN(test_intended_network_from_the_environment);
     RUN(test_baseline_round_trip);
     RUN(test_baseline_refuses_bad_runs);
+    RUN(test_own_profile_beside_the_result);
     return fbt_done();
 }

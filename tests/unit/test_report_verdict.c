@@ -470,6 +470,128 @@ static void test_ib_without_gdr_names_the_line(void)
     fb_verdict_free(&v);
 }
 
+/* An nccl-tests excerpt as published: the results table and NCCL's network
+ * lines kept, the device lines elided ("..."), so the node count is unknown.
+ * Built from the 2-node Socket fixture: 8 ranks, no hosts or devices, one
+ * host quoted by the log, busBW at every size >= `from` set to `gbps`. */
+static json_object *excerpt_without_devices(const char *net, unsigned long long from, double gbps)
+{
+    json_object *doc = fixture_doc("gke-socket-allreduce.json");
+    json_object *topo = json_object_object_get(doc, "topology");
+    set_key(topo, "ranks", json_object_new_int(8));
+    set_key(topo, "nodes", NULL);
+    set_key(topo, "ranks_per_node", NULL);
+    set_key(doc, "hosts", json_object_new_array());
+    set_key(doc, "devices", json_object_new_array());
+    set_key(doc, "env", json_object_new_object());
+    json_object *t = json_object_object_get(doc, "transport");
+    json_object *quoted = json_object_get(json_object_array_get_idx(json_object_object_get(t, "per_rank"), 0));
+    set_key(quoted, "net", json_object_new_string(net));
+    json_object *per_rank = json_object_new_array();
+    json_object_array_add(per_rank, quoted);
+    set_key(t, "per_rank", per_rank);
+    set_key(t, "net", json_object_new_string(net));
+    json_object *rows = json_object_object_get(doc, "rows");
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        unsigned long long bytes = (unsigned long long)json_object_get_int64(json_object_object_get(row, "bytes"));
+        if (bytes >= from)
+            set_busbw(doc, bytes, gbps, gbps * 0.99);
+    }
+    return doc;
+}
+
+#define M64 (64ULL << 20)
+
+/* Inside the band (<= 3 x 4 GB/s at >= 64M) with the nodes unknown: both
+ * readings are unhealthy, so the band's verdict is given and both are said. */
+static void test_excerpt_without_device_lines_socket(void)
+{
+    static const double in_band[] = {3.95, 12.0};
+    for (size_t c = 0; c < sizeof in_band / sizeof *in_band; c++) {
+        struct fb_verdict v;
+        const struct fb_verdict_ask ask = {0};
+        CHECK_INT(judge_ask(excerpt_without_devices("Socket", M64, in_band[c]), &ask, &v), FB_OK);
+        CHECK_STR(v.name, "TCP-FALLBACK");
+        CHECK_INT(v.nodes, 0);
+        CHECK(v.fallback);
+        CHECK_INT(v.measured_bytes, M64);
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "with NCCL on NET/Socket");
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "The output does not show the nodes");
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "across nodes it is the TCP fallback");
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "on one node, GPUs that move no more than TCP sockets have lost their own links");
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "Look at:");
+        fb_verdict_free(&v);
+    }
+}
+
+static void test_excerpt_without_device_lines_rdma(void)
+{
+    static const char *const rdma[] = {"IB", "OFI", "FasTrak", "GPUDirectTCPX"};
+    for (size_t c = 0; c < sizeof rdma / sizeof *rdma; c++) {
+        struct fb_verdict v;
+        const struct fb_verdict_ask ask = {0};
+        CHECK_INT(judge_ask(excerpt_without_devices(rdma[c], M64, 6.0), &ask, &v), FB_OK);
+        CHECK_STR(v.name, "DEGRADED");
+        CHECK(!v.fallback);
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "across nodes the fabric is in use but carries no more than TCP would");
+        CHECK_CONTAINS(fb_str_get(&v.reasons), "on one node, GPUs");
+        fb_verdict_free(&v);
+    }
+}
+
+/* What the rule does not cover: above the band (fast on one node proves
+ * nothing), a sweep that stops below 64M, and an excerpt with no network
+ * line. None of them can be judged without a profile: exit 2, nodes said
+ * to be unknown. */
+static void test_excerpt_without_device_lines_not_judged(void)
+{
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    CHECK_INT(judge_doc(excerpt_without_devices("Socket", M64, 12.01), NULL, &v, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "nodes not shown");
+    fb_err_clear(&err);
+    json_object *doc = excerpt_without_devices("Socket", M64, 3.9);
+    json_object *rows = json_object_object_get(doc, "rows"), *kept = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        if ((unsigned long long)json_object_get_int64(json_object_object_get(row, "bytes")) < M64)
+            json_object_array_add(kept, json_object_get(row));
+    }
+    set_key(doc, "rows", kept);
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_ERR_USAGE);
+    fb_err_clear(&err);
+    doc = excerpt_without_devices("Socket", M64, 3.9);
+    set_key(doc, "transport", NULL);
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_ERR_USAGE);
+    fb_err_clear(&err);
+}
+
+/* One host in the log is one node only when the log shows every rank;
+ * two hosts are several nodes however few ranks they show. */
+static void test_log_hosts_as_nodes(void)
+{
+    struct fb_verdict v;
+    struct fb_err err = {0};
+    json_object *doc = excerpt_without_devices("Socket", M64, 3.9);
+    set_key(json_object_object_get(doc, "topology"), "ranks", json_object_new_int(1));
+    set_busbw(doc, 1ULL << 20, 0.5, 0.5); /* one rank with a figure: not the one-rank rule */
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_ERR_USAGE);
+    CHECK_CONTAINS(err.msg, "1 node,");
+    fb_err_clear(&err);
+    doc = excerpt_without_devices("Socket", M64, 3.9);
+    json_object *per_rank = json_object_object_get(json_object_object_get(doc, "transport"), "per_rank");
+    json_object *second = json_object_new_object();
+    set_key(second, "host", json_object_new_string("gke-a3-broken-1"));
+    set_key(second, "net", json_object_new_string("Socket"));
+    json_object_array_add(per_rank, second);
+    CHECK_INT(judge_doc(doc, NULL, &v, &err), FB_OK);
+    CHECK_STR(v.name, "TCP-FALLBACK");
+    CHECK_INT(v.nodes, 2);
+    CHECK_CONTAINS(fb_str_get(&v.reasons), "a multi-node run on sockets is the TCP fallback");
+    fb_verdict_free(&v);
+}
+
 int main(void)
 {
     const char *dirs[] = {REFERENCE};
@@ -498,6 +620,10 @@ int main(void)
     RUN(test_band_with_rdma_channels_is_degraded);
     RUN(test_single_node_figure);
     RUN(test_ib_without_gdr_names_the_line);
+    RUN(test_excerpt_without_device_lines_socket);
+    RUN(test_excerpt_without_device_lines_rdma);
+    RUN(test_excerpt_without_device_lines_not_judged);
+    RUN(test_log_hosts_as_nodes);
     fb_profiles_free(&shipped);
     return fbt_done();
 }
