@@ -1,6 +1,7 @@
 #include "report/verdict.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,15 @@ static bool judge_one_rank(const struct fb_result *r, struct fb_verdict *v, stru
     return true;
 }
 
+/* nccl-tests' own count of wrong values ("# Out of bounds values : N
+ * FAILED"), which import keeps: the only count the older layouts give,
+ * whose per-row column is a deviation, not a count. 0 when not recorded. */
+static int64_t imported_out_of_bounds(const struct fb_result *r)
+{
+    int64_t n = 0;
+    return fb_json_get_int64(fb_json_member(r->doc, "import"), "out_of_bounds", &n) && n > 0 ? n : 0;
+}
+
 /* Rules 1 to 3, which need no profile. Returns true when one of them
  * decided the verdict; each that holds adds its sentence. */
 static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
@@ -421,6 +431,12 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
         set_verdict(v, FB_VERDICT_FAIL);
         fb_str_addf(out, " %lld wrong element%s: the data path corrupts results, whatever the bandwidth.",
                     v->summary.wrong_total, v->summary.wrong_total == 1 ? "" : "s");
+        decided = true;
+    } else if (imported_out_of_bounds(r) > 0) {
+        int64_t oob = imported_out_of_bounds(r);
+        set_verdict(v, FB_VERDICT_FAIL);
+        fb_str_addf(out, " nccl-tests counted %lld out-of-bounds value%s: the data path corrupts results, whatever the bandwidth.",
+                    (long long)oob, oob == 1 ? "" : "s");
         decided = true;
     }
     if (r->net != NULL && strcmp(r->net, "Socket") == 0 && v->nodes > 1) {

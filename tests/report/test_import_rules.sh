@@ -222,3 +222,12 @@ check "  and says which rule and unit it read" jq -e '[.warnings[] | select(test
 v1_table today >"$T_DIR/all_gather_v1_today.txt"
 expect_exit "today's all_gather rule in the first release's layout is refused" 10 "$R" import "$T_DIR/all_gather_v1_today.txt" -o "$T_DIR/v1-today.json"
 expect_grep "  with its line" 'line 7: algBW 28.95 out of place does not follow from 1048576 bytes in 36 us' "$T_ERR"
+
+# The older layouts' per-row column is a deviation, not a count: their
+# footer's "Out of bounds values : N FAILED" is nccl-tests' only count of
+# wrong values, and a run that has any is a FAIL whatever its bandwidth.
+sed 's/Out of bounds values : 0 OK/Out of bounds values : 3 FAILED/' "$T_DIR/all_gather_v1.txt" >"$T_DIR/all_gather_v1_oob.txt"
+"$R" import "$T_DIR/all_gather_v1_oob.txt" -o "$T_DIR/v1-oob.json" >"$T_OUT" 2>"$T_ERR"
+expect_exit "out-of-bounds values counted by nccl-tests: check says FAIL" 22 "$R" check "$T_DIR/v1-oob.json"
+expect_grep "  naming the count" 'nccl-tests counted 3 out-of-bounds values' "$T_OUT"
+expect_exit "  and none counted: no FAIL from it" 2 "$R" check "$T_DIR/v1.json"
