@@ -363,7 +363,10 @@ static bool profile_fits(const struct fb_profile *p, const struct fb_result *r, 
 static void note_profile_fit(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
     char why[128];
-    bool given = !v->auto_picked || v->profile == v->own; /* named, or kept with the result */
+    /* Named, or kept with the result. A profile picked by its criteria
+     * fits them, and one picked from the GPU family already says in the
+     * headline what it assumed (the network the output does not show). */
+    bool given = (!v->auto_picked && !v->family) || v->profile == v->own;
     if (given && !profile_fits(v->profile, r, v->nodes, why, sizeof why))
         fb_str_addf(out, " Note: profile %s may not describe this run (%s).", v->profile->name, why);
     bool want_gdr = strcmp(v->profile->fabric, "OFI") == 0; /* IB: judge_gdr */

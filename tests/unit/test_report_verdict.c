@@ -393,6 +393,8 @@ static void test_family_profile_is_assumed(void)
     CHECK(v.profile != NULL && v.expect->floor == 300.0);
     CHECK_CONTAINS(v.profile_how, "family: GPU H100; assumed network");
     CHECK_CONTAINS(v.profile_how, "others: gke-a3-mega-tcpxo"); /* the other candidate, named */
+    /* The network was assumed, and said so: no note that it is not OFI. */
+    CHECK(strstr(fb_str_get(&v.reasons), "may not describe") == NULL);
     fb_verdict_free(&v);
     json_object *doc = unlabelled_pair();
     set_busbw(doc, G16, 100.0, 99.0);
