@@ -91,7 +91,12 @@ else
 fi
 expect_grep "link down: the cut-off rank and host are named" 'rank 2 on fbw3: no heartbeat for' "$T_ERR"
 if kept_rows; then ok "link down: results keep the finished sizes"; else not_ok "link down: results kept" "$(cat "$T_DIR/chk")"; fi
-pkill -9 -f "^$FB_BIN/fabric-coll" 2>/dev/null
+# Only this test's ranks, on its namespace hosts: other tests running beside
+# it have fabric-coll processes of their own.
+for h in fbw1 fbw2 fbw3; do
+  p=$(rank_pid "$h")
+  [ -z "$p" ] || kill -9 "$p" 2>/dev/null
+done
 
 # 3. A rank is killed: Open MPI ends the job and names it; rank 0 records
 # the termination; nothing hangs.
