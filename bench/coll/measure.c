@@ -438,8 +438,9 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     return st;
 }
 
-enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
-                            const struct fb_call *calls, double *seconds, struct fb_err *err)
+/* One call, timed on every rank; the slowest rank's time, on all ranks. */
+static enum fb_status timed_call(struct fb_backend *be, const struct fb_world *w, const struct fb_call *calls,
+                                 double *seconds, struct fb_err *err)
 {
     MPI_Barrier(w->comm);
     double t0 = fb_now();
@@ -450,5 +451,29 @@ enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
         return st;
     double mine = fb_now() - t0;
     MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    return FB_OK;
+}
+
+/* A short call is timed up to three times and the quickest kept: on a busy
+ * machine one preemption stalls a call of microseconds for milliseconds,
+ * which would starve that size of iterations; a long call absorbs it, so
+ * one is enough. Every rank holds the same time, so all stop together. */
+#define CALIBRATE_CALLS_MAX 3
+#define CALIBRATE_SHORT_S 0.01
+
+enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
+                            const struct fb_call *calls, double *seconds, struct fb_err *err)
+{
+    double best = 0;
+    for (int i = 0; i < CALIBRATE_CALLS_MAX; i++) {
+        double t = 0;
+        enum fb_status st = timed_call(be, w, calls, &t, err);
+        if (st != FB_OK)
+            return st;
+        best = i == 0 || t < best ? t : best;
+        if (t >= CALIBRATE_SHORT_S)
+            break;
+    }
+    *seconds = best;
     return FB_OK;
 }

@@ -79,8 +79,9 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
                           const struct fb_call *calls, struct fb_measurement *res,
                           struct fb_mismatch *local_mismatch, struct fb_err *err);
 
-/* Collective: one timed call after a barrier, the slowest rank's time, to
- * size the iteration count under a time budget. */
+/* Collective: the time of one call (the slowest rank's; the quickest of up
+ * to three when a call is short), to size the iteration count under a time
+ * budget. */
 enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
                             const struct fb_call *calls, double *seconds, struct fb_err *err);
 

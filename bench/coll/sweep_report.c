@@ -381,7 +381,7 @@ void sweep_print_preamble(struct sweep *r)
         sweep_warn(r, r->fallback_note);
     warn_alltoallv_env(r);
     if (r->cfg.time_budget > 0)
-        printf("# Time budget %.0f s: timed iterations per size from a one-call calibration (at least %d)\n",
+        printf("# Time budget %.0f s: timed iterations per size from a calibration (the quickest of up to 3 calls; at least %d)\n",
                r->cfg.time_budget, FB_BUDGET_MIN_ITERS);
     if (r->plan.linear_warning) {
         char text[160];

@@ -15,7 +15,7 @@ assert d["time_budget_s"] == 4, d["time_budget_s"]
 assert all(i >= 2 for i in its), its
 assert its[0] > its[-1], its  # small sizes afford more iterations
 PY
-then ok "--time-budget: iterations per size recorded, more for small sizes"; else not_ok "--time-budget" "exit $T_RC $(head -c 300 "$T_ERR")"; fi
+then ok "--time-budget: iterations per size recorded, more for small sizes"; else not_ok "--time-budget" "exit $T_RC, iterations $(jq -c '[.rows[].iterations]' "$T_DIR/tb.json" 2>/dev/null) $(head -c 300 "$T_ERR")"; fi
 expect_grep "--time-budget is announced" '^# Time budget 4 s: timed iterations per size' "$T_OUT"
 
 # -N: per-size spread, in the footer and the JSON.
