@@ -5,7 +5,9 @@
 #
 # On host memory the verdict's limit is measured with the run (see below).
 # FABRIC_DEMO_ROUNDS (default 4, at least 2) and FABRIC_DEMO_MAXBYTES (the
-# sweep's largest size, default 4M) make it shorter or longer.
+# sweep's largest size, default 4M) make it shorter or longer;
+# FABRIC_DEMO_RESULTS (default results/demo) and FABRIC_DEMO_PLOT (default
+# plots/demo-all_reduce.png) put its files elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BUILD:-$root/build}/bin
@@ -18,8 +20,10 @@ fi
 mpi=(mpirun --oversubscribe --mca op ^avx)
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
 report=$bin/fabric-report
-mkdir -p results/demo plots
-json=results/demo/$(date -u +%Y%m%dT%H%M%SZ)-all_reduce.json
+results=${FABRIC_DEMO_RESULTS:-results/demo}
+plot=${FABRIC_DEMO_PLOT:-plots/demo-all_reduce.png}
+mkdir -p "$results" "$(dirname "$plot")"
+json=$results/$(date -u +%Y%m%dT%H%M%SZ)-all_reduce.json
 
 # best_at FILE SIZE: the best busBW a result measured at SIZE (of its
 # placements and repetitions, as check reads it), from the recorded figures
@@ -125,17 +129,17 @@ echo "(fabric-report check exit code $verdict: 0 PASS, 20 DEGRADED, 21 TCP-FALLB
 if [ "$gpus" -eq 0 ] && [ "$verdict" -ne 0 ]; then
   echo "demo: on one host that means the ranks do not talk through shared memory (TCP loopback: is OMPI_MCA_btl set?) or wait for CPU (bound to one core, or far more ranks than cores)"
 fi
-runs=$(find results/demo -name '*-all_reduce.json' | wc -l)
+runs=$(find "$results" -name '*-all_reduce.json' | wc -l)
 if [ "$runs" -gt 1 ]; then
   echo
   echo "demo: this run beside the earlier demo runs on this machine"
-  "$report" compare results/demo || true
+  "$report" compare "$results" || true
 fi
 echo
 # The TCP-fallback reference line gives the curve its scale: what NCCL
 # gets between nodes when the fabric is not used. The limit drawn is the one
 # the verdict used (on host memory: the run's own, kept beside it, not a
 # profile found lying in the user's directory).
-"$report" plot "$json" --profile tcp-fallback -o plots/demo-all_reduce.png
-echo "demo: results $json, plot plots/demo-all_reduce.png"
+"$report" plot "$json" --profile tcp-fallback -o "$plot"
+echo "demo: results $json, plot $plot"
 exit "$verdict"

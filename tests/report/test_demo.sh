@@ -31,11 +31,15 @@ demo() {
   local name=$1
   shift
   (cd "$FB_ROOT" && env "$@" HOME="$home" XDG_CONFIG_HOME="$home/.config" BUILD="$FB_BUILD" \
+    FABRIC_DEMO_RESULTS="$T_DIR/results/demo" FABRIC_DEMO_PLOT="$T_DIR/plots/demo-all_reduce.png" \
     FABRIC_DEMO_ROUNDS=2 FABRIC_DEMO_MAXBYTES=16K timeout 300 scripts/demo.sh) \
     >"$T_DIR/$name.out" 2>"$T_DIR/$name.err"
   echo $? >"$T_DIR/$name.rc"
 }
 
+# The user's own results/ and plots/ are not the test's to write into.
+mine() { find "$FB_ROOT/results" "$FB_ROOT/plots" -newer "$T_DIR/started" -type f 2>/dev/null; }
+touch "$T_DIR/started"
 demo healthy
 out=$T_DIR/healthy.out rc=$(cat "$T_DIR/healthy.rc")
 expect_grep "the demo measures copies and all_reduces in rounds" '^demo: round 1: copy [0-9.]+ GB/s, all_reduce [0-9.]+ GB/s, ratio [0-9.]+$' "$out"
@@ -43,15 +47,15 @@ expect_grep "it states the limit it drew from them" '^demo: it must reach 0.05 o
 expect_grep "a healthy path passes on this machine, against that limit" '^PASS: all_reduce on demo, .*profile demo-host r1 \(its own, kept beside it as' "$out"
 if [ "$rc" = 0 ]; then ok "make demo exits 0 on PASS"; else not_ok "make demo exits 0 on PASS" "exit $rc: $(grep -E '^demo: (round|the 1K|it must)' "$out" | tr '\n' ' ') $(tail -3 "$T_DIR/healthy.err")"; fi
 json=$(sed -n 's/^demo: results \(.*\.json\), plot .*/\1/p' "$out")
-own=$FB_ROOT/${json%.json}.profile.json
+own=${json%.json}.profile.json
 check "the limit is kept beside the result" test -s "$own"
 check "... and is a profile valid against its schema" json_valid "$FB_ROOT/docs/schema/profile.schema.json" "$own"
 expect_grep "the plot draws the limit the verdict used, not the stray profile" \
-  '^wrote plots/demo-all_reduce.png \(1 result, 2 reference lines\)' "$out"
-check "the demo drew its plot" test -s "$FB_ROOT/plots/demo-all_reduce.png"
+  '^wrote .*/plots/demo-all_reduce.png \(1 result, 2 reference lines\)' "$out"
+check "the demo drew its plot" test -s "$T_DIR/plots/demo-all_reduce.png"
 # Every later reader judges the run as the demo did.
-expect_exit "fabric-report check on the demo's result gives the demo's verdict" "$rc" "$R" check "$FB_ROOT/$json"
-run "$R" html "$FB_ROOT/$json" -o "$T_DIR/demo.html"
+expect_exit "fabric-report check on the demo's result gives the demo's verdict" "$rc" "$R" check "$json"
+run "$R" html "$json" -o "$T_DIR/demo.html"
 expect_grep "fabric-report html shows it with that verdict" '<td class="v-PASS">PASS</td>' "$T_DIR/demo.html"
 
 # Ranks forced onto TCP loopback: the 1K all_reduce takes ten times the
@@ -68,3 +72,4 @@ if [ "$(find "$home" -name '*.json' 2>/dev/null)" = "$home/.config/fabric-bench/
 else
   not_ok "the demo writes no profile into the user's configuration" "$(find "$home" -name '*.json')"
 fi
+if [ -z "$(mine)" ]; then ok "the demo wrote where it was told, not into the checkout's results/ or plots/"; else not_ok "the demo wrote where it was told" "$(mine | head -3)"; fi
