@@ -72,7 +72,8 @@ done
 
 # --- wrong results are found, counted exactly, named -------------------
 for c in all_reduce alltoallv all_gather; do
-  FB_STANDIN_CORRUPT_RANK=1 FB_STANDIN_CORRUPT_ELEMS=70 sg_logged 2 "$c" -b 64K -e 64K -n 1 -w 0 -c 1
+  FB_STANDIN_CORRUPT_RANK=1 FB_STANDIN_CORRUPT_ELEMS=70 sg_logged 2 "$c" -b 64K -e 64K -n 1 -w 0 -c 1 \
+    --results-dir "$T_DIR/results"
   if [ "$T_RC" -eq 3 ] && grep -q "rank 1 on .*: 70 wrong elements, first at \[0\]" "$T_ERR"; then
     ok "$c: a corrupted rank's 70 wrong elements found on the GPU, exit 3"
   else
@@ -94,7 +95,8 @@ if make -C "$FB_ROOT" -j2 MODULES=coll BUILD="$tree" NVCC= >"$T_DIR/make.log" 2>
     not_ok "without nvcc: checks staged through host memory" "exit $T_RC: $(head -1 "$T_OUT"); $bytes bytes"
   fi
   FB_STANDIN_CORRUPT_RANK=0 BUILD=$tree run "$FB_ROOT/scripts/gpu-standin.sh" timeout -k 5 120 "${FB_MPIRUN[@]}" -q \
-    -np 2 -x LD_LIBRARY_PATH -x FB_STANDIN_CORRUPT_RANK "$tree/bin/fabric-coll" reduce_scatter -b 64K -e 64K -n 1 -w 0 -c 1
+    -np 2 -x LD_LIBRARY_PATH -x FB_STANDIN_CORRUPT_RANK "$tree/bin/fabric-coll" reduce_scatter -b 64K -e 64K -n 1 -w 0 -c 1 \
+    --results-dir "$T_DIR/results"
   expect_grep "without nvcc: a corrupted rank still found (exit 3)" "rank 0 on .*: 1 wrong element" "$T_ERR"
 else
   not_ok "builds without nvcc (NVCC=)" "$(tail -5 "$T_DIR/make.log")"
