@@ -430,13 +430,13 @@ static int64_t imported_out_of_bounds(const struct fb_result *r)
 static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
 {
     bool decided = judge_one_rank(r, v, out);
+    int64_t oob = imported_out_of_bounds(r);
     if (v->summary.wrong_total > 0) {
         set_verdict(v, FB_VERDICT_FAIL);
         fb_str_addf(out, " %lld wrong element%s: the data path corrupts results, whatever the bandwidth.",
                     v->summary.wrong_total, v->summary.wrong_total == 1 ? "" : "s");
         decided = true;
-    } else if (imported_out_of_bounds(r) > 0) {
-        int64_t oob = imported_out_of_bounds(r);
+    } else if (oob > 0) {
         set_verdict(v, FB_VERDICT_FAIL);
         fb_str_addf(out, " nccl-tests counted %lld out-of-bounds value%s: the data path corrupts results, whatever the bandwidth.",
                     (long long)oob, oob == 1 ? "" : "s");
