@@ -32,9 +32,21 @@ best_at() {
   "$report" compare "$1" --csv | awk -F, -v s="$2" '$1 == s { print $2 }'
 }
 
+# written_by OUT: the results file a sweep wrote. fabric-coll numbers a
+# name that is taken (two demos in one second): the file it wrote is the
+# one its last "# Results:" line names.
+written_by() {
+  sed -n 's/^# Results: //p' "$1" | tail -1
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fabric-demo.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
 if [ "$gpus" -gt 0 ]; then
   echo "demo: all_reduce over $gpus local GPU(s) with NCCL"
-  "${mpi[@]}" -np "$gpus" "$bin/fabric-coll" all_reduce --backend nccl -b 1K -e 8G -f 2 -n 20 -c 1 --cluster demo -J "$json"
+  "${mpi[@]}" -np "$gpus" "$bin/fabric-coll" all_reduce --backend nccl -b 1K -e 8G -f 2 -n 20 -c 1 --cluster demo -J "$json" |
+    tee "$tmp/sweep.txt"
+  json=$(written_by "$tmp/sweep.txt")
+  [ -f "$json" ] || { echo "demo: the sweep wrote no results file" >&2; exit 1; }
 else
   # No profile knows this host, and a figure measured at another moment
   # (an earlier run, or a copy test while another job held the CPUs) judges
@@ -62,8 +74,6 @@ else
     exit 2
   fi
   size=1024 share=0.05 margin_max=0.3 passes=5
-  tmp=$(mktemp -d "${TMPDIR:-/tmp}/fabric-demo.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
   # Ranks poll for their messages, as applications' ranks do; --oversubscribe
   # alone would have them hand their core away at every wait, and on a busy
   # machine that measures the scheduler, not the path. Only with more ranks
@@ -92,9 +102,7 @@ else
   echo "demo: round $rounds: copy $copy GB/s, then the sweep ($passes passes; each size keeps its best):"
   "${coll[@]}" all_reduce --backend mpi -b 1K -e "$maxbytes" -f 2 -n 10 -N "$passes" -c 1 --cluster demo -J "$json" |
     tee "$tmp/sweep.txt"
-  # fabric-coll numbers a results file whose name is taken (two demos in
-  # one second): the file it wrote is the one its last line names.
-  json=$(sed -n 's/^# Results: //p' "$tmp/sweep.txt" | tail -1)
+  json=$(written_by "$tmp/sweep.txt")
   [ -f "$json" ] || { echo "demo: the sweep wrote no results file" >&2; exit 1; }
   ar=$(best_at "$json" "$size")
   [ -n "$ar" ] || { echo "demo: the sweep measured nothing at 1K" >&2; exit 1; }
