@@ -520,8 +520,8 @@ static enum fb_status write_tmp(const struct out_dir *d, const char *base, char 
 /* The directory a file named `path` is written in, and its name there.
  * A symbolic link to a regular file is followed (the file it names is
  * replaced, the link kept) when it is yours or root's, and the directory
- * of that file meets the same rule. */
-static enum fb_status open_target(const char *path, struct out_dir *d, char *base, size_t blen, struct fb_err *err)
+ * of that file meets the same rule. On an error d->fd is closed (-1). */
+static enum fb_status find_target(const char *path, struct out_dir *d, char *base, size_t blen, struct fb_err *err)
 {
     const char *name;
     enum fb_status st = open_out_dir(path, ROOT_IS_PARENT, d, &name, err);
@@ -538,6 +538,16 @@ static enum fb_status open_target(const char *path, struct out_dir *d, char *bas
     if (st == FB_OK)
         st = open_out_dir(real, ROOT_IS_PARENT, d, &name, err);
     return st == FB_OK ? copy_path(name, base, blen, err) : st;
+}
+
+static enum fb_status open_target(const char *path, struct out_dir *d, char *base, size_t blen, struct fb_err *err)
+{
+    enum fb_status st = find_target(path, d, base, blen, err);
+    if (st != FB_OK && d->fd >= 0) {
+        close(d->fd); /* a name too long for copy_path, after the directory opened */
+        d->fd = -1;
+    }
+    return st;
 }
 
 static enum fb_status replace_file(const char *path, const char *text, size_t len, struct fb_err *err)
