@@ -489,9 +489,9 @@ enum fb_status fb_nccl_log_feed(struct fb_nccl_log *log, const char *source, con
         if (at == NULL) {
             /* rank 0 prints "NCCL version 2.20.5+cuda12.4" bare on stdout */
             fb_copy(buf, sizeof buf, line, n);
-            if (fb_starts_with(fb_strip_launcher_prefixes(buf), "NCCL version ") ||
-                fb_starts_with(fb_strip_launcher_prefixes(buf), "RCCL version "))
-                on_run_fact(&log->facts, fb_strip_launcher_prefixes(buf), log->sources[src], lineno);
+            char *bare = fb_strip_launcher_prefixes(buf);
+            if (fb_starts_with(bare, "NCCL version ") || fb_starts_with(bare, "RCCL version "))
+                on_run_fact(&log->facts, bare, log->sources[src], lineno);
             continue;
         }
         log->info_lines++;
