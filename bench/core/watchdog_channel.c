@@ -265,7 +265,7 @@ struct dial {
     const uint8_t *secret;
     struct attempt a[MAX_CANDIDATES];
     int hello_on; /* the attempt whose WELCOME is awaited, or -1 */
-    int answered; /* an address took a connection: another round may pass */
+    int answered; /* an address took a connection this round: another round may pass */
     char why[160];
 };
 
@@ -280,6 +280,7 @@ static void give_up(struct dial *d, int i, const char *why)
 
 static void dial_all(struct dial *d)
 {
+    d->answered = 0;
     for (int i = 0; i < d->n; i++) {
         struct attempt *a = &d->a[i];
         *a = (struct attempt){.l.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
