@@ -76,6 +76,13 @@ static int push_send(struct sib_qp *q, const struct sib_wqe *w, uint64_t seq, en
 
 /* ---- timing -------------------------------------------------------------------- */
 
+/* When the wire can start w: after the messages before it, and not before
+ * it was posted (now, once it waited for its receiver). */
+static double wire_start(const struct sib_port *p, const struct sib_wqe *w, double now)
+{
+    return fmax(p->next_free, w->rnr_deadline > 0 ? now : w->posted_at);
+}
+
 /* The wire: bytes leave this process's port no faster than the lower cap
  * of the two ends. A message occupies the link for bytes/rate from its
  * start: when the one before it has left, or when it was posted if the link
@@ -85,13 +92,6 @@ static int push_send(struct sib_qp *q, const struct sib_wqe *w, uint64_t seq, en
  * posted already sent and the average holds the rate. A message that
  * waited for its receiver starts no earlier than now. 0 while the link is
  * busy at `now`; else 1 with the message's end (now without a cap). */
-/* When the wire can start w: after the messages before it, and not before
- * it was posted (now, once it waited for its receiver). */
-static double wire_start(const struct sib_port *p, const struct sib_wqe *w, double now)
-{
-    return fmax(p->next_free, w->rnr_deadline > 0 ? now : w->posted_at);
-}
-
 static int wire_slot(struct sib_qp *q, const struct sib_wqe *w, uint64_t bytes, const struct sib_shqp *peer,
                      double now, double *end)
 {
