@@ -203,11 +203,9 @@ static enum fb_status own_profile(const struct fb_result *r, struct fb_verdict *
     enum fb_status st = fb_profile_beside(r->path, &v->own, err);
     if (st != FB_OK || v->own == NULL)
         return st;
-    char where[PATH_MAX];
-    fb_profile_beside_path(r->path, where, sizeof where);
-    const char *base = strrchr(where, '/');
+    const char *base = strrchr(v->own->path, '/');
     v->profile = v->own;
-    snprintf(v->profile_how, sizeof v->profile_how, "its own, kept beside it as %.200s", base ? base + 1 : where);
+    snprintf(v->profile_how, sizeof v->profile_how, "its own, kept beside it as %.200s", base ? base + 1 : v->own->path);
     return FB_OK;
 }
 
