@@ -255,6 +255,19 @@ enum fb_status fb_walk_tree(struct fb_walk *w, const char *dir, int depth, bool 
     return first ? walk_dir(w, dir, depth, missing_ok, visit, ctx, err) : FB_OK;
 }
 
+enum fb_status fb_walk_file(struct fb_walk *w, const char *path, fb_json_visit visit, void *ctx,
+                            struct fb_err *err)
+{
+    struct stat sb;
+    bool first = true;
+    if (stat(path, &sb) == 0) {
+        enum fb_status st = first_visit(w, &sb, &first, err);
+        if (st != FB_OK)
+            return st;
+    }
+    return first ? visit(path, ctx, err) : FB_OK;
+}
+
 enum fb_status fb_walk_json_files(const char *dir, int depth, bool missing_ok, fb_json_visit visit,
                                   void *ctx, struct fb_err *err)
 {

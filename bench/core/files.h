@@ -59,6 +59,10 @@ struct fb_walk {
 };
 enum fb_status fb_walk_tree(struct fb_walk *w, const char *dir, int depth, bool missing_ok, fb_json_visit visit,
                             void *ctx, struct fb_err *err);
+/* A file named on its own, visited unless the walk met it already (named
+ * twice, or inside a directory walked before); whatever its name. */
+enum fb_status fb_walk_file(struct fb_walk *w, const char *path, fb_json_visit visit, void *ctx,
+                            struct fb_err *err);
 void fb_walk_free(struct fb_walk *w);
 
 #endif

@@ -216,12 +216,13 @@ static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
     return FB_OK;
 }
 
-/* A directory is searched, a file given by name is taken as it is. */
+/* A directory is searched, a file given by name is taken as it is; the
+ * one walk shows each document once. */
 static enum fb_status visit_path(struct fb_walk *walk, const char *path, struct doc_walk *w, struct fb_err *err)
 {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-        return visit_doc(path, w, err);
+        return fb_walk_file(walk, path, visit_doc, w, err);
     return fb_walk_tree(walk, path, 8, false, visit_doc, w, err);
 }
 

@@ -90,6 +90,14 @@ else
 fi
 expect_exit "a probe document named on its own makes a page" 0 "$R" html "$TREE/checks/probe.json" -o "$T_DIR/probe.html"
 expect_grep "... showing it" '<section id="probe">' "$T_DIR/probe.html"
+run "$R" html "$TREE/checks/probe.json" "$TREE/checks" -o "$T_DIR/both.html"
+probe_mentions() { sed -n '/<section id="probe">/,/<\/section>/p' "$1" | grep -o 'probe\.json' | wc -l; }
+if [ "$(probe_mentions "$T_DIR/both.html")" -eq "$(probe_mentions "$T_DIR/checks.html")" ]; then
+  ok "... named and inside a directory given too: shown once"
+else
+  not_ok "... named and inside a directory given too: shown once" \
+    "$(probe_mentions "$T_DIR/both.html") mentions, $(probe_mentions "$T_DIR/checks.html") from the directory alone"
+fi
 mkdir -p "$T_DIR/empty" "$T_DIR/other"
 echo '{"not": "a result"}' >"$T_DIR/other/x.json"
 expect_error "an empty directory" 10 'empty holds nothing the page shows' "fabric-report html" "$R" html "$T_DIR/empty" -o "$T_DIR/empty.html"
