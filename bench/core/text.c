@@ -275,9 +275,7 @@ char *fb_strip_launcher_prefixes(char *line)
     return s;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629, Table 3-7 of
- * Unicode: no overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
-static size_t utf8_sequence_len(const unsigned char *p, size_t left)
+size_t fb_utf8_len(const unsigned char *p, size_t left)
 {
     unsigned char c = p[0];
     if (c < 0x80)
@@ -311,7 +309,7 @@ char *fb_utf8_sanitize(const char *text, size_t len, size_t *out_len)
     const unsigned char *p = (const unsigned char *)text;
     size_t o = 0;
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_sequence_len(p + i, len - i);
+        size_t n = fb_utf8_len(p + i, len - i);
         if (n == 0) {
             memcpy(out + o, "\xEF\xBF\xBD", 3);
             o += 3;

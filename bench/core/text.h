@@ -70,4 +70,9 @@ void fb_copy(char *dst, size_t size, const char *src, size_t n);
  * (when given) is its length; NULL when out of memory. Free it. */
 char *fb_utf8_sanitize(const char *text, size_t len, size_t *out_len);
 
+/* Length of the well-formed UTF-8 sequence of at most `left` bytes at p
+ * (RFC 3629, Table 3-7 of Unicode: no overlong forms, no surrogates,
+ * nothing past U+10FFFF), or 0. */
+size_t fb_utf8_len(const unsigned char *p, size_t left);
+
 #endif

@@ -75,22 +75,6 @@ bool fb_import_contains(const char *text, size_t len, const char *needle)
     return memmem(text, len, needle, strlen(needle)) != NULL;
 }
 
-/* Length of the well-formed UTF-8 sequence of at most `left` bytes at p,
- * 0 when it is not one (RFC 3629: no overlong forms, no surrogates). */
-static size_t utf8_len(const unsigned char *p, size_t left)
-{
-    unsigned char c = p[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (n == 0 || n > left)
-        return 0;
-    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    for (size_t i = 1; i < n; i++) {
-        if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF))
-            return 0;
-    }
-    return n;
-}
-
 char *fb_import_printable(char *dst, size_t cap, const char *src, size_t max)
 {
     size_t used = 0, len = strnlen(src, max);
@@ -99,7 +83,7 @@ char *fb_import_printable(char *dst, size_t cap, const char *src, size_t max)
         return dst;
     dst[0] = '\0';
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_len(s + i, len - i);
+        size_t n = fb_utf8_len(s + i, len - i);
         char esc[8] = "";
         if (s[i] == '\t')
             snprintf(esc, sizeof esc, " ");
