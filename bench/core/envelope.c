@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/host.h"
 #include "core/jsonio.h"
+#include "core/text.h"
 #include "core/version.h"
 
 static bool label_char(char c)
@@ -58,16 +59,6 @@ void fb_cluster_label(const char *given, const char *fallback, char *out, size_t
     fb_label_escape(name, out, len);
 }
 
-/* The label shown in a message: what was given, its bytes outside
- * printable ASCII as '?', so the message stays one line. */
-static void printable(const char *s, char *out, size_t len)
-{
-    size_t i = 0;
-    for (; s[i] && i + 1 < len; i++)
-        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-    out[i] = '\0';
-}
-
 enum fb_status fb_cluster_label_checked(const char *given, const char *fallback, char *out, size_t len,
                                         struct fb_err *err)
 {
@@ -82,7 +73,7 @@ enum fb_status fb_cluster_label_checked(const char *given, const char *fallback,
     }
     if (!fb_label_ok(name)) {
         char shown[96];
-        printable(name, shown, sizeof shown);
+        fb_ascii_printable(name, shown, sizeof shown);
         return fb_fail(err, FB_ERR_USAGE,
                        "%s%s'%s': a cluster label names a results directory: use 1 to %d of the letters, digits, "
                        "'.', '_' and '-', not '.' or '..'",

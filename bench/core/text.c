@@ -325,3 +325,11 @@ char *fb_utf8_sanitize(const char *text, size_t len, size_t *out_len)
         *out_len = o;
     return out;
 }
+
+void fb_ascii_printable(const char *s, char *out, size_t len)
+{
+    size_t i = 0;
+    for (; s[i] != '\0' && i + 1 < len; i++)
+        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    out[i] = '\0';
+}

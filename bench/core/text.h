@@ -75,4 +75,8 @@ char *fb_utf8_sanitize(const char *text, size_t len, size_t *out_len);
  * nothing past U+10FFFF), or 0. */
 size_t fb_utf8_len(const unsigned char *p, size_t left);
 
+/* `s` as a one-line message shows it: bytes outside printable ASCII as
+ * '?', cut to fit `len` (out may be s itself). */
+void fb_ascii_printable(const char *s, char *out, size_t len);
+
 #endif

@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/text.h"
+
 /* Frames are sent and MACed as raw bytes: no padding may hide in them. */
 _Static_assert(sizeof(struct fb_wd_msg) == 160, "fb_wd_msg has no padding");
 _Static_assert(sizeof(struct fb_wd_frame) == 32 + sizeof(struct fb_wd_msg) + FB_SHA256_LEN,
@@ -47,18 +49,9 @@ int fb_wd_unseal(const struct fb_wd_frame *f, const uint8_t key[FB_WD_KEY_LEN], 
     return ok;
 }
 
-static void clean_text(char *s, size_t len)
-{
-    s[len - 1] = '\0';
-    for (size_t i = 0; i < len && s[i] != '\0'; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f)
-            s[i] = '?';
-    }
-}
-
 void fb_wd_msg_clean(struct fb_wd_msg *m)
 {
-    clean_text(m->phase, sizeof m->phase);
-    clean_text(m->what, sizeof m->what);
+    /* In place: the fields came off the wire with no NUL of their own. */
+    fb_ascii_printable(m->phase, m->phase, sizeof m->phase);
+    fb_ascii_printable(m->what, m->what, sizeof m->what);
 }

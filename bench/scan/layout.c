@@ -80,11 +80,8 @@ bool scan_node_name_ok(const char *name)
  * message stays one line), cut with "..." past the buffer. */
 static void shown(const char *s, char *out, size_t len)
 {
-    size_t i = 0;
-    for (; s[i] != '\0' && i + 1 < len; i++)
-        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-    out[i] = '\0';
-    if (s[i] != '\0' && len >= 4)
+    fb_ascii_printable(s, out, len);
+    if (strlen(s) >= len && len >= 4)
         memcpy(out + len - 4, "...", 4);
 }
 
