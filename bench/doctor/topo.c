@@ -228,7 +228,8 @@ static int bridges_between(hwloc_obj_t dev, hwloc_obj_t ancestor)
     return n;
 }
 
-static enum fb_link path_level(hwloc_topology_t topo, hwloc_obj_t gpu, hwloc_obj_t nic)
+/* `unknown`: the locality of either end is unknown (fill_dev). */
+static enum fb_link path_level(hwloc_topology_t topo, hwloc_obj_t gpu, hwloc_obj_t nic, bool unknown)
 {
     hwloc_obj_t common = common_ancestor(gpu, nic);
     if (common != NULL && common->type == HWLOC_OBJ_BRIDGE) {
@@ -239,10 +240,10 @@ static enum fb_link path_level(hwloc_topology_t topo, hwloc_obj_t gpu, hwloc_obj
         bool one_switch = bridges_between(gpu, common) <= 1 && bridges_between(nic, common) <= 1;
         return one_switch ? FB_LINK_PIX : FB_LINK_PXB;
     }
+    if (unknown)
+        return FB_LINK_UNKNOWN;
     hwloc_obj_t ga = hwloc_get_non_io_ancestor_obj(topo, gpu);
     hwloc_obj_t na = hwloc_get_non_io_ancestor_obj(topo, nic);
-    if (locality_unknown(topo, ga) || locality_unknown(topo, na))
-        return FB_LINK_UNKNOWN;
     if (ga && na && ga->nodeset && na->nodeset && hwloc_bitmap_intersects(ga->nodeset, na->nodeset))
         return FB_LINK_NODE;
     return FB_LINK_SYS;
@@ -437,7 +438,8 @@ static enum fb_status collect(hwloc_topology_t topo, struct fb_topo *t, struct f
         fill_dev(topo, f->nics[n], &t->nics[n]);
     for (size_t g = 0; g < t->ngpus; g++)
         for (size_t n = 0; n < t->nnics; n++)
-            t->link[g * t->nnics + n] = path_level(topo, f->gpus[g], f->nics[n]);
+            t->link[g * t->nnics + n] = path_level(topo, f->gpus[g], f->nics[n],
+                                                   t->gpus[g].locality_unknown || t->nics[n].locality_unknown);
     return FB_OK;
 }
 
