@@ -42,7 +42,8 @@ on() {
 }
 
 # pair OUT CMD ARGS...: a perftest server on host 1 and its client on host
-# 2; the client's report in OUT.
+# 2; the client's report in OUT, its stderr apart (perftest's clock notes
+# would otherwise land inside table lines).
 pair() {
   local out=$1; shift
   on 1 timeout 120 "$@" >"$out.srv" 2>&1 &
@@ -51,7 +52,7 @@ pair() {
     "$th" exec "$hostset" 1 ss -Hltn 'sport = :18515' 2>/dev/null | grep -q 18515 && break
     sleep 0.05
   done
-  on 2 timeout 120 "$@" 10.77.0.1 >"$out" 2>&1 || true
+  on 2 timeout 120 "$@" 10.77.0.1 >"$out" 2>"$out.err" || true
   wait "$server" || true
 }
 

@@ -21,7 +21,16 @@
  * from the side that posts to its peer (the client of ib_write_bw and
  * ib_send_bw) except for RDMA READ, where the client pulls its peer's
  * memory. A peak perftest did not measure ("BW peak won't be measured",
- * printed as 0.00) is unknown, not 0. */
+ * printed as 0.00) is unknown, not 0.
+ *
+ * A size whose peak, average and rate all print as 0 measured nothing:
+ * perftest converts cycles to seconds with a clock rate it calibrates for
+ * every size, and when that calibration fails on a busy CPU ("Correlation
+ * coefficient r^2: ... < 0.9" on stderr) and -F let the run go on, the rate
+ * is 0 and so is every figure. Such a size is kept with unknown figures.
+ * Output captured with 2>&1 carries perftest's own stderr lines, and since
+ * its stdout is block-buffered into a file, such a line can land inside a
+ * table line; the known ones are cut out, joining the two halves. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -173,9 +182,14 @@ static bool flows_in(const struct perf_run *r)
 
 /* The peak as measured: NAN where perftest did not measure it, which it
  * prints as 0 (a peak below a non-zero average is no measurement). */
+static bool row_measured(const struct perf_row *p)
+{
+    return p->peak_Gbps > 0 || p->avg_Gbps > 0 || p->msg_rate_Mpps > 0;
+}
+
 static double measured_peak(const struct perf_run *r, const struct perf_row *p)
 {
-    return r->no_peak || (p->peak_Gbps == 0 && p->avg_Gbps > 0) ? NAN : p->peak_Gbps;
+    return r->no_peak || !row_measured(p) || (p->peak_Gbps == 0 && p->avg_Gbps > 0) ? NAN : p->peak_Gbps;
 }
 
 /* One size of the table as a link measurement of the probe schema. */
@@ -183,6 +197,7 @@ static json_object *link_json(const struct perf_run *r, const struct perf_row *p
 {
     int src = flows_in(r) ? 1 : 0;
     double peak = measured_peak(r, p);
+    double avg = row_measured(p) ? p->avg_Gbps : NAN, rate = row_measured(p) ? p->msg_rate_Mpps : NAN;
     double messages = (double)p->iterations * (double)(r->qps > 0 ? r->qps : 1);
     double bytes = messages * (double)p->bytes;
     json_object *o = json_object_new_object();
@@ -193,12 +208,12 @@ static json_object *link_json(const struct perf_run *r, const struct perf_row *p
     json_object_object_add(o, "dst", end_json(r, 1 - src));
     json_object_object_add(o, "messages", json_object_new_int64((int64_t)messages));
     json_object_object_add(o, "bytes", fb_json_number(bytes));
-    json_object_object_add(o, "time_s", p->avg_Gbps > 0 ? fb_json_number(bytes * 8 / (p->avg_Gbps * 1e9)) : NULL);
-    json_object_object_add(o, "avg_Gbps", fb_json_number(p->avg_Gbps));
-    json_object_object_add(o, "avg_GBps", fb_json_number(p->avg_Gbps / 8));
+    json_object_object_add(o, "time_s", avg > 0 ? fb_json_number(bytes * 8 / (avg * 1e9)) : NULL);
+    json_object_object_add(o, "avg_Gbps", fb_json_number(avg));
+    json_object_object_add(o, "avg_GBps", fb_json_number(avg / 8));
     json_object_object_add(o, "peak_Gbps", fb_json_number(peak));
     json_object_object_add(o, "peak_GBps", fb_json_number(peak / 8));
-    json_object_object_add(o, "msg_rate_Mpps", fb_json_number(p->msg_rate_Mpps));
+    json_object_object_add(o, "msg_rate_Mpps", fb_json_number(rate));
     json_object_object_add(o, "line_rate_Gbps", NULL);
     json_object_object_add(o, "line_rate_share", NULL);
     json_object_object_add(o, "samples", json_object_new_array());
@@ -234,9 +249,18 @@ static json_object *config_json(const struct perf_run *r)
     return c;
 }
 
+/* The largest size measured: what a verdict on the link reads. */
+static const struct perf_row *last_measured(const struct perf_run *r)
+{
+    for (size_t i = r->nrows; i > 0; i--)
+        if (row_measured(&r->rows[i - 1]))
+            return &r->rows[i - 1];
+    return NULL;
+}
+
 static json_object *summary_json(const struct perf_run *r)
 {
-    const struct perf_row *last = &r->rows[r->nrows - 1];
+    const struct perf_row *last = last_measured(r);
     json_object *s = json_object_new_object();
     json_object_object_add(s, "links_planned", json_object_new_int(1));
     json_object_object_add(s, "rounds_planned", json_object_new_int(1));
@@ -250,6 +274,23 @@ static json_object *summary_json(const struct perf_run *r)
     return s;
 }
 
+/* Names the sizes printed as all zeros, and why they are unknown. */
+static void warn_unmeasured(const struct perf_run *r, json_object *warnings)
+{
+    char sizes[256] = "";
+    size_t used = 0, n = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        if (!row_measured(&r->rows[i]) && n++ < 8)
+            fb_strbuf_append(sizes, sizeof sizes, &used, "%s%llu", used ? ", " : "", r->rows[i].bytes);
+    if (n == 0)
+        return;
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "perftest printed only zeros for %zu size%s (%s%s bytes): its clock calibration failed there (\"Correlation coefficient r^2 < 0.9\" on stderr, a busy CPU), so those figures are unknown (null); rerun on an idle core (taskset -c N)",
+             n, n == 1 ? "" : "s", sizes, n > 8 ? ", ..." : "");
+    json_object_array_add(warnings, json_object_new_string(msg));
+}
+
 /* A probe document (docs/schema/probe.schema.json) holding one pair. */
 static enum fb_status build_doc(struct perf_run *r, const char *name, const char *format,
                                 const struct fb_import_opts *o, json_object *warnings,
@@ -257,6 +298,9 @@ static enum fb_status build_doc(struct perf_run *r, const char *name, const char
 {
     if (r->nrows == 0)
         return fb_fail(err, FB_ERR_INPUT, "%s holds no bandwidth lines (a latency test, or the run failed before its table)", name);
+    if (last_measured(r) == NULL)
+        return fb_fail(err, FB_ERR_INPUT, "%s: every figure of the table is 0: perftest could not calibrate its clock (\"Correlation coefficient r^2 < 0.9\" on a busy CPU); rerun it on an idle core (taskset -c N)", name);
+    warn_unmeasured(r, warnings);
     char cluster[128], when[32];
     drop_implausible(r);
     cluster_label(o->cluster, name, cluster, sizeof cluster);
@@ -415,13 +459,42 @@ static enum fb_status on_data(struct perf_run *r, const char *line, double to_Gb
     return add_row(r, &row, name, err);
 }
 
-enum fb_status fb_import_perftest_text(const char *name, const char *text, size_t len,
-                                       const struct fb_import_opts *o, struct fb_import_out *out,
-                                       struct fb_err *err)
+/* perftest's own stderr lines (get_clock.c) that appear between size
+ * lines: the clock calibration failing, and cores at different clocks. */
+static const char *const stderr_notes[] = {"Correlation coefficient r^2: ", "Conflicting CPU frequency values detected: "};
+
+static size_t stderr_note_at(const char *text, size_t len, size_t at)
+{
+    for (size_t k = 0; k < sizeof stderr_notes / sizeof *stderr_notes; k++) {
+        size_t n = strlen(stderr_notes[k]);
+        if (len - at >= n && memcmp(text + at, stderr_notes[k], n) == 0)
+            return n;
+    }
+    return 0;
+}
+
+/* The text with each stderr note cut out from its start through its
+ * newline: a note that split a table line leaves the line whole again. */
+static void cut_stderr_notes(const char *text, size_t len, struct fb_str *out, int *cut)
+{
+    size_t from = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (stderr_note_at(text, len, i) == 0)
+            continue;
+        fb_str_addn(out, text + from, i - from);
+        const char *nl = memchr(text + i, '\n', len - i);
+        from = i = nl != NULL ? (size_t)(nl - text) + 1 : len;
+        i--;
+        (*cut)++;
+    }
+    fb_str_addn(out, text + from, len - from);
+}
+
+static enum fb_status read_text(const char *name, const char *text, size_t len, const struct fb_import_opts *o,
+                                json_object *warnings, struct fb_import_out *out, struct fb_err *err)
 {
     struct perf_run r;
     run_init(&r);
-    json_object *warnings = json_object_new_array();
     double to_Gbps = 0;
     size_t pos = 0;
     char buf[1024], *s = NULL;
@@ -462,8 +535,29 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
         st = build_doc(&r, name, "perftest-text", o, warnings, &doc, err);
     if (st == FB_OK)
         st = fb_import_out_add(out, doc, err);
-    json_object_put(warnings);
     free(r.rows);
+    return st;
+}
+
+enum fb_status fb_import_perftest_text(const char *name, const char *text, size_t len,
+                                       const struct fb_import_opts *o, struct fb_import_out *out,
+                                       struct fb_err *err)
+{
+    struct fb_str clean = {0};
+    int cut = 0;
+    cut_stderr_notes(text, len, &clean, &cut);
+    json_object *warnings = json_object_new_array();
+    if (cut > 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "perftest's own stderr lines about its clock were cut out of its table (%d found: the output was captured with 2>&1)",
+                 cut);
+        json_object_array_add(warnings, json_object_new_string(msg));
+    }
+    enum fb_status st = clean.oom ? fb_fail(err, FB_ERR_INTERNAL, "%s: out of memory reading perftest's table", name)
+                                  : read_text(name, fb_str_get(&clean), clean.len, o, warnings, out, err);
+    json_object_put(warnings);
+    fb_str_free(&clean);
     return st;
 }
 
@@ -556,8 +650,8 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
         !json_num(res, "MsgRate", &row.msg_rate_Mpps) || bytes < 0 || iters < 0 || row.avg_Gbps < 0 ||
         row.peak_Gbps < 0 || row.msg_rate_Mpps < 0 || bytes > 1e18 || iters > 1e18)
         st = fb_fail(err, FB_ERR_INPUT, "%s: \"results\" needs MsgSize, n_iterations, BW_peak, BW_average and MsgRate numbers", name);
-    double to_Gbps = 0;
-    if (st == FB_OK)
+    double to_Gbps = 1; /* a row of zeros measured nothing, in any unit */
+    if (st == FB_OK && row_measured(&row))
         st = json_units(o, bytes, row.avg_Gbps, row.msg_rate_Mpps, name, &to_Gbps, &r.units, err);
     if (st == FB_OK) {
         row.bytes = (unsigned long long)bytes;

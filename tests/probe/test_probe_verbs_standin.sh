@@ -122,23 +122,27 @@ jq_ok "killed peer: the file's fault names fbw2, exit 8 or 9 (docs/probe.md)" "$
   '.complete == false and (.fault.exit_code == 8 or .fault.exit_code == 9) and (.fault.message | test("fbw2"))'
 
 # 5. perftest's ib_write_bw -a (server fbw1, client fbw2, 20 Gb/s), its
-# client output imported: every size and BW average exactly as printed.
+# client output imported: every size and BW average exactly as printed. A
+# size whose clock calibration failed on a busy CPU prints zeros (-F lets
+# the run go on): unknown (null). Its stderr is kept apart so that what
+# awk reads is the table alone (the reader of 2>&1 captures is unit-tested).
 FB_STANDIN_IB_RATE_GBPS=20 "$th" exec fbw 1 "$rs" timeout -k 5 60 ib_write_bw -d mlx5_0 -a -n 100 -F --report_gbits \
   >"$T_DIR/srv.out" 2>&1 &
 srv=$!
 sleep 0.5
 FB_STANDIN_IB_RATE_GBPS=20 "$th" exec fbw 2 "$rs" timeout -k 5 60 ib_write_bw -d mlx5_0 -a -n 100 -F --report_gbits fbw1 \
-  >"$T_DIR/wbw.out" 2>&1
+  >"$T_DIR/wbw.out" 2>"$T_DIR/wbw.err"
 wrc=$?
 wait "$srv"
 if [ "$wrc" -eq 0 ] && [ "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$T_DIR/wbw.out" | wc -l)" -eq 23 ]; then
   ok "ib_write_bw -a between fbw1 and fbw2: 23 sizes"
-else not_ok "ib_write_bw -a between fbw1 and fbw2: 23 sizes" "exit $wrc: $(tail -c 400 "$T_DIR/wbw.out")"; fi
+else not_ok "ib_write_bw -a between fbw1 and fbw2: 23 sizes" "exit $wrc: $(tail -c 400 "$T_DIR/wbw.out" "$T_DIR/wbw.err")"; fi
 run "$FB_BIN/fabric-report" import "$T_DIR/wbw.out" -o "$T_DIR/imported.json"
-want=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $1, $4 + 0}' "$T_DIR/wbw.out")
-got=$(jq -r '.links[] | "\(.size_bytes) \(.avg_Gbps)"' "$T_DIR/imported.json" 2>/dev/null | awk '{print $1, $2 + 0}')
+want=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $1, ($3 + $4 + $5 == 0 ? "null" : $4 + 0)}' "$T_DIR/wbw.out")
+got=$(jq -r '.links[] | "\(.size_bytes) \(.avg_Gbps)"' "$T_DIR/imported.json" 2>/dev/null |
+  awk '{print $1, ($2 == "null" ? $2 : $2 + 0)}')
 if [ "$T_RC" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "fabric-report import: sizes and BW averages as printed"
-else not_ok "fabric-report import: sizes and BW averages as printed" "exit $T_RC; want $(echo "$want" | tr '\n' ' '); got $(echo "$got" | tr '\n' ' ')"; fi
+else not_ok "fabric-report import: sizes and BW averages as printed" "exit $T_RC $(head -c 300 "$T_ERR"); want $(echo "$want" | tr '\n' ' '); got $(echo "$got" | tr '\n' ' ')"; fi
 
 # 6. --use-cuda under both stand-ins: dma-buf through the libcuda
 # stand-in, else (either side refusing) the peermem fallback.

@@ -914,6 +914,70 @@ static void test_perftest_shapes(void)
     fb_import_out_free(&out);
 }
 
+/* perftest prints zeros for a size whose clock calibration failed (a busy
+ * CPU, with -F): that size is unknown, the rest of the table stands, and
+ * the link's summary reads the largest size measured. A table of zeros
+ * only is refused with the fix. */
+static void test_perftest_calibration_zeros_are_unknown(void)
+{
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    const char *rows = "64         100              1.50               1.40               2.734375\n"
+                       " 128        100              0.00               0.00               0.000000\n"
+                       " 256        100              5.10               5.00               2.441406\n"
+                       " 512        100              0.00               0.00               0.000000";
+    CHECK_INT(perftest_shape("RDMA_Write", false, "\t\t", "mlx5_0", "", rows, &out, &err), FB_OK);
+    json_object *d = out.n ? out.docs[0] : NULL;
+    CHECK_STR(s_at(d, "links.1.size_bytes"), "128");
+    CHECK_STR(s_at(d, "links.1.avg_Gbps"), "(null)");
+    CHECK_STR(s_at(d, "links.1.peak_Gbps"), "(null)");
+    CHECK_STR(s_at(d, "links.1.msg_rate_Mpps"), "(null)");
+    CHECK_NEAR(d_at(d, "links.2.avg_Gbps"), 5.00, 1e-12);
+    CHECK_STR(s_at(d, "summary.reference_size_bytes"), "256");
+    CHECK_NEAR(d_at(d, "summary.max_avg_Gbps"), 5.00, 1e-12);
+    CHECK(warned(d, "only zeros for 2 sizes (128, 512 bytes)"));
+    fb_import_out_free(&out);
+    CHECK_INT(perftest_shape("RDMA_Write", false, "\t\t", "mlx5_0", "",
+                             "128        100              0.00               0.00               0.000000", &out, &err),
+              FB_ERR_INPUT);
+    CHECK(strstr(err.msg, "could not calibrate its clock") != NULL && strstr(err.msg, "taskset") != NULL);
+    const char json[] = "{\"test_info\": {\"test\": \"RDMA_Write_BW_Test\"}, \"results\": "
+                        "{\"MsgSize\": 65536, \"n_iterations\": 1000, \"BW_peak\": 0, \"BW_average\": 0, \"MsgRate\": 0}}";
+    CHECK_INT(import_string("p.json", json, &out, &err), FB_ERR_INPUT);
+    CHECK(strstr(err.msg, "could not calibrate its clock") != NULL);
+    fb_import_out_free(&out);
+}
+
+/* Captured with 2>&1, perftest's stderr lines about its clock come between
+ * the size lines, or inside one where block-buffered stdout was flushed in
+ * the middle of it: at every place in a line, the table reads as printed. */
+static void test_perftest_stderr_inside_the_table(void)
+{
+    static const char *const notes[] = {"Correlation coefficient r^2: 0.843 < 0.9\n",
+                                        "Conflicting CPU frequency values detected: 2000.000000 != 3000.000000. CPU Frequency is not max.\n"};
+    const char *row = " 256        100              5.10               5.00               2.441406\n";
+    for (size_t k = 0; k < sizeof notes / sizeof *notes; k++) {
+        for (size_t cut = 0; cut <= strlen(row); cut++) {
+            char rows[512];
+            snprintf(rows, sizeof rows, "64         100              1.50               1.40               2.734375\n%.*s%s%s"
+                     " 1024       100              9.90               9.80               1.196289",
+                     (int)cut, row, notes[k], row + cut);
+            struct fb_import_out out = {0};
+            struct fb_err err = {0};
+            CHECK_INT(perftest_shape("RDMA_Write", false, "\t\t", "mlx5_0", "", rows, &out, &err), FB_OK);
+            json_object *d = out.n ? out.docs[0] : NULL;
+            CHECK_STR(s_at(d, "links.1.size_bytes"), "256");
+            CHECK_NEAR(d_at(d, "links.1.avg_Gbps"), 5.00, 1e-12);
+            CHECK_NEAR(d_at(d, "links.1.peak_Gbps"), 5.10, 1e-12);
+            CHECK_STR(s_at(d, "links.2.size_bytes"), "1024");
+            CHECK(warned(d, "stderr lines about its clock were cut out of its table (1 found"));
+            if (out.n != 1 || json_object_array_length(at(d, "links")) != 3)
+                printf("#   note %zu at %zu: %s\n", k, cut, err.msg);
+            fb_import_out_free(&out);
+        }
+    }
+}
+
 /* --- Outputs as they were copied and published ------------------------
  * The first release's table (times in ms, no root column) of all_reduce on
  * two ranks, whose rows fit reduce as well, with the shell's echo of its
@@ -1078,6 +1142,8 @@ int main(void)
     RUN(test_perftest_text);
     RUN(test_perftest_json_units);
     RUN(test_perftest_shapes);
+    RUN(test_perftest_calibration_zeros_are_unknown);
+    RUN(test_perftest_stderr_inside_the_table);
     RUN(test_command_line_names_the_collective);
     RUN(test_commented_rows_are_read);
     RUN(test_blank_redop_column);
