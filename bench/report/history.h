@@ -42,10 +42,17 @@ struct fb_hist_judgement {
     double median, mad, ratio; /* NAN when there is no history */
 };
 
+/* Median absolute deviation of n sorted values about their median. */
+double fb_hist_mad_sorted(const double *v, size_t n, double median);
+
 /* Judges `value` against the `n` earlier figures (reordered): k is the MAD
  * multiplier, floor the share of the median below which a drop is real. */
 void fb_hist_judge(double value, double *earlier, size_t n, double k, double floor,
                    struct fb_hist_judgement *j);
+
+/* As fb_hist_judge, with the earlier figures already in ascending order. */
+void fb_hist_judge_sorted(double value, const double *v, size_t n, double k, double floor,
+                          struct fb_hist_judgement *j);
 
 struct fb_hist_opts {
     unsigned long long size; /* the reference size; 0 = largest common */

@@ -29,6 +29,27 @@ static void test_mad(void)
     CHECK(fb_hist_mad(flat, 3, 4) == 0);
 }
 
+/* The walk outward from the median gives what sorting the deviations
+ * gives, for odd and even counts, ties, and values on one side. */
+static void test_mad_of_sorted_values_walks_from_the_median(void)
+{
+    unsigned seed = 12345;
+    for (size_t n = 1; n <= 60; n++) {
+        for (int round = 0; round < 20; round++) {
+            double v[60];
+            for (size_t i = 0; i < n; i++) {
+                seed = seed * 1103515245u + 12345u;
+                v[i] = (double)((seed >> 16) % (round % 2 ? 7 : 1000)); /* many ties every other round */
+            }
+            double m = fb_hist_median(v, n); /* sorts v */
+            double want = fb_hist_mad(v, n, m), got = fb_hist_mad_sorted(v, n, m);
+            if (want != got)
+                printf("#   n %zu round %d: %g vs %g\n", n, round, got, want);
+            CHECK(want == got);
+        }
+    }
+}
+
 static void test_too_few_earlier_runs(void)
 {
     struct fb_hist_judgement j;
@@ -168,6 +189,7 @@ int main(void)
 {
     RUN(test_median_odd_even_unsorted);
     RUN(test_mad);
+    RUN(test_mad_of_sorted_values_walks_from_the_median);
     RUN(test_too_few_earlier_runs);
     RUN(test_outlier_needs_spread_and_floor);
     RUN(test_series_in_time_order);
