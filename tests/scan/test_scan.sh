@@ -103,6 +103,23 @@ scan() {
   echo $? >"$out.rc"
 }
 rc_of() { cat "$1.rc" 2>/dev/null; }
+# scan_judged OUT HOSTS SLOW ARGS...: scan, run again (3 tries at most)
+# while the pair tests without host SLOW disagree among themselves by more
+# than the threshold's factor: the machine was too busy for any judgement
+# at 0.12 of the median (a healthy host starved of CPU alone and in every
+# pair it joined, under the full suite and another job), so the scan could
+# not be wrong or right. Each retry is said on the log.
+scan_judged() {
+  local out=$1 hosts=$2 slow=$3 try spread
+  shift 3
+  for try in 1 2 3; do
+    scan "$out" "$hosts" "$@"
+    spread=$(jq --arg s "$slow" '[.tests[] | select(.pass != "alone" and (.hosts | index($s) | not) and .busbw_GBps > 0)
+      | .busbw_GBps] | if length > 1 then max / min else 1 end' "$out.json" 2>/dev/null)
+    awk -v x="${spread:-1}" 'BEGIN { exit !(x > 1 / 0.12) }' || return 0
+    echo "# the healthy pairs differ ${spread}x (try $try): the machine is too busy to judge at 0.12; scan again"
+  done
+}
 hosts_list() { local h="" i; for i in $(seq 1 "$1"); do h+="${h:+,}$SET$i"; done; echo "$h"; }
 throttle() { "$TH" exec "$SET" "$1" tc qdisc replace dev eth0 root tbf rate "$2" burst 32kbit latency 400ms; }
 unthrottle() { "$TH" exec "$SET" "$1" tc qdisc del dev eth0 root 2>/dev/null || true; }
@@ -188,7 +205,7 @@ fi
 
 # ---- 8 hosts, fast mode, host 5 throttled: it and only it ----
 throttle 5 "${rate_kbit}kbit"
-scan "$T_DIR/slow" "$(hosts_list 8)" "${QUICK[@]}" --seed 11
+scan_judged "$T_DIR/slow" "$(hosts_list 8)" "${SET}5" "${QUICK[@]}" --seed 11
 unthrottle 5
 if [ "$(rc_of "$T_DIR/slow")" = 24 ]; then ok "8 hosts, sc5 throttled to ${rate_kbit} kbit/s: exit 24 (suspects)"; else not_ok "8 hosts, sc5 throttled to ${rate_kbit} kbit/s: exit 24 (suspects)" "exit $(rc_of "$T_DIR/slow"): $(tail -c 600 "$T_DIR/slow.err")"; fi
 jq_ok "... sc5 is the one suspect, slow; the other 7 pass" "$T_DIR/slow.json" \
@@ -269,7 +286,7 @@ then ok "html: the page has the scan's 8 x 8 node matrix, sc5's slow test marked
 
 # ---- exhaustive over 5 hosts (odd: one sits out each round), sc2 slow ----
 throttle 2 "${rate_kbit}kbit"
-scan "$T_DIR/ex" "$(hosts_list 5)" "${QUICK[@]}" --mode exhaustive
+scan_judged "$T_DIR/ex" "$(hosts_list 5)" "${SET}2" "${QUICK[@]}" --mode exhaustive
 unthrottle 2
 jq_ok "exhaustive, 5 hosts, sc2 throttled: sc2 alone is named, slow in 4 of 4 pair tests" "$T_DIR/ex.json" \
   '.suspects.nodes == ["sc2"] and (.nodes[] | select(.host == "sc2") | .reason | test("^4 of 4 pair tests bad"))
