@@ -460,32 +460,43 @@ static enum fb_status on_data(struct perf_run *r, const char *line, double to_Gb
 }
 
 /* perftest's own stderr lines (get_clock.c) that appear between size
- * lines: the clock calibration failing, and cores at different clocks. */
-static const char *const stderr_notes[] = {"Correlation coefficient r^2: ", "Conflicting CPU frequency values detected: "};
+ * lines, and what each tells the reader of the figures. */
+#define STDERR_NOTES 2
+static const struct {
+    const char *prefix, *meaning;
+} stderr_notes[STDERR_NOTES] = {
+    {"Correlation coefficient r^2: ",
+     "perftest could not calibrate its clock (\"Correlation coefficient r^2 < 0.9\", a busy CPU): with -F it printed zeros for that size"},
+    {"Conflicting CPU frequency values detected: ",
+     "perftest found cores at different clock rates (\"Conflicting CPU frequency values detected\": the CPU is not at its top frequency), so its figures vary with the clock; pin it with cpupower frequency-set -g performance"},
+};
 
-static size_t stderr_note_at(const char *text, size_t len, size_t at)
+/* Which note starts at `at`: its index, or -1. */
+static int stderr_note_at(const char *text, size_t len, size_t at)
 {
-    for (size_t k = 0; k < sizeof stderr_notes / sizeof *stderr_notes; k++) {
-        size_t n = strlen(stderr_notes[k]);
-        if (len - at >= n && memcmp(text + at, stderr_notes[k], n) == 0)
-            return n;
+    for (int k = 0; k < STDERR_NOTES; k++) {
+        size_t n = strlen(stderr_notes[k].prefix);
+        if (len - at >= n && memcmp(text + at, stderr_notes[k].prefix, n) == 0)
+            return k;
     }
-    return 0;
+    return -1;
 }
 
 /* The text with each stderr note cut out from its start through its
- * newline: a note that split a table line leaves the line whole again. */
-static void cut_stderr_notes(const char *text, size_t len, struct fb_str *out, int *cut)
+ * newline: a note that split a table line leaves the line whole again.
+ * found[k] counts note k. */
+static void cut_stderr_notes(const char *text, size_t len, struct fb_str *out, int found[STDERR_NOTES])
 {
     size_t from = 0;
     for (size_t i = 0; i < len; i++) {
-        if (stderr_note_at(text, len, i) == 0)
+        int k = stderr_note_at(text, len, i);
+        if (k < 0)
             continue;
         fb_str_addn(out, text + from, i - from);
         const char *nl = memchr(text + i, '\n', len - i);
         from = i = nl != NULL ? (size_t)(nl - text) + 1 : len;
         i--;
-        (*cut)++;
+        found[k]++;
     }
     fb_str_addn(out, text + from, len - from);
 }
@@ -544,14 +555,15 @@ enum fb_status fb_import_perftest_text(const char *name, const char *text, size_
                                        struct fb_err *err)
 {
     struct fb_str clean = {0};
-    int cut = 0;
-    cut_stderr_notes(text, len, &clean, &cut);
+    int found[STDERR_NOTES] = {0};
+    cut_stderr_notes(text, len, &clean, found);
     json_object *warnings = json_object_new_array();
-    if (cut > 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg,
-                 "perftest's own stderr lines about its clock were cut out of its table (%d found: the output was captured with 2>&1)",
-                 cut);
+    for (int k = 0; k < STDERR_NOTES; k++) {
+        if (found[k] == 0)
+            continue;
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s (said %d time%s on its stderr, read with its table)", stderr_notes[k].meaning,
+                 found[k], found[k] == 1 ? "" : "s");
         json_object_array_add(warnings, json_object_new_string(msg));
     }
     enum fb_status st = clean.oom ? fb_fail(err, FB_ERR_INTERNAL, "%s: out of memory reading perftest's table", name)
