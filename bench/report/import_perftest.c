@@ -89,7 +89,22 @@ static void run_init(struct perf_run *r)
 #define PERF_MAX_GBPS (FB_FIGURE_ABSURD_GBPS * 8)
 #define PERF_MAX_MPPS 1e6
 
-static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, const char *name, struct fb_err *err)
+/* The average and the message rate come from the same messages over the
+ * same cycles (print_report_bw, every release since 2013, bidirectional
+ * sums included), so average = rate x size, in Gb/s rate[Mpps] x bytes x
+ * 8e-3 whatever unit was printed. The slack is twice what rounding to the
+ * printed digits (2 for a bandwidth in its own unit, 6 for the rate) can
+ * move them; real outputs come within one. */
+static bool average_follows_rate(const struct perf_row *row, double to_Gbps)
+{
+    double from_rate = row->msg_rate_Mpps * (double)row->bytes * 8e-3;
+    double slack = 2 * (0.005 * to_Gbps + 0.5e-6 * (double)row->bytes * 8e-3) + 1e-9 * row->avg_Gbps;
+    return fabs(row->avg_Gbps - from_rate) <= slack;
+}
+
+/* Adds a row whose bandwidths are in Gb/s, from a unit worth to_Gbps. */
+static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, double to_Gbps, const char *name,
+                              struct fb_err *err)
 {
     if (row->bytes > PERF_MAX_BYTES || row->iterations > PERF_MAX_ITERS)
         return fb_fail(err, FB_ERR_INPUT, "%s: perftest line with %llu bytes x %llu iterations: out of any real range",
@@ -97,6 +112,10 @@ static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, co
     if (row->peak_Gbps > PERF_MAX_GBPS || row->avg_Gbps > PERF_MAX_GBPS || row->msg_rate_Mpps > PERF_MAX_MPPS)
         return fb_fail(err, FB_ERR_INPUT, "%s: perftest line of %llu bytes with %g Gb/s peak, %g Gb/s average, %g Mpps: beyond any link (at most %g Gb/s, %g Mpps); the line is damaged",
                        name, row->bytes, row->peak_Gbps, row->avg_Gbps, row->msg_rate_Mpps, PERF_MAX_GBPS, PERF_MAX_MPPS);
+    if (!average_follows_rate(row, to_Gbps))
+        return fb_fail(err, FB_ERR_INPUT, "%s: perftest line of %llu bytes: an average of %g Gb/s cannot come with %g Mpps (that rate of %llu-byte messages is %g Gb/s, and perftest computes both from the same messages); the line is damaged",
+                       name, row->bytes, row->avg_Gbps, row->msg_rate_Mpps, row->bytes,
+                       row->msg_rate_Mpps * (double)row->bytes * 8e-3);
     return fb_array_append(&r->rows, &r->nrows, sizeof *row, row, "importing perftest rows", err);
 }
 
@@ -456,7 +475,7 @@ static enum fb_status on_data(struct perf_run *r, const char *line, double to_Gb
     }
     row.peak_Gbps *= to_Gbps;
     row.avg_Gbps *= to_Gbps;
-    return add_row(r, &row, name, err);
+    return add_row(r, &row, to_Gbps, name, err);
 }
 
 /* perftest's own stderr lines (get_clock.c) that appear between size
@@ -670,7 +689,7 @@ enum fb_status fb_import_perftest_json(const char *name, const char *text, size_
         row.iterations = (unsigned long long)iters;
         row.peak_Gbps *= to_Gbps;
         row.avg_Gbps *= to_Gbps;
-        st = add_row(&r, &row, name, err);
+        st = add_row(&r, &row, to_Gbps, name, err);
     }
     json_object *result = NULL;
     if (st == FB_OK)

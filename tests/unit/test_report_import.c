@@ -338,15 +338,16 @@ static void test_perftest_json_units(void)
     CHECK_STR(s_at(out.docs[0], "endpoints.0.memory.kind"), "gpu");
     CHECK_STR(s_at(out.docs[0], "import.units_in_input"), "Gb/sec");
     fb_import_out_free(&out);
+    /* 1 GiB messages: a rate below the six printed digits, either unit. */
     const char ambiguous[] = "{\"test_info\": {\"test\": \"RDMA_Write_BW_Test\"}, \"results\": "
-                             "{\"MsgSize\": 65536, \"n_iterations\": 5000, \"BW_peak\": 100, \"BW_average\": 99, \"MsgRate\": 0}}";
+                             "{\"MsgSize\": 1073741824, \"n_iterations\": 5, \"BW_peak\": 100, \"BW_average\": 99, \"MsgRate\": 0}}";
     struct fb_import_opts o = {.mtime = 0};
     CHECK_INT(fb_import_text("p.json", ambiguous, sizeof ambiguous - 1, FB_IMPORT_AUTO, &o, &out, &err), FB_ERR_INPUT);
     CHECK_CONTAINS(err.msg, "--units");
     o.units = "MBps";
     fb_err_clear(&err);
     CHECK_INT(fb_import_text("p.json", ambiguous, sizeof ambiguous - 1, FB_IMPORT_AUTO, &o, &out, &err), FB_OK);
-    CHECK_NEAR(json_object_get_double(at(out.docs[0], "links.0.avg_Gbps")), 99 * 1048576.0 * 8 / 1e9, 1e-12);
+    CHECK_NEAR(json_object_get_double(at(out.n ? out.docs[0] : NULL, "links.0.avg_Gbps")), 99 * 1048576.0 * 8 / 1e9, 1e-12);
     fb_import_out_free(&out);
     o.units = "furlongs";
     fb_err_clear(&err);
@@ -748,6 +749,47 @@ static void test_impossible_json_figures_are_refused(void)
 
 /* perftest prints no time its bandwidth could be checked against; what no
  * link measures is still refused. */
+/* perftest computes the average and the message rate from the same
+ * messages and cycles: average = rate x size (in Gb/s, rate x bytes x
+ * 8e-3; in MiB/s, rate x bytes x 1e6 / 2^20). A line that breaks it by more
+ * than twice what printing rounds is damaged; a rate too small for its six
+ * digits (0.000000 for huge messages) is within the slack. */
+static void test_perftest_average_follows_the_rate(void)
+{
+    static const struct {
+        const char *unit, *row;
+        enum fb_status want;
+    } cases[] = {
+        {"Gb/sec", " 65536      5000             392.15             391.42               0.746582\n", FB_OK},
+        {"Gb/sec", " 65536      5000             392.15             391.52               0.746582\n", FB_ERR_INPUT},
+        {"Gb/sec", " 65536      5000             392.15             39.42                0.746582\n", FB_ERR_INPUT},
+        {"Gb/sec", " 65536      5000             392.15             391.42               0.000000\n", FB_ERR_INPUT},
+        {"MB/sec", " 65536      5000             46746.86           46660.04             0.746561\n", FB_OK},
+        {"MB/sec", " 65536      5000             46746.86           46760.04             0.746561\n", FB_ERR_INPUT},
+        {"Gb/sec", " 1073741824 10               0.85               0.84                 0.000000\n", FB_OK},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "                    RDMA_Write BW Test\n"
+                 " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n%s",
+                 cases[i].unit, cases[i].unit, cases[i].row);
+        struct fb_import_out out = {0};
+        struct fb_err err = {0};
+        CHECK_INT(import_string("ib_write_bw.txt", text, &out, &err), cases[i].want);
+        if (cases[i].want != FB_OK)
+            CHECK_CONTAINS(err.msg, "perftest computes both from the same messages");
+        fb_import_out_free(&out);
+    }
+    const char json[] = "{\"test_info\": {\"test\": \"RDMA_Write_BW_Test\"}, \"results\": "
+                        "{\"MsgSize\": 65536, \"n_iterations\": 5000, \"BW_peak\": 392.15, \"BW_average\": 361.42, \"MsgRate\": 0.746582}}";
+    struct fb_import_out out = {0};
+    struct fb_err err = {0};
+    CHECK_INT(import_string("p.json", json, &out, &err), FB_ERR_INPUT);
+    CHECK_CONTAINS(err.msg, "cannot come with 0.746582 Mpps");
+    fb_import_out_free(&out);
+}
+
 static void test_perftest_absurd_figures_are_refused(void)
 {
     const char *head = "                    RDMA_Write BW Test\n"
@@ -1127,6 +1169,7 @@ int main(void)
     RUN(test_impossible_figures_are_refused);
     RUN(test_impossible_json_figures_are_refused);
     RUN(test_perftest_absurd_figures_are_refused);
+    RUN(test_perftest_average_follows_the_rate);
     RUN(test_own_results_refuse_absurd_figures);
     RUN(test_fp8_tables_read);
     RUN(test_control_characters_never_reach_a_terminal_or_html);
