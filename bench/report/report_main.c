@@ -439,11 +439,21 @@ static void import_note(const char *input, const char *target, json_object *doc)
         what = "probe";
     else if (what == NULL)
         what = "collective not named";
-    size_t n = 0;
+    size_t n = 0, unknown = 0;
     if (json_object_object_get_ex(doc, probe ? "links" : "rows", &rows) && json_object_is_type(rows, json_type_array))
         n = json_object_array_length(rows);
-    printf("imported %s -> %s (%s, %zu %s%s%s)\n", input, target, what, n, probe ? "measurement" : "row",
-           n == 1 ? "" : "s", complete ? "" : ", incomplete");
+    /* A size the tool printed but did not measure (perftest's zeros after a
+     * failed clock calibration) is said here, not only in `warnings`. */
+    for (size_t i = 0; probe && i < n; i++) {
+        json_object *avg = NULL;
+        json_object_object_get_ex(json_object_array_get_idx(rows, i), "avg_Gbps", &avg);
+        unknown += avg == NULL;
+    }
+    char unmeasured[64] = "";
+    if (unknown > 0)
+        snprintf(unmeasured, sizeof unmeasured, ", %zu not measured (see warnings)", unknown);
+    printf("imported %s -> %s (%s, %zu %s%s%s%s)\n", input, target, what, n, probe ? "measurement" : "row",
+           n == 1 ? "" : "s", unmeasured, complete ? "" : ", incomplete");
 }
 
 struct import_args {

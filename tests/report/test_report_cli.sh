@@ -171,6 +171,14 @@ for f in "$FIX"/perftest/ib_write_bw-report_gbits.txt "$FIX"/perftest/ib_write_b
   check "imported $(basename "$f") is valid against probe.schema.json" json_valid "$T_DIR/probe.schema.json" "$T_DIR/imported/$(basename "$f").probe.json"
 done
 bad "perftest latency report" 10 'latency' "$R" import "$FIX/perftest/ib_write_lat.txt"
+# A size perftest printed as zeros (its clock calibration failed) is said
+# on the import's line, and the document is still valid.
+sed 's/^\( *65536[[:space:]]*[0-9]*[[:space:]]*\).*$/\1 0.00 0.00 0.000000/' "$FIX/perftest/ib_write_bw-all-sizes-roce.txt" \
+  >"$T_DIR/zeros.txt"
+run "$R" import "$T_DIR/zeros.txt" -o "$T_DIR/imported/zeros.probe.json"
+expect_grep "import of a table with a size of zeros says it was not measured" \
+  '^imported .*zeros.txt -> .* \(probe, 4 measurements, 1 not measured \(see warnings\)\)$' "$T_OUT"
+check "... and the document is valid against probe.schema.json" json_valid "$T_DIR/probe.schema.json" "$T_DIR/imported/zeros.probe.json"
 bad "import to a path that cannot be written names -o" 7 'cannot create directory /proc/fb-none.*\(-o OUT.json\|DIR/\)' \
   "$R" import "$FIX/ncclt/table-only.txt" -o /proc/fb-none/x.json
 bad "baseline to a path that cannot be written names -o" 7 'cannot create /proc/fb-prof.json.*\(-o FILE\)' \
