@@ -199,13 +199,15 @@ static bool flows_in(const struct perf_run *r)
     return r->server_side != fb_starts_with(r->test, "rdma_read");
 }
 
-/* The peak as measured: NAN where perftest did not measure it, which it
- * prints as 0 (a peak below a non-zero average is no measurement). */
+/* A size printed as all zeros measured nothing (its clock calibration
+ * failed: see the top of this file). */
 static bool row_measured(const struct perf_row *p)
 {
     return p->peak_Gbps > 0 || p->avg_Gbps > 0 || p->msg_rate_Mpps > 0;
 }
 
+/* The peak as measured: NAN where perftest did not measure it, which it
+ * prints as 0 (a peak below a non-zero average is no measurement). */
 static double measured_peak(const struct perf_run *r, const struct perf_row *p)
 {
     return r->no_peak || !row_measured(p) || (p->peak_Gbps == 0 && p->avg_Gbps > 0) ? NAN : p->peak_Gbps;

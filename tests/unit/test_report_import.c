@@ -747,8 +747,6 @@ static void test_impossible_json_figures_are_refused(void)
     free(text);
 }
 
-/* perftest prints no time its bandwidth could be checked against; what no
- * link measures is still refused. */
 /* perftest computes the average and the message rate from the same
  * messages and cycles: average = rate x size (in Gb/s, rate x bytes x
  * 8e-3; in MiB/s, rate x bytes x 1e6 / 2^20). A line that breaks it by more
@@ -790,6 +788,8 @@ static void test_perftest_average_follows_the_rate(void)
     fb_import_out_free(&out);
 }
 
+/* perftest prints no time its bandwidth could be checked against; what no
+ * link measures is still refused. */
 static void test_perftest_absurd_figures_are_refused(void)
 {
     const char *head = "                    RDMA_Write BW Test\n"
