@@ -14,10 +14,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median_of_sorted(const double *v, size_t n)
+{
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double fb_hist_median(double *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return median_of_sorted(v, n);
 }
 
 double fb_hist_mad(const double *v, size_t n, double median)
@@ -74,7 +79,7 @@ void fb_hist_judge_sorted(double value, const double *v, size_t n, double k, dou
         j->state = FB_HIST_FEW;
         return;
     }
-    j->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    j->median = median_of_sorted(v, n);
     j->mad = fb_hist_mad_sorted(v, n, j->median);
     j->ratio = j->median > 0 ? value / j->median : NAN;
     bool below_spread = value < j->median - k * j->mad;
