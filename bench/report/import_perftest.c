@@ -508,15 +508,16 @@ static int stderr_note_at(const char *text, size_t len, size_t at)
  * found[k] counts note k. */
 static void cut_stderr_notes(const char *text, size_t len, struct fb_str *out, int found[STDERR_NOTES])
 {
-    size_t from = 0;
-    for (size_t i = 0; i < len; i++) {
+    size_t from = 0, i = 0;
+    while (i < len) {
         int k = stderr_note_at(text, len, i);
-        if (k < 0)
+        if (k < 0) {
+            i++;
             continue;
+        }
         fb_str_addn(out, text + from, i - from);
         const char *nl = memchr(text + i, '\n', len - i);
         from = i = nl != NULL ? (size_t)(nl - text) + 1 : len;
-        i--;
         found[k]++;
     }
     fb_str_addn(out, text + from, len - from);

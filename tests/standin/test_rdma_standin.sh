@@ -74,10 +74,10 @@ cap=4
 # ("Correlation coefficient r^2 < 0.9") and, with -F, it prints zeros:
 # perftest measured nothing, so the pair is run again (at most 3 times).
 perftest_pair() { # perftest_pair OUT TOOL ARGS...: the client's output in OUT
-  local out=$1 try rc; shift
+  local out=$1 try rc srv; shift
   for try in 1 2 3; do
     FB_STANDIN_IB_RATE_GBPS=${CAP:-0} "$th" exec fbv 1 "$rs" timeout -k 5 60 "$@" >"$T_DIR/server.out" 2>&1 &
-    local srv=$!
+    srv=$!
     sleep 0.5
     FB_STANDIN_IB_RATE_GBPS=${CAP:-0} "$th" exec fbv 2 "$rs" timeout -k 5 60 "$@" fbv1 >"$out" 2>&1
     rc=$?
