@@ -329,6 +329,14 @@ stranger_run() {
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 timeout -k 5 120 "${FB_MPIRUN[@]}" -q -x FB_WATCHDOG_ADDR -x LD_PRELOAD \
     -x FB_TEST_GATE -x FB_TEST_GATE_PORT -x ASAN_OPTIONS -x UBSAN_OPTIONS -np 3 "$bin" "${one_size[@]}" \
     -J "$T_DIR/$name.json"
+  # The stranger learns that set-up ended only at its next connection, which
+  # may sit out its 2 s timeout first: give it that (and its 30 s bound)
+  # before it is stopped, so its last notes are written.
+  local tenths
+  for ((tenths = 0; tenths < 400; tenths++)); do
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
 }
