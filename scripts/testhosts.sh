@@ -86,10 +86,12 @@ create_host() {
 wait_for_ssh() {
   local name=$1 n=$2 dir=$3 i t
   for i in $(seq 1 "$n"); do
-    for t in $(seq 1 50); do
+    # A minute: with four tests beside one another on two busy cores, sshd
+    # can take seconds to start; a healthy set answers on the first tries.
+    for t in $(seq 1 300); do
       in_host "$name" 1 "$dir/rsh" "$name$i" true 2>/dev/null && continue 2
       sleep 0.2
-      [ "$t" -eq 50 ] && die "sshd on $name$i did not answer within 10 s (log: $dir/sshd.$i.log)"
+      [ "$t" -eq 300 ] && die "sshd on $name$i did not answer within 60 s (log: $dir/sshd.$i.log)"
     done
   done
 }

@@ -454,12 +454,15 @@ static enum fb_status timed_call(struct fb_backend *be, const struct fb_world *w
     return FB_OK;
 }
 
-/* A short call is timed up to three times and the quickest kept: on a busy
- * machine one preemption stalls a call of microseconds for milliseconds,
- * which would starve that size of iterations; a long call absorbs it, so
- * one is enough. Every rank holds the same time, so all stop together. */
+/* A call is timed up to three times and the quickest kept: on a busy
+ * machine one preemption stalls a call of microseconds for tens of
+ * milliseconds, which would starve that size of iterations. Only a call of
+ * 0.1 s or more is kept alone: a stall changes it by less than half, and a
+ * second call would cost the budget as much again. (Stopping at 10 ms let
+ * one stalled first call of 1K leave it 2 iterations.) Every rank holds the
+ * same time, so all stop together. */
 #define CALIBRATE_CALLS_MAX 3
-#define CALIBRATE_SHORT_S 0.01
+#define CALIBRATE_LONG_S 0.1
 
 enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
                             const struct fb_call *calls, double *seconds, struct fb_err *err)
@@ -471,7 +474,7 @@ enum fb_status fb_calibrate(struct fb_backend *be, const struct fb_world *w,
         if (st != FB_OK)
             return st;
         best = i == 0 || t < best ? t : best;
-        if (t >= CALIBRATE_SHORT_S)
+        if (t >= CALIBRATE_LONG_S)
             break;
     }
     *seconds = best;

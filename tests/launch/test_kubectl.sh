@@ -139,7 +139,9 @@ mv "$sec/k" "$sec/ssh-privatekey" && mv "$sec/k.pub" "$sec/ssh-publickey"
   "$FB_ROOT/launch/pod-sshd.sh" >"$T_DIR/podsshd.log" 2>&1 &
 on_exit "kill \$(cat '$T_DIR/podrun/sshd.pid' 2>/dev/null) 2>/dev/null"
 got=""
-for _ in $(seq 1 50); do
+# pod-sshd.sh makes a host key and starts sshd first: on busy cores that
+# can outlast 50 quick refusals (about 10 s), so up to 150.
+for _ in $(seq 1 150); do
   got=$("$TH" exec fbl 1 ssh -p 2322 -i "$T_DIR/podrun/id" -o BatchMode=yes -o StrictHostKeyChecking=no \
     -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=2 fbl2 hostname 2>/dev/null </dev/null) && break
   sleep 0.2

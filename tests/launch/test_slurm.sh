@@ -179,7 +179,14 @@ if [ -n "$result" ]; then
 else
   not_ok "srun: results/<cluster>/<stamp>-all_reduce.json written" "exit $T_RC: $(tail -c 600 "$T_ERR" "$T_OUT" | tr '\n' ' ')"
 fi
-jobs_done=$(scontrol show job -o 2>/dev/null | grep 'JobName=fabric-bench-all_reduce ' | grep -c 'JobState=COMPLETED')
+# srun returns when slurmctld has its exit, before slurmd reports the
+# node's clean-up: the job shows COMPLETING until then (on a busy machine,
+# a while). Wait for COMPLETED, bounded.
+for _ in $(seq 1 60); do
+  jobs_done=$(scontrol show job -o 2>/dev/null | grep 'JobName=fabric-bench-all_reduce ' | grep -c 'JobState=COMPLETED')
+  [ "$jobs_done" -ge 1 ] && break
+  sleep 0.5
+done
 if [ "$jobs_done" -ge 1 ]; then ok "srun: Slurm ran it as job fabric-bench-all_reduce"
 else not_ok "srun: Slurm ran it as job fabric-bench-all_reduce" "$(scontrol show job -o 2>&1 | head -c 300)"; fi
 

@@ -98,8 +98,8 @@ jq_ok "link down: the file says timeout, keeps the first size" "$T_DIR/down.json
   '.complete == false and .fault.status == "timeout" and (.fault.message | test("fbo2")) and (.links | length) >= 1'
 
 # The rank on fbo2 is killed mid-run: the job ends well inside --timeout
-# plus the launcher's teardown, non-zero, and fbo2 is named.
-start=$(date +%s)
+# plus the launcher's teardown, non-zero, and fbo2 is named. Timed from the
+# kill: the start over ssh is no part of the bound (seconds on a busy machine).
 ( hosts_mpirun -np 2 --map-by node "$FB_BIN/fabric-rdma" "${OFI[@]}" -s 1M -D 30 --timeout 5 \
     -J "$T_DIR/kill.json" >"$T_DIR/kill.out" 2>"$T_DIR/kill.err"; echo $? >"$T_DIR/kill.rc" ) &
 job=$!
@@ -111,10 +111,11 @@ sleep 1
 for pid in $(ip netns pids fbo2); do
   [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = fabric-rdma ] && kill -KILL "$pid"
 done
+killed=$(date +%s)
 wait "$job"
-took=$(( $(date +%s) - start ))
+took=$(( $(date +%s) - killed ))
 rc=$(cat "$T_DIR/kill.rc" 2>/dev/null)
-if [ "${rc:-0}" -ne 0 ] && [ "$took" -lt 25 ] && grep -qE 'rank 1|fbo2' "$T_DIR/kill.err"; then
+if [ "${rc:-0}" -ne 0 ] && [ "$took" -lt 20 ] && grep -qE 'rank 1|fbo2' "$T_DIR/kill.err"; then
   ok "killed peer: the job ends in ${took}s (exit $rc) naming fbo2"
 else
   not_ok "killed peer: the job ends within --timeout naming fbo2" "exit $rc after ${took}s: $(head -c 500 "$T_DIR/kill.err")"

@@ -67,11 +67,14 @@ expect_grep "label values escaped" '^fabric_bench_doctor_check\{cluster="a\\"b\\
 check "promtool accepts the escaped labels" promtool check metrics <"$T_DIR/odd.prom"
 
 # ---- a real Prometheus scrapes the textfile collector ----
+# free_port: a port no socket holds now, listening or connected (the other
+# tests' MPI jobs hold ephemeral ports in this range); one may still take
+# it before the server binds it, so serve tries another.
 free_port() {
   local p
   for _ in $(seq 1 50); do
     p=$((20000 + RANDOM % 40000))
-    if [ -z "$(ss -Hltn "( sport = :$p )")" ]; then echo "$p"; return 0; fi
+    if [ -z "$(ss -Htan "( sport = :$p )")" ]; then echo "$p"; return 0; fi
   done
   return 1
 }
@@ -82,12 +85,32 @@ stop_servers() {
 }
 SERVER_PIDS=()
 on_exit stop_servers
-NE_PORT=$(free_port)
-prometheus-node-exporter --collector.disable-defaults --collector.textfile \
-  --collector.textfile.directory="$T_DIR/textfile" --web.listen-address="127.0.0.1:$NE_PORT" >"$T_DIR/ne.log" 2>&1 &
-SERVER_PIDS+=($!)
-PROM_PORT=$(free_port)
-while [ "$PROM_PORT" = "$NE_PORT" ]; do PROM_PORT=$(free_port); done
+# serve VAR LOG CMD...: CMD in the background on a free port (@PORT@ in its
+# arguments), waited for until that very process listens there; VAR is set
+# to the port. A server whose port was taken meanwhile ends at once: another
+# port, five tries at most. False (its log says why) when none listens.
+serve() {
+  local var=$1 log=$2 port pid; shift 2
+  for _ in 1 2 3 4 5; do
+    port=$(free_port) || return 1
+    "${@//@PORT@/$port}" >"$log" 2>&1 &
+    pid=$!
+    SERVER_PIDS+=("$pid")
+    for _ in $(seq 1 300); do # 60 s: a busy machine starts Go servers in seconds
+      if ss -Hltnp "( sport = :$port )" | grep -q "pid=$pid,"; then
+        printf -v "$var" %s "$port"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill "$pid" 2>/dev/null
+  done
+  return 1
+}
+serve NE_PORT "$T_DIR/ne.log" prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+  --collector.textfile.directory="$T_DIR/textfile" --web.listen-address=127.0.0.1:@PORT@ ||
+  { not_ok "node-exporter listens" "$(tail -c 300 "$T_DIR/ne.log")"; exit 1; }
 cat >"$T_DIR/prometheus.yml" <<EOF
 global:
   scrape_interval: 1s
@@ -96,9 +119,9 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:$NE_PORT"]
 EOF
-prometheus --config.file="$T_DIR/prometheus.yml" --storage.tsdb.path="$T_DIR/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" >"$T_DIR/prom.log" 2>&1 &
-SERVER_PIDS+=($!)
+serve PROM_PORT "$T_DIR/prom.log" prometheus --config.file="$T_DIR/prometheus.yml" \
+  --storage.tsdb.path="$T_DIR/tsdb-@PORT@" --web.listen-address=127.0.0.1:@PORT@ ||
+  { not_ok "prometheus listens" "$(tail -c 300 "$T_DIR/prom.log")"; exit 1; }
 
 # The document's own busBW at 1 MiB, out of place, in bytes per second.
 want=$(jq '[.rows[] | select(.bytes == 1048576) | .out_of_place.busbw_GBps] | max * 1e9' "$D/run.json")
@@ -107,7 +130,7 @@ import json, sys, time, urllib.parse, urllib.request
 port, want = sys.argv[1], float(sys.argv[2])
 q = 'fabric_bench_busbw_bytes_per_second{cluster="lab",size="1048576",placement="out_of_place"}'
 url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
-deadline, last = time.time() + 30, "no answer"
+deadline, last = time.time() + 120, "no answer"  # a wait, not a measure: ends at the first scrape
 while time.time() < deadline:
     try:
         res = json.load(urllib.request.urlopen(url, timeout=2))["data"]["result"]
@@ -121,7 +144,7 @@ while time.time() < deadline:
     except Exception as e:
         last = repr(e)
     time.sleep(0.5)
-sys.exit("no busBW series within 30 s: " + last)
+sys.exit("no busBW series within 120 s: " + last)
 PY
 then
   ok "Prometheus scraped the run's busBW through the textfile collector"

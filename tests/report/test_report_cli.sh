@@ -258,7 +258,10 @@ if [ -x "$FB_BIN/fabric-coll" ]; then
   (cd "$T_DIR" && fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce -b 64K -e 4M -f 2 --backend mpi --cluster here -J run1.json) >"$T_DIR/run1.txt" 2>&1
   (cd "$T_DIR" && fb_mpirun 2 "$FB_BIN/fabric-coll" all_reduce -b 64K -e 4M -f 2 --backend mpi --cluster here -J run2.json) >/dev/null 2>&1
   if [ -s "$T_DIR/run1.json" ] && [ -s "$T_DIR/run2.json" ]; then
-    expect_exit "baseline from a real run" 0 "$R" baseline "$T_DIR/run1.json" --name here --tolerance 90
+    # Runs of this sweep on this shared 2-core box differ at 4M by up to 6x
+    # back to back and 7x within a minute (0.19 to 1.39 GB/s): the floor is a
+    # hundredth of run1's, which only a broken path (TCP, stopped ranks) is under.
+    expect_exit "baseline from a real run" 0 "$R" baseline "$T_DIR/run1.json" --name here --tolerance 99
     expect_exit "the next run on this machine passes against it" 0 "$R" check "$T_DIR/run2.json" --profile here
     expect_exit "fabric-coll's table imports" 0 "$R" import "$T_DIR/run1.txt" --cluster here -o "$T_DIR/run1-imported.json"
     # The table prints two decimals: the imported numbers match the JSON to that.

@@ -9,7 +9,14 @@ R=$FB_BIN/fabric-report
 command -v jq >/dev/null || { skip "probe verdicts" "jq is not installed"; exit 0; }
 # Loopback links on a busy machine differ by more than the default 10 %:
 # flag only a link a twentieth of the others, so the PASS case is not noise.
-run fb_mpirun 3 "$FB_BIN/fabric-rdma" --transport tcp --pattern ring -D 0.3 -s 256K --threshold 0.05 -J "$T_DIR/ring.json"
+# A rank kept off the CPUs for most of the 0.3 s can still make its links
+# that slow (repeats here differ by 3x): a probe that flagged a link is run
+# again, three runs at most, and the PASS case reads the first that did not.
+for _ in 1 2 3; do
+  rm -f "$T_DIR/ring.json"
+  run fb_mpirun 3 "$FB_BIN/fabric-rdma" --transport tcp --pattern ring -D 0.3 -s 256K --threshold 0.05 -J "$T_DIR/ring.json"
+  [ "$(jq '.summary.flagged' "$T_DIR/ring.json" 2>/dev/null)" = 0 ] && break
+done
 [ -s "$T_DIR/ring.json" ] || { not_ok "a TCP ring probe ran" "exit $T_RC: $(tail -3 "$T_ERR")"; exit 0; }
 
 expect_exit "a probe with no flagged link is PASS" 0 "$R" check "$T_DIR/ring.json"
