@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probe/driver.h"
 
@@ -196,6 +197,14 @@ int probe_driver_end(struct probe_driver *d, const struct probe_verdict *v, int 
     if (!shared || (v->abort_job && d->w.rank == 0)) {
         fflush(NULL);
         MPI_Abort(d->w.comm, v->code);
+    }
+    if (v->abort_job) {
+        /* Rank 0 is ending the job with MPI_Abort: wait for it, bounded.
+         * In MPI_Finalize meanwhile the abort could kill this rank
+         * mid-teardown, and mpirun report that signal instead of the code. */
+        fflush(NULL);
+        sleep(60);
+        _exit(v->code);
     }
     return v->code;
 }

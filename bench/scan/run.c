@@ -93,7 +93,7 @@ static enum fb_status follow_orders(struct scan_run *r, struct fb_err *err)
                            "(killed, stopped or cut off); its results file holds the rounds it finished",
                            r->w.hosts[0], order_wait_s(r), why[0] ? ": " : "", why);
         if (o.kind == ORDER_STOP) {
-            r->abandoned = o.round; /* rank 0 is about to MPI_Abort */
+            r->abandoned = o.round; /* rank 0 is about to MPI_Abort (stop_followers) */
             return FB_OK;
         }
         run_order(r, &o, &rep);
@@ -435,7 +435,12 @@ static enum fb_status confirm_links(struct scan_run *r, struct scan_pair *pairs,
     return st;
 }
 
-static void stop_followers(struct scan_run *r)
+/* The stop order's round says whether rank 0 ends the job with MPI_Abort
+ * (a node lost, a test abandoned, or a code to hand to the shell): a
+ * follower then waits for it instead of entering MPI_Finalize, where the
+ * abort could kill it mid-teardown and mpirun report that signal (139)
+ * instead of the code. */
+static void stop_followers(struct scan_run *r, enum fb_status end)
 {
     for (int k = 1; k < r->w.size; k++) {
         int x = r->l.node_of[k];
@@ -443,7 +448,7 @@ static void stop_followers(struct scan_run *r)
             continue;
         static struct order stop; /* outlives the sends: the process ends soon after */
         stop.kind = ORDER_STOP;
-        stop.round = r->abandoned;
+        stop.round = r->abandoned || end != FB_OK;
         MPI_Request req;
         MPI_Isend(&stop, sizeof stop, MPI_BYTE, k, TAG_ORDER, r->w.comm, &req);
         char why[SCAN_TEXT_MAX];
@@ -482,8 +487,9 @@ static enum fb_status coordinate(struct scan_run *r, struct fb_err *err)
     if ((st = scan_results_write(r, 1, NULL, err)) != FB_OK)
         return st;
     scan_print_summary(r);
-    stop_followers(r);
-    return suspects ? FB_SCAN_SUSPECTS : FB_OK;
+    enum fb_status end = suspects ? FB_SCAN_SUSPECTS : FB_OK;
+    stop_followers(r, end);
+    return end;
 }
 
 enum fb_status scan_run(struct scan_run *r, struct fb_err *err)
@@ -509,10 +515,11 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
          * killed node, mpirun exits 0 whatever the ranks return. */
         MPI_Abort(r->w.comm, (int)st);
     }
-    if (r->w.rank != 0 && st == FB_ERR_USAGE) {
-        /* Every rank found it (options and layout are agreed): rank 0's
+    if (r->w.rank != 0 && st != FB_OK && st != FB_ERR_TIMEOUT) {
+        /* Every rank holds it (set-up's errors are agreed): rank 0's
          * MPI_Abort ends the job with the code; a rank inside MPI_Finalize
-         * meanwhile could die of the abort on a busy machine instead. */
+         * meanwhile could die of the abort on a busy machine instead, and
+         * mpirun exit with its signal (139 seen for a refused node name). */
         sleep(60);
         _exit((int)st);
     }

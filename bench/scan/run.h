@@ -42,7 +42,8 @@ struct scan_run {
     struct scan_estimate est;
     int rounds_run;
     int next_round;    /* the number the next round takes */
-    int abandoned; /* a test timed out or a node was lost: end with MPI_Abort */
+    int abandoned; /* a test timed out or a node was lost: end with MPI_Abort
+                      (a follower: rank 0 said it ends the job so) */
     int alone_skipped;
     char path[PATH_MAX];
     int path_taken;
