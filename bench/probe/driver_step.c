@@ -200,8 +200,8 @@ int probe_driver_end(struct probe_driver *d, const struct probe_verdict *v, int 
     }
     if (v->abort_job) {
         /* Rank 0 is ending the job with MPI_Abort: wait for it, bounded.
-         * In MPI_Finalize meanwhile the abort could kill this rank
-         * mid-teardown, and mpirun report that signal instead of the code. */
+         * An abort that lands while this rank is inside MPI_Finalize can
+         * bring mpirun itself down instead of giving the code. */
         fflush(NULL);
         sleep(60);
         _exit(v->code);

@@ -437,9 +437,8 @@ static enum fb_status confirm_links(struct scan_run *r, struct scan_pair *pairs,
 
 /* The stop order's round says whether rank 0 ends the job with MPI_Abort
  * (a node lost, a test abandoned, or a code to hand to the shell): a
- * follower then waits for it instead of entering MPI_Finalize, where the
- * abort could kill it mid-teardown and mpirun report that signal (139)
- * instead of the code. */
+ * follower then waits for it instead of entering MPI_Finalize
+ * (scan_run_end). */
 static void stop_followers(struct scan_run *r, enum fb_status end)
 {
     for (int k = 1; k < r->w.size; k++) {
@@ -515,18 +514,14 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
          * killed node, mpirun exits 0 whatever the ranks return. */
         MPI_Abort(r->w.comm, (int)st);
     }
-    if (r->w.rank != 0 && st != FB_OK && st != FB_ERR_TIMEOUT) {
-        /* Every rank holds it (set-up's errors are agreed): rank 0's
-         * MPI_Abort ends the job with the code; a rank inside MPI_Finalize
-         * meanwhile could die of the abort on a busy machine instead, and
-         * mpirun exit with its signal (139 seen for a refused node name). */
+    /* Rank 0 ends the job with MPI_Abort when it holds an error (set-up's
+     * errors are agreed, so every rank holds it) or said so in its stop
+     * order: wait for it, bounded. An abort that lands while this rank is
+     * inside MPI_Finalize can bring mpirun itself down (exit 139 or 137 on
+     * a busy machine, for a refused node name) instead of giving the code. */
+    if (r->w.rank != 0 && (r->abandoned || st != FB_OK) && st != FB_ERR_TIMEOUT) {
         sleep(60);
         _exit((int)st);
-    }
-    if (r->w.rank != 0 && st == FB_OK && r->abandoned) {
-        /* Rank 0 is ending the job with MPI_Abort: wait for it, bounded. */
-        sleep(60);
-        _exit(0);
     }
     if (st == FB_ERR_TIMEOUT) /* the coordinator is lost: MPI_Finalize would wait for it */
         MPI_Abort(r->w.comm, (int)st);
