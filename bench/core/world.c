@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 uint64_t fb_hash_bytes(uint64_t h, const void *data, size_t len)
 {
@@ -154,6 +155,13 @@ enum fb_status fb_world_check_same(const struct fb_world *w, uint64_t hash,
                    "launch every rank with the same command line",
                    what, n_odd > 1 ? "s" : "", odd, n_odd > 4 ? ", ..." : "", n_odd > 1 ? "" : "s",
                    best);
+}
+
+_Noreturn void fb_world_await_abort(int code)
+{
+    fflush(NULL);
+    sleep(60);
+    _exit(code);
 }
 
 enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err)

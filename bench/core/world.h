@@ -46,6 +46,12 @@ enum fb_status fb_world_check_same(const struct fb_world *w, uint64_t hash,
  * argument never leaves the others hanging. Returns the agreed status. */
 enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err);
 
+/* For a rank other than 0 whose job rank 0 is ending with MPI_Abort: waits
+ * for the abort (60 s at most), then exits with `code`. An abort that lands
+ * while a rank is inside MPI_Finalize can bring mpirun itself down (exit
+ * 139 or 137 seen on a busy machine) instead of giving the code. */
+_Noreturn void fb_world_await_abort(int code);
+
 /* FNV-1a, for option hashes. */
 uint64_t fb_hash_bytes(uint64_t h, const void *data, size_t len);
 #define FB_HASH_SEED 1469598103934665603ULL

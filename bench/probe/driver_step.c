@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "probe/driver.h"
 
@@ -198,13 +197,7 @@ int probe_driver_end(struct probe_driver *d, const struct probe_verdict *v, int 
         fflush(NULL);
         MPI_Abort(d->w.comm, v->code);
     }
-    if (v->abort_job) {
-        /* Rank 0 is ending the job with MPI_Abort: wait for it, bounded.
-         * An abort that lands while this rank is inside MPI_Finalize can
-         * bring mpirun itself down instead of giving the code. */
-        fflush(NULL);
-        sleep(60);
-        _exit(v->code);
-    }
+    if (v->abort_job) /* rank 0 is ending the job with MPI_Abort */
+        fb_world_await_abort(v->code);
     return v->code;
 }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/clock.h"
 
@@ -516,13 +515,9 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
     }
     /* Rank 0 ends the job with MPI_Abort when it holds an error (set-up's
      * errors are agreed, so every rank holds it) or said so in its stop
-     * order: wait for it, bounded. An abort that lands while this rank is
-     * inside MPI_Finalize can bring mpirun itself down (exit 139 or 137 on
-     * a busy machine, for a refused node name) instead of giving the code. */
-    if (r->w.rank != 0 && (r->abandoned || st != FB_OK) && st != FB_ERR_TIMEOUT) {
-        sleep(60);
-        _exit((int)st);
-    }
+     * order (seen for a refused node name: mpirun died, exit 139). */
+    if (r->w.rank != 0 && (r->abandoned || st != FB_OK) && st != FB_ERR_TIMEOUT)
+        fb_world_await_abort((int)st);
     if (st == FB_ERR_TIMEOUT) /* the coordinator is lost: MPI_Finalize would wait for it */
         MPI_Abort(r->w.comm, (int)st);
     MPI_Finalize();
