@@ -172,6 +172,21 @@ hosts_up() {
   fi
 }
 
+# perftest_listening SET I PID: waits (30 s at most) until perftest's
+# server PID on namespace host SET I listens on perftest's port, 18515: its
+# client connects once and never retries ("Couldn't connect to ..."), and
+# a busy machine may not start the server within a fixed sleep. False when
+# the server ended or never listened (the client then says so).
+perftest_listening() {
+  local i
+  for ((i = 0; i < 300; i++)); do
+    "$FB_ROOT/scripts/testhosts.sh" exec "$1" "$2" ss -Htln 'sport = :18515' 2>/dev/null | grep -q . && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 # MPI on this machine: root needs the allow flags; more ranks than cores
 # need oversubscribe; op/avx saturates int8 sums (docs/known-issues).
 FB_MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca op ^avx

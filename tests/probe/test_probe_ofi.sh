@@ -163,22 +163,8 @@ fi
 # A rank that stops answering mid-run (SIGSTOP) once the first size is in
 # the file: its writer sees no completion for --timeout, exit 8 naming
 # rank 1; the file keeps the sizes.
-cat >"$T_DIR/stop-rank1.sh" <<'SH'
-#!/bin/bash
-if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
-  "$@" & pid=$!
-  for _ in $(seq 1 600); do
-    jq -e '(.links | length) >= 1' "$STOP_AFTER_FILE" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
-  kill -STOP "$pid"; wait "$pid"
-else
-  exec "$@"
-fi
-SH
-chmod +x "$T_DIR/stop-rank1.sh"
 start=$(date +%s)
-STOP_AFTER_FILE=$T_DIR/stop.json run timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np 2 -x STOP_AFTER_FILE "$T_DIR/stop-rank1.sh" "$FB_BIN/fabric-rdma" \
+STOP_AFTER_FILE=$T_DIR/stop.json run timeout -k 5 120 "${FB_MPIRUN[@]}" -q -np 2 -x STOP_AFTER_FILE "$FB_ROOT/tests/probe/stop-rank1.sh" "$FB_BIN/fabric-rdma" \
   "${OFI[@]}" -a --min-size 64K --max-size 1M -D 1 --margin 0 --timeout 2 -J "$T_DIR/stop.json"
 took=$(( $(date +%s) - start ))
 if [ "$T_RC" -eq 8 ] && grep -q "^fabric-rdma: .*rank 1 ($(hostname))" "$T_ERR" &&

@@ -129,12 +129,7 @@ jq_ok "killed peer: the file's fault names fbw2, exit 8 or 9 (docs/probe.md)" "$
 FB_STANDIN_IB_RATE_GBPS=20 "$th" exec fbw 1 "$rs" timeout -k 5 60 ib_write_bw -d mlx5_0 -a -n 100 -F --report_gbits \
   >"$T_DIR/srv.out" 2>&1 &
 srv=$!
-# The client connects once and gives up (perftest does not retry): wait
-# until the server listens on perftest's port, not a fixed half second.
-for _ in $(seq 1 150); do
-  "$th" exec fbw 1 ss -ltn 2>/dev/null | grep -q ':18515 ' && break
-  sleep 0.2
-done
+perftest_listening fbw 1 "$srv"
 FB_STANDIN_IB_RATE_GBPS=20 "$th" exec fbw 2 "$rs" timeout -k 5 60 ib_write_bw -d mlx5_0 -a -n 100 -F --report_gbits fbw1 \
   >"$T_DIR/wbw.out" 2>"$T_DIR/wbw.err"
 wrc=$?

@@ -78,14 +78,7 @@ perftest_pair() { # perftest_pair OUT TOOL ARGS...: the client's output in OUT
   for try in 1 2 3; do
     FB_STANDIN_IB_RATE_GBPS=${CAP:-0} "$th" exec fbv 1 "$rs" timeout -k 5 60 "$@" >"$T_DIR/server.out" 2>&1 &
     srv=$!
-    # The client connects once, with no retry ("Couldn't connect to
-    # fbv1:18515"): wait until the server listens on perftest's port, not a
-    # fixed half second a busy machine may not give it.
-    for _ in $(seq 1 300); do
-      "$th" exec fbv 1 ss -Htln 'sport = :18515' 2>/dev/null | grep -q . && break
-      kill -0 "$srv" 2>/dev/null || break
-      sleep 0.1
-    done
+    perftest_listening fbv 1 "$srv"
     FB_STANDIN_IB_RATE_GBPS=${CAP:-0} "$th" exec fbv 2 "$rs" timeout -k 5 60 "$@" fbv1 >"$out" 2>&1
     rc=$?
     wait "$srv"
