@@ -133,6 +133,58 @@ static enum fb_status parse_match(json_object *m, struct fb_match *match, const 
     return st;
 }
 
+/* "nics": {"per_node": 8, "Gbps": 400, "kind": "RoCE"} */
+static enum fb_status parse_nics(json_object *o, struct fb_nics *n, const char *path, struct fb_err *err)
+{
+    memset(n, 0, sizeof *n);
+    if (o == NULL)
+        return FB_OK;
+    if (!json_object_is_type(o, json_type_object))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"nics\" must be an object", path);
+    enum fb_status st = get_count(o, "per_node", &n->per_node, path, "nics.", err);
+    if (st == FB_OK && n->per_node == 0)
+        st = fb_fail(err, FB_ERR_INPUT, "profile %s: nics.per_node is missing", path);
+    if (st == FB_OK)
+        st = get_gbps(o, "Gbps", true, &n->gbps, path, "nics.", err);
+    if (st == FB_OK)
+        st = get_text(o, "kind", false, n->kind, sizeof n->kind, path, "nics.", err);
+    return st;
+}
+
+/* "probes": {"rdma_write": {"line_rate_Gbps": 400, "floor_Gbps": 380, "gpu_memory": true}} */
+static enum fb_status parse_probes(json_object *o, struct fb_profile *p, const char *path, struct fb_err *err)
+{
+    if (o == NULL)
+        return FB_OK;
+    if (!json_object_is_type(o, json_type_object))
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"probes\" must be an object", path);
+    json_object_object_foreach(o, key, val) {
+        if (p->nprobe == FB_PROFILE_PROBES_MAX)
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: more than %d probes", path, FB_PROFILE_PROBES_MAX);
+        struct fb_probe_expect *e = &p->probe[p->nprobe];
+        char where[64];
+        snprintf(where, sizeof where, "probes.%s.", key);
+        if (strcmp(key, "rdma_write") != 0)
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: probes.%s is not a known probe (rdma_write)", path, key);
+        if (!json_object_is_type(val, json_type_object))
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: probes.%s must be an object", path, key);
+        fb_copy(e->test, sizeof e->test, key, strlen(key));
+        enum fb_status st = get_gbps(val, "line_rate_Gbps", true, &e->line_rate, path, where, err);
+        if (st == FB_OK)
+            st = get_gbps(val, "floor_Gbps", true, &e->floor, path, where, err);
+        if (st != FB_OK)
+            return st;
+        if (e->floor > e->line_rate)
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: %sfloor_Gbps is above line_rate_Gbps", path, where);
+        json_object *gpu = fb_json_member(val, "gpu_memory");
+        if (gpu != NULL && !json_object_is_type(gpu, json_type_boolean))
+            return fb_fail(err, FB_ERR_INPUT, "profile %s: %sgpu_memory must be true or false", path, where);
+        e->gpu_memory = gpu != NULL && json_object_get_boolean(gpu);
+        p->nprobe++;
+    }
+    return FB_OK;
+}
+
 /* "sources": [{"what": "...", "ref": "..."}] joined into one line. */
 static enum fb_status parse_sources(json_object *s, char *out, size_t len, const char *path,
                                     struct fb_err *err)
@@ -166,6 +218,7 @@ enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_pr
                                 struct fb_err *err)
 {
     memset(p, 0, sizeof *p);
+    p->intra_GBps = NAN;
     fb_copy(p->path, sizeof p->path, path, strlen(path));
     if (!json_object_is_type(doc, json_type_object))
         return fb_fail(err, FB_ERR_INPUT, "profile %s: the top level is %s, not a JSON object", path, fb_json_doc_kind(doc));
@@ -195,14 +248,32 @@ enum fb_status fb_profile_parse(json_object *doc, const char *path, struct fb_pr
     if (st == FB_OK)
         st = get_text(doc, "fabric", false, p->fabric, sizeof p->fabric, path, "", err);
     if (st == FB_OK)
+        st = get_text(doc, "family", false, p->family, sizeof p->family, path, "", err);
+    if (st == FB_OK)
         st = parse_match(fb_json_member(doc, "match"), &p->match, path, err);
+    if (st == FB_OK)
+        st = parse_nics(fb_json_member(doc, "nics"), &p->nics, path, err);
+    if (st == FB_OK)
+        st = get_gbps(doc, "intra_GBps", false, &p->intra_GBps, path, "", err);
+    if (st == FB_OK)
+        st = parse_probes(fb_json_member(doc, "probes"), p, path, err);
+    json_object *per_nic = fb_json_member(doc, "per_nic");
+    if (st == FB_OK && per_nic != NULL && !json_object_is_type(per_nic, json_type_boolean))
+        st = fb_fail(err, FB_ERR_INPUT, "profile %s: \"per_nic\" must be true or false", path);
+    p->per_nic = per_nic != NULL && json_object_get_boolean(per_nic);
+    if (st == FB_OK && p->per_nic && p->nics.per_node != 1)
+        st = fb_fail(err, FB_ERR_INPUT, "profile %s: a per_nic profile describes one NIC: give \"nics\": {\"per_node\": 1, \"Gbps\": ...}", path);
     if (st == FB_OK)
         st = parse_sources(fb_json_member(doc, "sources"), p->source, sizeof p->source, path, err);
     if (st != FB_OK)
         return st;
     json_object *colls = fb_json_member(doc, "collectives");
+    /* A probe profile has only link figures; a family whose source gives
+     * its NICs but no measured figure still gives physics its bound. */
+    if (colls == NULL && (p->nprobe > 0 || (p->nics.per_node > 0 && !p->per_nic)))
+        return FB_OK;
     if (colls == NULL || !json_object_is_type(colls, json_type_object) || json_object_object_length(colls) == 0)
-        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"collectives\" must give figures for at least one collective", path);
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: \"collectives\" must give figures for at least one collective (or \"probes\" for a link, or \"nics\" for a family's hardware)", path);
     json_object_object_foreach(colls, key, val) {
         if (p->nexpect == FB_PROFILE_EXPECT_MAX)
             return fb_fail(err, FB_ERR_INPUT, "profile %s: more than %d collectives", path, FB_PROFILE_EXPECT_MAX);
@@ -380,6 +451,16 @@ void fb_profiles_names(const struct fb_profiles *ps, char *buf, size_t len)
             size_t used = strlen(buf);
             snprintf(buf + used, len - used, "%s%s", used ? ", " : "", ps->p[i].name);
         }
+}
+
+double fb_profile_nic_per_gpu(const struct fb_profile *p)
+{
+    if (p->nics.per_node == 0)
+        return NAN;
+    /* A profile of whole nodes names their GPUs; 8 is every family's
+     * count that does not. */
+    long gpus = p->match.ranks_per_node > 0 ? p->match.ranks_per_node : 8;
+    return p->nics.gbps * (double)p->nics.per_node / (double)gpus;
 }
 
 const struct fb_expect *fb_profile_expect(const struct fb_profile *p, const char *collective)

@@ -35,17 +35,41 @@ struct fb_match {
     char intra[16];   /* an intra-node transport some rank used, e.g. "NVLS" */
 };
 
+/* The NICs a node of this kind has for GPU traffic (the figures physics
+ * builds its bound from when no profile fits a run exactly). */
+struct fb_nics {
+    long per_node;  /* 0 when the profile says nothing of its NICs */
+    double gbps;    /* line rate of each, Gb/s */
+    char kind[16];  /* "IB", "RoCE", "EFA", "TCPXO", ... */
+};
+
+/* A probe figure: what one link of a given line rate carries (Gb/s). */
+struct fb_probe_expect {
+    char test[32];        /* "rdma_write" */
+    double line_rate;     /* the port speed it applies to, Gb/s */
+    double floor;         /* PASS at or above */
+    bool gpu_memory;      /* the figure is for GPU memory (GPUDirect) */
+};
+
+#define FB_PROFILE_PROBES_MAX 4
+
 struct fb_profile {
     char name[FB_PROFILE_NAME_MAX];
     long revision;
     bool target;       /* false: a symptom (e.g. TCP fallback) drawn, never checked against */
     char description[256];
     char fabric[32];   /* the network this kind of cluster is meant to use */
+    char family[32];   /* the group it is listed under ("GKE", "single node", ...) */
+    struct fb_nics nics;
+    double intra_GBps; /* one GPU's links inside a node, one direction; NAN when not given */
+    bool per_nic;      /* figures for one NIC (nics.Gbps): physics scales them, no run picks it */
     char source[1024]; /* citations, one line */
     char path[PATH_MAX];
     struct fb_match match;
     struct fb_expect expect[FB_PROFILE_EXPECT_MAX];
     int nexpect;
+    struct fb_probe_expect probe[FB_PROFILE_PROBES_MAX];
+    int nprobe;
 };
 
 struct fb_profiles {
@@ -79,6 +103,11 @@ const struct fb_profile *fb_profile_find(const struct fb_profiles *ps, const cha
 void fb_profiles_names(const struct fb_profiles *ps, char *buf, size_t len);
 
 const struct fb_expect *fb_profile_expect(const struct fb_profile *p, const char *collective);
+
+/* The line rate each GPU of a node of this kind has to itself (Gb/s): the
+ * node's NICs over its GPUs (the profile's ranks_per_node, else 8). NAN
+ * when the profile gives no NICs. */
+double fb_profile_nic_per_gpu(const struct fb_profile *p);
 
 /* Profile names are file names too: letters, digits, '.', '_', '-'. */
 bool fb_profile_name_ok(const char *name);

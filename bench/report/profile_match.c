@@ -13,6 +13,7 @@
 #include "core/jsonio.h"
 #include "core/text.h"
 #include "nccl/nccl_log.h"
+#include "report/physics.h"
 
 const char *fb_intended_net(const struct fb_result *r)
 {
@@ -105,7 +106,7 @@ bool fb_profile_applies(const struct fb_profile *p, const struct fb_result *r, c
         return snprintf(why, whylen, "no figures for %s", r->collective), false;
     if (m->gpu[0] != '\0') {
         bool gpu = r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL;
-        if (!gpu || strcasestr(r->device_name, m->gpu) == NULL)
+        if (!gpu || fb_gpu_token(r->device_name, m->gpu) == NULL)
             return snprintf(why, whylen, "GPU is not %s", m->gpu), false;
     }
     if (m->backend[0] != '\0' && (r->backend == NULL || strcmp(r->backend, m->backend) != 0))
@@ -140,7 +141,7 @@ const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const str
     char scratch[128];
     for (size_t i = 0; i < ps->n; i++) {
         const struct fb_profile *p = &ps->p[i];
-        if (!p->target || !fb_profile_applies(p, r, scratch, sizeof scratch))
+        if (!p->target || p->per_nic || !fb_profile_applies(p, r, scratch, sizeof scratch))
             continue;
         int score = criteria(&p->match);
         if (score > best_score || (score == best_score && strcmp(p->name, best->name) < 0)) {
@@ -163,7 +164,7 @@ static bool family_fits(const struct fb_profile *p, const struct fb_result *r, s
 {
     const struct fb_match *m = &p->match;
     bool gpu = r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL;
-    if (!p->target || m->gpu[0] == '\0' || !gpu || strcasestr(r->device_name, m->gpu) == NULL ||
+    if (!p->target || p->per_nic || m->gpu[0] == '\0' || !gpu || fb_gpu_token(r->device_name, m->gpu) == NULL ||
         fb_profile_expect(p, r->collective) == NULL || m->intra[0] != '\0')
         return false;
     if (m->backend[0] != '\0' && (r->backend == NULL || strcmp(r->backend, m->backend) != 0))
@@ -230,19 +231,6 @@ const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const s
     return best;
 }
 
-static const char *model_token(const char *name, char *buf, size_t len)
-{
-    /* "NVIDIA H100 80GB HBM3" -> "H100": the token that names the model. */
-    static const char *const models[] = {"GB200", "B200", "H200", "H100", "H800", "A100", "A800", "L40S", "L40", "L4", "V100", "MI300X", "MI250X"};
-    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
-        if (strcasestr(name, models[i]) != NULL) {
-            snprintf(buf, len, "%s", models[i]);
-            return buf;
-        }
-    snprintf(buf, len, "%s", name);
-    return buf;
-}
-
 static enum fb_status baseline_refusal(const struct fb_result *r, struct fb_err *err)
 {
     struct fb_summary s;
@@ -270,7 +258,7 @@ static json_object *baseline_match(const struct fb_result *r)
     json_object *m = json_object_new_object();
     if (r->device_kind != NULL && strcmp(r->device_kind, "gpu") == 0 && r->device_name != NULL) {
         char model[sizeof ((struct fb_match *)0)->gpu];
-        json_object_object_add(m, "gpu", json_object_new_string(model_token(r->device_name, model, sizeof model)));
+        json_object_object_add(m, "gpu", json_object_new_string(fb_gpu_model(r->device_name, model, sizeof model)));
     }
     if (r->backend != NULL && (strcmp(r->backend, "mpi") == 0 || strcmp(r->backend, "nccl") == 0))
         json_object_object_add(m, "backend", json_object_new_string(r->backend));

@@ -135,7 +135,7 @@ static enum fb_status fail_collective_option(const char *given, struct fb_err *e
 /* ---- check ---- */
 
 static const char check_help[] =
-    "usage: fabric-report check RESULT.json [--profile NAME] [--profiles DIR] [--json]\n"
+    "usage: fabric-report check RESULT.json [--profile NAME] [--profiles DIR] [--json] [--explain]\n"
     "       fabric-report check INTRA-NODE.json INTER-NODE.json\n"
     "         [--nccl-log FILE|DIR]... [--single-node ONE-NODE.json]\n"
     "Judges one collective result against a reference profile: the one --profile names,\n"
@@ -143,7 +143,8 @@ static const char check_help[] =
     "from the GPU model, node count and network; a run no profile describes is judged by\n"
     "physics (the TCP-fallback band) and its GPU family.\n"
     "--nccl-log reads the run's NCCL_DEBUG=INFO logs for its transport; --single-node\n"
-    "holds a multi-node run against a run of the same GPUs on one node.\n"
+    "holds a multi-node run against a run of the same GPUs on one node; --explain prints\n"
+    "the chain that decided the verdict (profile or physics rule, inputs, sources).\n"
     "Two results, the intra-node and inter-node files of one fabric-coll --split intra-inter\n"
     "launch, are judged against each other: per-GPU busBW across nodes vs inside a node.\n"
     "Exit code = verdict: 0 PASS, 20 DEGRADED, 21 TCP-FALLBACK, 22 FAIL, 23 INCOMPLETE\n"
@@ -157,7 +158,7 @@ struct check_args {
     int nprofile_dirs;
     const char *logs[LOG_ARGS_MAX];
     int nlogs;
-    int json, help;
+    int json, explain, help;
 };
 
 #define CHECK_ARG(f) offsetof(struct check_args, f)
@@ -168,6 +169,7 @@ static const struct fb_opt check_options[] = {
     {'j', "json", FB_OPT_FLAG, CHECK_ARG(json), NULL, "the verdict as a document (docs/schema/report-check.schema.json)"},
     NCCL_LOG_OPTION(struct check_args),
     {0, "single-node", FB_OPT_STRING, CHECK_ARG(single_node), "FILE", "a run of the same GPUs on one node: the figure each GPU should get across nodes"},
+    {0, "explain", FB_OPT_FLAG, CHECK_ARG(explain), NULL, "after the verdict, the chain that decided it: the profile picked and why, or the physics rule and its inputs, and the sources"},
     HELP_OPTION(struct check_args),
     FB_OPT_END,
 };
@@ -256,6 +258,8 @@ static enum fb_status judge_one(const void *args, int npaths, char **paths, stru
         } else {
             struct fb_str text = {0};
             fb_verdict_text(&v, &r, &text);
+            if (a->explain)
+                fb_verdict_explain(&v, &r, &ps, &text);
             print_str(stdout, &text);
             fb_str_free(&text);
         }

@@ -423,6 +423,23 @@ static int64_t imported_out_of_bounds(const struct fb_result *r)
     return fb_json_get_int64(fb_json_member(r->doc, "import"), "out_of_bounds", &n) && n > 0 ? n : 0;
 }
 
+/* nccl-tests' printed "# Avg bus bandwidth", which import keeps; NAN when
+ * the output had none. */
+static double printed_average(const struct fb_result *r)
+{
+    double avg = NAN;
+    if (!fb_json_get_double(fb_json_member(r->doc, "import"), "avg_bus_bandwidth_GBps", &avg) || !(avg >= 0))
+        return NAN;
+    return avg;
+}
+
+/* A block whose table was elided: the footer's average is all that is
+ * left of a run that finished. */
+static bool summary_only(const struct fb_result *r)
+{
+    return r->nrows == 0 && r->fault == NULL && !isnan(printed_average(r));
+}
+
 /* Rules 1 to 3, which need no profile. Returns true when one of them
  * decided the verdict; each that holds adds its sentence. */
 static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
@@ -463,7 +480,7 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
     /* A sweep fabric-coll ended on purpose (TCP fallback plain at 64M)
      * skipped sizes by decision: it is not an unfinished run. */
     bool short_sweep = r->sizes_planned >= 0 && r->sizes_done >= 0 && r->sizes_done < r->sizes_planned;
-    bool incomplete = !r->complete || r->nrows == 0 || (short_sweep && r->early_stop == NULL);
+    bool incomplete = !r->complete || (r->nrows == 0 && !summary_only(r)) || (short_sweep && r->early_stop == NULL);
     if (r->early_stop != NULL)
         note_early_stop(r, out);
     if (incomplete) {
@@ -639,6 +656,139 @@ static bool judge_fabric_in_use(const struct band_reading *b, struct fb_verdict 
     return true;
 }
 
+/* "1K-16G" -> 1024 and 16 GiB; false when it is not such a range. */
+static bool parse_range(const char *text, uint64_t *lo, uint64_t *hi)
+{
+    const char *dash = strchr(text, '-');
+    char first[16];
+    if (dash == NULL || dash == text || (size_t)(dash - text) >= sizeof first)
+        return false;
+    fb_copy(first, sizeof first, text, (size_t)(dash - text));
+    struct fb_err ignored = {0};
+    return fb_parse_size(first, "range", lo, &ignored) == FB_OK && fb_parse_size(dash + 1, "range", hi, &ignored) == FB_OK;
+}
+
+/* The sweep the run's printed average covers (its -b and -e); false when
+ * the header was not kept. */
+static bool run_range(const struct fb_result *r, uint64_t *lo, uint64_t *hi)
+{
+    json_object *c = fb_json_member(r->doc, "config");
+    int64_t a = 0, b = 0;
+    if (!fb_json_get_int64(c, "minbytes", &a) || !fb_json_get_int64(c, "maxbytes", &b) || a < 0 || b < a)
+        return false;
+    *lo = (uint64_t)a;
+    *hi = (uint64_t)b;
+    return true;
+}
+
+/* A summary-only block (rule 10): nccl-tests' average, all sizes and both
+ * placements, is comparable with a profile's average over the same sweep
+ * only: it is dominated by the small sizes. Floor 90 % of the profile's
+ * average, FAIL under half the floor, as for any figure; INCOMPLETE, saying
+ * what is missing, when no such average applies. */
+#define SUMMARY_FLOOR_SHARE 0.9
+
+static void judge_summary_only(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
+{
+    double avg = printed_average(r);
+    uint64_t lo = 0, hi = 0, plo = 0, phi = 0;
+    char range[48] = "a sweep whose sizes the output does not show";
+    bool shown = run_range(r, &lo, &hi);
+    if (shown) {
+        char a[16], b[16];
+        size_label(lo, a, sizeof a);
+        size_label(hi, b, sizeof b);
+        snprintf(range, sizeof range, "%s-%s", a, b);
+    }
+    v->measured = avg;
+    fb_str_addf(out, " Only nccl-tests' average was kept (%.2f GB/s over %s); the table's rows were not.", avg, range);
+    const struct fb_expect *e = v->expect;
+    bool comparable = e != NULL && !isnan(e->avg_busbw) && shown && parse_range(e->avg_range, &plo, &phi) &&
+                      plo == lo && phi == hi;
+    if (!comparable) {
+        set_verdict(v, FB_VERDICT_INCOMPLETE);
+        if (e == NULL || isnan(e->avg_busbw))
+            fb_str_addf(out, " No profile that applies gives an average for %s, so it cannot be judged: keep the table (its rows at large sizes) to judge the run.", r->collective);
+        else
+            fb_str_addf(out, " Profile %s's average (%.1f GB/s) is over %s, not over this run's %s, and averages of different sweeps differ: keep the table, or rerun with -b and -e of %s.",
+                        v->profile->name, e->avg_busbw, e->avg_range[0] ? e->avg_range : "an unstated sweep", range,
+                        e->avg_range[0] ? e->avg_range : "the profile's sweep");
+        return;
+    }
+    double floor = SUMMARY_FLOOR_SHARE * e->avg_busbw;
+    v->ratio = avg / e->avg_busbw;
+    enum fb_status band = avg >= floor ? FB_OK : avg >= floor / 2 ? FB_VERDICT_DEGRADED : FB_VERDICT_FAIL;
+    if (band == FB_VERDICT_FAIL && v->family)
+        band = FB_VERDICT_DEGRADED;
+    set_verdict(v, band);
+    fb_str_addf(out, " Against profile %s's average over the same sweep, %.1f GB/s (floor %.1f, 90 %%; FAIL under %.1f): ratio %.2f%s.",
+                v->profile->name, e->avg_busbw, floor, floor / 2, v->ratio,
+                band == FB_OK ? "" : band == FB_VERDICT_DEGRADED ? ", below the floor" : ", far below the profile");
+}
+
+/* The point physics reads: the best busBW at 64 MiB and above, where
+ * bandwidth, not latency, sets the figure; NULL when the sweep stops below. */
+static const struct fb_point *physics_point(const struct fb_point *pts, size_t npts)
+{
+    return large_peak(pts, npts);
+}
+
+/* busBW above what the nodes' NICs carry by a ring, on 2 or more nodes: a
+ * Tree or NVLS-Tree all_reduce moves each byte across the fabric once, not
+ * twice, so its busBW can reach nearly twice the NICs' figure. It is not a
+ * figure of the fabric; a Ring run is. */
+#define INFLATION_MARGIN 1.05
+
+static bool above_nic_bound(const struct fb_verdict *v, double busbw)
+{
+    const struct fb_physics *ph = &v->physics;
+    return ph->across && !isnan(ph->bound_most) && busbw > INFLATION_MARGIN * ph->bound_most;
+}
+
+static void note_inflation(const struct fb_result *r, const struct fb_verdict *v, double busbw, struct fb_str *out)
+{
+    const struct fb_physics *ph = &v->physics;
+    fb_str_addf(out, " busBW %.2f GB/s is above what the NICs of %ld such GPU%s carry by a ring (%.1f GB/s at most): not a figure of the fabric",
+                busbw, ph->gpus_per_node, ph->gpus_per_node == 1 ? "" : "s", ph->bound_most);
+    if (strcmp(r->collective, "all_reduce") == 0)
+        fb_str_addf(out, " but of NCCL's Tree or NVLS-Tree, which cross the fabric once per byte on 2 or more nodes");
+    fb_str_addf(out, "; rerun with NCCL_ALGO=Ring to judge the fabric.");
+}
+
+/* Physics when no profile describes the run: the bound a ring can reach
+ * from the hardware the run shows (physics.h). PASS at FB_PHYSICS_*_SHARE
+ * of it and above, DEGRADED below; never FAIL, since the bound is an
+ * upper limit, not a measured figure. Returns true when it decided. */
+static bool judge_physics(const struct fb_result *r, const struct fb_point *pts, size_t npts, struct fb_verdict *v,
+                          struct fb_str *out)
+{
+    const struct fb_physics *ph = &v->physics;
+    const struct fb_point *pt = physics_point(pts, npts);
+    if (isnan(ph->bound) || pt == NULL)
+        return false;
+    char at[32];
+    size_label(pt->bytes, at, sizeof at);
+    v->measured_bytes = pt->bytes;
+    v->measured = pt->best;
+    v->ratio = pt->best / ph->bound;
+    v->by_physics = true;
+    if (above_nic_bound(v, pt->best)) {
+        set_verdict(v, FB_OK);
+        fb_str_addf(out, " Physics: %s.", ph->inputs);
+        note_inflation(r, v, pt->best, out);
+        return true;
+    }
+    bool ok = pt->best >= ph->floor;
+    set_verdict(v, ok ? FB_OK : FB_VERDICT_DEGRADED);
+    fb_str_addf(out, " No profile describes this run; physics judges it: %s. busBW %.2f GB/s at %s is %.0f %% of that bound; PASS at %.1f GB/s and above (%s)%s",
+                ph->inputs, pt->best, at, 100 * v->ratio, ph->floor, ph->floor_rule, ok ? "." : ": ");
+    if (!ok && ph->across)
+        fb_str_addf(out, "the fabric carries less than its NICs allow (a GPU not PCIe-local to its NIC, no GPUDirect RDMA, a slow or misnegotiated link, fewer NICs in use than GPUs).");
+    else if (!ok)
+        fb_str_addf(out, "the GPUs' own links carry less than they allow (NVLink or xGMI degraded, P2P disabled, a container or VM hiding the topology).");
+    return true;
+}
+
 /* busBW of `pts` at `bytes`, else at the largest size below it; NAN when
  * there is none. */
 static double busbw_at(const struct fb_point *pts, size_t n, unsigned long long bytes, unsigned long long *used)
@@ -663,7 +813,7 @@ static const struct fb_expect *single_node_profile(const struct fb_result *r, co
         const struct fb_match *m = &p->match;
         const struct fb_expect *e = fb_profile_expect(p, r->collective);
         if (p->target && e != NULL && !isnan(e->busbw) && m->nodes_max == 1 && m->intra[0] == '\0' &&
-            m->gpu[0] != '\0' && strcasestr(r->device_name, m->gpu) != NULL && m->ranks_per_node == r->ranks_per_node) {
+            m->gpu[0] != '\0' && fb_gpu_token(r->device_name, m->gpu) != NULL && m->ranks_per_node == r->ranks_per_node) {
             *from = p;
             return e;
         }
@@ -774,7 +924,14 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
         fb_verdict_free(v);
         return st;
     }
+    fb_physics_read(r, ps, v->nodes, &v->physics);
     bool decided = judge_without_profile(r, v, out);
+    if (!decided && summary_only(r)) {
+        judge_summary_only(r, v, out);
+        free(pts);
+        describe_transport(r, v->nodes, out);
+        return FB_OK;
+    }
     /* A collapse makes a run that would pass (or has no profile) DEGRADED;
      * a profile's FAIL stays FAIL. A collapsed curve is judged as such, not
      * by its band. */
@@ -787,6 +944,8 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
     read_band(r, ps, pts, npts, v, &reading);
     bool band = !decided && !collapse && !v->fallback && judge_tcp_band(r, &reading, v, out);
     decided = decided || band;
+    if (!decided && v->expect == NULL && judge_physics(r, pts, npts, v, out))
+        decided = true;
     if (!decided && v->expect == NULL && judge_fabric_in_use(&reading, v, out))
         decided = true;
     if (!decided && v->expect == NULL) {
@@ -805,6 +964,8 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
         if (!decided)
             set_verdict(v, collapse && fig == FB_OK ? FB_VERDICT_DEGRADED : fig);
         note_profile_fit(r, v, out);
+        if (!isnan(v->measured) && above_nic_bound(v, v->measured) && v->profile->match.nodes_max != 1)
+            note_inflation(r, v, v->measured, out);
     } else if (npts > 0 && isnan(v->measured)) {
         v->measured_bytes = pts[npts - 1].bytes;
         v->measured = pts[npts - 1].best;
@@ -833,6 +994,7 @@ enum fb_status fb_verdict_judge(const struct fb_result *r, const struct fb_profi
 void fb_verdict_free(struct fb_verdict *v)
 {
     fb_str_free(&v->reasons);
+    fb_str_free(&v->chain);
     if (v->profile == v->own)
         v->profile = NULL;
     free(v->own);
@@ -934,4 +1096,71 @@ json_object *fb_verdict_json(const struct fb_verdict *v, const struct fb_result 
     const char *reasons = fb_str_get(&v->reasons);
     json_object_object_add(o, "reasons", json_object_new_string(reasons[0] == ' ' ? reasons + 1 : reasons));
     return o;
+}
+
+/* Why each profile of the run's GPU (every profile, when the GPU is not
+ * named) did not apply, a few at most: what --explain shows of the search. */
+#define EXPLAIN_REJECTED_MAX 8
+
+static void explain_rejected(const struct fb_result *r, const struct fb_profiles *ps, struct fb_str *out)
+{
+    int shown = 0, more = 0;
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        char why[128];
+        bool gpu_named = r->device_name != NULL && p->match.gpu[0] != '\0' && fb_gpu_token(r->device_name, p->match.gpu) != NULL;
+        if (!p->target || p->nexpect == 0 || (r->device_name != NULL && !gpu_named) || fb_profile_applies(p, r, why, sizeof why))
+            continue;
+        if (shown == EXPLAIN_REJECTED_MAX) {
+            more++;
+            continue;
+        }
+        fb_str_addf(out, "%s%s (%s)", shown ? "; " : "", p->name, why);
+        shown++;
+    }
+    if (shown == 0)
+        fb_str_addf(out, "no profile names %s", r->device_name ? r->device_name : "this run's GPU");
+    if (more > 0)
+        fb_str_addf(out, "; and %d more", more);
+}
+
+void fb_verdict_explain(const struct fb_verdict *v, const struct fb_result *r, const struct fb_profiles *ps,
+                        struct fb_str *out)
+{
+    const char *vendor = fb_gpu_vendor(r->device_name);
+    fb_str_addf(out, "how this verdict was reached:\n");
+    fb_str_addf(out, "  run: %s, %ld rank%s, ", r->collective, r->ranks, r->ranks == 1 ? "" : "s");
+    if (v->nodes > 0)
+        fb_str_addf(out, "%ld node%s", v->nodes, v->nodes == 1 ? "" : "s");
+    else
+        fb_str_addf(out, "nodes not shown");
+    if (r->ranks_per_node > 0)
+        fb_str_addf(out, " (%ld per node)", r->ranks_per_node);
+    fb_str_addf(out, ", GPU %s%s%s%s, network %s%s\n", r->device_name ? r->device_name : "not named", vendor ? " (" : "",
+                vendor ? vendor : "", vendor ? ")" : "", r->net ? r->net : "not logged",
+                r->net && r->gdr == 1 ? " with GPUDirect RDMA" : r->net && r->gdr == 0 ? " without GPUDirect RDMA" : "");
+    if (v->profile != NULL) {
+        fb_str_addf(out, "  profile: %s r%ld, %s\n", v->profile->name, v->profile->revision, v->profile_how);
+    } else {
+        fb_str_addf(out, "  profile: none applies: ");
+        explain_rejected(r, ps, out);
+        fb_str_addf(out, "\n");
+    }
+    const struct fb_physics *ph = &v->physics;
+    if (!isnan(ph->bound))
+        fb_str_addf(out, "  physics: %s; bound %.1f GB/s, floor %.1f GB/s (%s)%s\n", ph->inputs, ph->bound, ph->floor,
+                    ph->floor_rule, v->by_physics ? (ph->across ? "; it decided: PASS at the floor, DEGRADED below, above the bound not a fabric figure"
+                                                                : "; it decided: PASS at the floor, DEGRADED below")
+                                                  : "; a note beside the profile's figures");
+    else if (ph->inputs[0] != '\0')
+        fb_str_addf(out, "  physics: %s\n", ph->inputs);
+    else
+        fb_str_addf(out, "  physics: no bound (%s)\n", r->device_name == NULL ? "the GPU is not named" : "no family in the atlas gives this GPU's NICs or links for this collective");
+    if (!isnan(v->measured))
+        fb_str_addf(out, "  measured: %.2f GB/s at %llu bytes\n", v->measured, v->measured_bytes);
+    fb_str_addf(out, "  verdict: %s (exit %d)\n", v->name, (int)v->code);
+    if (v->profile != NULL)
+        fb_str_addf(out, "  source: %s\n", v->profile->source);
+    if (!isnan(ph->bound) && ph->source[0] != '\0')
+        fb_str_addf(out, "  physics source: %s\n", ph->source);
 }

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "core/status.h"
+#include "report/physics.h"
 #include "report/profile_match.h"
 #include "report/result.h"
 #include "core/text.h"
@@ -36,7 +37,10 @@ struct fb_verdict {
     bool fallback;     /* rule 2 holds, whatever verdict came first */
     long socket_ranks; /* ranks whose inter-node channels used NET/Socket */
     struct fb_summary summary;
+    struct fb_physics physics; /* the hardware's bound for the run (physics.h) */
+    bool by_physics;           /* the bound, not a profile, gave the verdict */
     struct fb_str reasons;
+    struct fb_str chain;       /* how the verdict was reached, a line a step (check --explain) */
 };
 
 /* "PASS", "DEGRADED", "TCP-FALLBACK", "FAIL"; "INCOMPLETE" for any other
@@ -69,6 +73,11 @@ void fb_verdict_free(struct fb_verdict *v);
 
 /* The headline and the paragraph, for people. */
 void fb_verdict_text(const struct fb_verdict *v, const struct fb_result *r, struct fb_str *out);
+
+/* The chain that decided the verdict: the run's facts, the profile picked
+ * and why (or why none), the physics rule and its inputs, the sources. */
+void fb_verdict_explain(const struct fb_verdict *v, const struct fb_result *r, const struct fb_profiles *ps,
+                        struct fb_str *out);
 
 /* docs/schema/report-check.schema.json */
 json_object *fb_verdict_json(const struct fb_verdict *v, const struct fb_result *r);
