@@ -24,6 +24,7 @@
 #include "nccl/nccl_log.h"
 #include "nccl/collective.h"
 #include "report/plot.h"
+#include "report/atlas.h"
 #include "report/probe_verdict.h"
 #include "report/profile_match.h"
 #include "report/result.h"
@@ -910,19 +911,21 @@ static enum fb_status cmd_transport(const struct fb_opts_ctx *ctx, int argc, cha
 /* ---- profiles ---- */
 
 static const char profiles_help[] =
-    "usage: fabric-report profiles [--json] [--profiles DIR]\n"
-    "Lists the reference profiles found and their files.\n"
+    "usage: fabric-report profiles [--json|--markdown] [--profiles DIR]\n"
+    "Lists the reference profiles found (the atlas) by family: what each says and its file;\n"
+    "--markdown prints the atlas table of docs/report.md (family, figures, source).\n"
     "Exit codes: 0 success, 1 internal error, 2 usage, 10 a profile that does not read.\n";
 
 struct profiles_args {
-    int json;
+    int json, markdown;
     const char *profile_dirs[PROFILE_DIRS_MAX];
     int nprofile_dirs;
     int help;
 };
 
 static const struct fb_opt profiles_options[] = {
-    {'j', "json", FB_OPT_FLAG, offsetof(struct profiles_args, json), NULL, "a list of name, revision, role, description and file"},
+    {'j', "json", FB_OPT_FLAG, offsetof(struct profiles_args, json), NULL, "a list of name, revision, role, family, description and file"},
+    {0, "markdown", FB_OPT_FLAG, offsetof(struct profiles_args, markdown), NULL, "the atlas as a Markdown table: family, profile, figures, source"},
     PROFILES_OPTION(struct profiles_args),
     HELP_OPTION(struct profiles_args),
     FB_OPT_END,
@@ -934,28 +937,36 @@ static enum fb_status list_profiles(const void *args, int npaths, char **paths, 
     (void)paths;
     if (npaths != 0)
         return fb_fail(err, FB_ERR_USAGE, "profiles takes no arguments");
+    if (a->json && a->markdown)
+        return fb_fail(err, FB_ERR_USAGE, "profiles: give --json or --markdown, not both");
     struct fb_profiles ps;
     enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     if (st != FB_OK)
         return st;
+    if (!a->json) {
+        struct fb_str out = {0};
+        if (a->markdown)
+            fb_atlas_markdown(&ps, &out);
+        else
+            fb_atlas_text(&ps, &out);
+        print_str(stdout, &out);
+        fb_str_free(&out);
+        fb_profiles_free(&ps);
+        return FB_OK;
+    }
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < ps.n; i++) {
         const struct fb_profile *p = &ps.p[i];
-        if (!a->json) {
-            printf("%-22s r%-2ld %-7s %s\n%-30s%s\n", p->name, p->revision, p->target ? "target" : "symptom",
-                   p->description, "", p->path);
-            continue;
-        }
         json_object *o = json_object_new_object();
         json_object_object_add(o, "name", json_object_new_string(p->name));
         json_object_object_add(o, "revision", json_object_new_int64(p->revision));
         json_object_object_add(o, "role", json_object_new_string(p->target ? "target" : "symptom"));
+        json_object_object_add(o, "family", p->family[0] ? json_object_new_string(p->family) : NULL);
         json_object_object_add(o, "description", json_object_new_string(p->description));
         json_object_object_add(o, "file", json_object_new_string(p->path));
         json_object_array_add(arr, o);
     }
-    if (a->json)
-        print_json(arr);
+    print_json(arr);
     json_object_put(arr);
     fb_profiles_free(&ps);
     return FB_OK;
