@@ -230,6 +230,7 @@ static void read_across(const struct fb_result *r, const struct fb_profiles *ps,
     ph->bound = f.least * (double)rpn / 8.0;
     ph->bound_most = f.most * (double)rpn / 8.0;
     long logged = logged_nics_per_node(r);
+    ph->logged_nics = logged;
     char logged_note[96] = "";
     if (logged > 0)
         snprintf(logged_note, sizeof logged_note, "; NCCL's log lists %ld NIC%s per node", logged, logged == 1 ? "" : "s");

@@ -27,6 +27,7 @@ struct fb_physics {
     bool across;        /* the bound is the NICs' (across nodes), else the GPU links' */
     bool nvlink_spans;  /* NVLink spans the nodes (MNNVL): no NIC bound applies */
     long nics;          /* NICs counted per node (across) */
+    long logged_nics;   /* the NICs NCCL's log lists on a node; 0 when not logged */
     double nic_gbps;    /* line rate of each, Gb/s (across) */
     long gpus_per_node; /* the ranks per node the bound is for */
     bool rpn_assumed;   /* ranks per node assumed (8), not shown by the run */

@@ -782,7 +782,10 @@ static bool judge_physics(const struct fb_result *r, const struct fb_point *pts,
     set_verdict(v, ok ? FB_OK : FB_VERDICT_DEGRADED);
     fb_str_addf(out, " No profile describes this run; physics judges it: %s. busBW %.2f GB/s at %s is %.0f %% of that bound; PASS at %.1f GB/s and above (%s)%s",
                 ph->inputs, pt->best, at, 100 * v->ratio, ph->floor, ph->floor_rule, ok ? "." : ": ");
-    if (!ok && ph->across)
+    if (!ok && ph->across && ph->logged_nics > 0 && ph->logged_nics < ph->nics)
+        fb_str_addf(out, "NCCL's log lists %ld NIC%s per node where these GPUs have %ld: the others are not attached or not visible to NCCL (NCCL_IB_HCA, the pod's RDMA devices).",
+                    ph->logged_nics, ph->logged_nics == 1 ? "" : "s", ph->nics);
+    else if (!ok && ph->across)
         fb_str_addf(out, "the fabric carries less than its NICs allow (a GPU not PCIe-local to its NIC, no GPUDirect RDMA, a slow or misnegotiated link, fewer NICs in use than GPUs).");
     else if (!ok)
         fb_str_addf(out, "the GPUs' own links carry less than they allow (NVLink or xGMI degraded, P2P disabled, a container or VM hiding the topology).");

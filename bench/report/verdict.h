@@ -8,8 +8,9 @@
  *      >= fail_below (default floor/2)           DEGRADED
  *      below                                     FAIL
  * Only rule 4 needs a reference profile; docs/report.md lists the rules
- * that judge a run no profile describes (physics, the GPU family, the same
- * GPUs on one node) and those that cap a PASS at DEGRADED. */
+ * that judge a run no profile describes (the GPU family, physics from the
+ * atlas's NICs and GPU links, the same GPUs on one node), summary-only
+ * blocks, and those that cap a PASS at DEGRADED. */
 #ifndef FB_REPORT_VERDICT_H
 #define FB_REPORT_VERDICT_H
 

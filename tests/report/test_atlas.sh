@@ -102,6 +102,16 @@ expect_verdict "MI300X, one node, at 120 GB/s: FAIL against its profile" "$T_DIR
 expect_verdict "MI355X, one node, slow: DEGRADED by its xGMI links" \
   "$FIX/mi355x_1node_slow_rccl_allreduce.txt" DEGRADED 'MI355X links of 538 GB/s'
 
+# NCCL's log lists the NICs: fewer than the GPUs have is named.
+mkdir -p "$T_DIR/onenic"
+for f in "$FB_ROOT"/tests/fixtures/report/nccl-logs/ib-gdr/*; do
+  sed 's/ \[1\]mlx5_1:1\/IB//; s#NET/IB/1/#NET/IB/0/#' "$f" >"$T_DIR/onenic/$(basename "$f")"
+done
+expect_verdict "2 H200 a node, NCCL's log lists one NIC a node: DEGRADED, the missing NIC named" \
+  "$FIX/h200_2x2_allreduce.txt" DEGRADED "NCCL's log lists 1 NIC per node where these GPUs have 2" --nccl-log "$T_DIR/onenic"
+expect_verdict "the same with both NICs logged: DEGRADED, the NICs carry less than they allow" \
+  "$FIX/h200_2x2_allreduce.txt" DEGRADED "lists 2 NICs per node.*carries less than its NICs allow" --nccl-log "$FB_ROOT/tests/fixtures/report/nccl-logs/ib-gdr"
+
 # Summary-only: judged by the average only against one over the same sweep.
 expect_verdict "summary only, no profile average: INCOMPLETE naming what is missing" \
   "$FIX/h100_2node_summary_only.txt" INCOMPLETE 'Only nccl-tests. average was kept.*keep the table'
