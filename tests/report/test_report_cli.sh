@@ -247,8 +247,8 @@ edit "$T_DIR/badprof/zero.json" "$T_DIR/badprof/zero.json.tmp" '.collectives.all
 bad "a profile with a negative figure is refused" 10 'zero.json: .*must be a number > 0' "$R" profiles --profiles "$T_DIR/badprof"
 rm -r "$T_DIR/badprof"
 expect_exit "profiles lists shipped and user profiles" 0 "$R" profiles
-expect_grep "profiles shows the user one" '^vm4 ' "$T_OUT"
-expect_grep "profiles shows a shipped one" '^gke-a3-mega-tcpxo ' "$T_OUT"
+expect_grep "profiles shows the user one" '^  vm4 ' "$T_OUT"
+expect_grep "profiles shows a shipped one" '^  gke-a3-mega-tcpxo ' "$T_OUT"
 for f in "$FB_ROOT"/results/reference/*.json; do
   check "shipped $(basename "$f") is valid against profile.schema.json" json_valid "$SCHEMA/profile.schema.json" "$f"
 done
