@@ -465,8 +465,8 @@ static enum fb_status on_meta(struct parser *p, const char *body, struct fb_err 
     }
     if (fb_starts_with(body, "nThread ")) {
         if (p->open && p->saw_header) {
-            if (!p->run.finished)
-                return fb_fail(err, FB_ERR_INPUT, "%s holds a second nccl-tests header before the first table ended: output of several processes interleaved (a binary built without MPI under mpirun?) or logs concatenated; split the file", p->name);
+            if (!p->run.finished) /* ncclt_check_one_launch refused these first */
+                return fb_fail(err, FB_INVALID, "INVALID: %s holds a second nccl-tests header before the first table ended", p->name);
             enum fb_status st = run_end(p, err);
             if (st != FB_OK)
                 return st;
@@ -591,7 +591,9 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
     if (p.log == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name);
     size_t first = out->n;
-    enum fb_status st = fb_nccl_log_feed(p.log, name, text, len, err);
+    enum fb_status st = ncclt_check_one_launch(name, text, len, err);
+    if (st == FB_OK)
+        st = fb_nccl_log_feed(p.log, name, text, len, err);
     if (st == FB_OK)
         st = parse_lines(&p, text, len, err);
     if (st == FB_OK)

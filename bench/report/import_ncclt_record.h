@@ -95,6 +95,11 @@ bool ncclt_collective_in(const char *s, char *out, size_t len);
 /* NCCL_VERSION_CODE (22105, or 2708 before 2.9) as "2.21.5". */
 void ncclt_version_from_code(long code, char *out, size_t len);
 
+/* FB_INVALID, with the diagnosis and its fix, when the text is several
+ * independent runs written into one output (import_ncclt_invalid.c);
+ * FB_OK otherwise. */
+enum fb_status ncclt_check_one_launch(const char *name, const char *text, size_t len, struct fb_err *err);
+
 /* Builds the results document; fails (FB_ERR_INPUT) when the collective
  * cannot be told. */
 enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const struct fb_import_opts *o,
