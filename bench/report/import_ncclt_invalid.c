@@ -179,7 +179,7 @@ static void on_footer(struct scan *s)
 static void scan_line(struct scan *s, char *raw)
 {
     long launcher = fb_launcher_rank(raw);
-    char *line = fb_strip_launcher_prefixes(raw);
+    char *line = ncclt_line_start(raw);
     if (strstr(line, "NCCL INFO") != NULL || strstr(line, "NCCL WARN") != NULL)
         return;
     if (strstr(line, "Test failure") != NULL || strstr(line, " failure ") != NULL) {
