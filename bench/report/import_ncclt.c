@@ -466,7 +466,7 @@ static int failure_weight(const char *line)
 static bool abort_line(const char *line)
 {
     static const char *const signs[] = {
-        "exited on signal", "MPI_ABORT was invoked", "BAD TERMINATION", "Job step aborted",
+        "exited on signal", "noticed that process rank", "MPI_ABORT was invoked", "BAD TERMINATION", "Job step aborted",
         "srun: error:", "slurmstepd: error:", "*** Process received signal ***", "Segmentation fault",
         "returned a non-zero exit code",
     };

@@ -703,7 +703,8 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
         return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of %s", r->collective, names);
     }
     /* The device lines' count, else what busBW/algBW implies, else 1. */
-    long listed = listed_ranks(r), ranks = listed > 0 ? table_ranks(r) : ranks_from_factor(r);
+    long listed = listed_ranks(r);
+    long ranks = listed > 0 ? table_ranks(r) : r->ranks_known > 0 ? r->ranks_known : ranks_from_factor(r);
     bool lone = listed == 0 && ranks == 0 && busbw_all_zero(r);
     if (lone)
         ranks = 1;
@@ -719,7 +720,9 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object *hosts = json_object_new_array();
     long rpn = 0;
     json_object *devices = devices_json(r, hosts, &rpn);
-    if (listed == 0) {
+    if (listed == 0 && r->ranks_known > 0) {
+        ncclt_warn(r, "no device lines: ranks and nodes as the results file gives them");
+    } else if (listed == 0) {
         ncclt_warn(r, "no device lines: rank count %s; nodes unknown",
                    lone ? "1, inferred from busBW 0 beside a non-zero algBW" : ranks > 0 ? "inferred from the rows (busBW/algBW, or size per count)" : "unknown, set to 1");
         if (ranks == 0)
@@ -728,9 +731,9 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     /* Hosts count nodes only when every rank is listed: an excerpt that
      * keeps the last device line shows one host of many. */
     bool all_listed = listed > 0 && (long)r->ndevs == listed;
-    long nodes = all_listed ? (long)json_object_array_length(hosts) : 0;
+    long nodes = all_listed ? (long)json_object_array_length(hosts) : r->nodes_known;
     if (!all_listed)
-        rpn = 0;
+        rpn = r->ranks_per_node_known;
     const char *cluster = o->cluster;
     if (cluster == NULL)
         cluster = r->ndevs > 0 ? r->devs[0].host : file_base(name);

@@ -43,7 +43,7 @@ struct ncclt_row_halves {
 };
 
 struct ncclt_record {
-    const char *format; /* "nccl-tests-text" or "nccl-tests-json" */
+    const char *format; /* "nccl-tests-text", "nccl-tests-json" or "rccl-tests-json" */
     char collective[32];
     char command_collective[32]; /* named by the command line echoed before the run, "" if none */
     char tool_version[32];
@@ -52,6 +52,9 @@ struct ncclt_record {
      * version  :" and "ROCm version :" lines ("" where not printed). */
     bool rccl;
     char rccl_version[64], hip_version[64], rocm_version[64];
+    /* What a results file without device lines says of the ranks (rccl-tests
+     * -Z json), 0 where unknown. */
+    long ranks_known, nodes_known, ranks_per_node_known;
     char dtype[16], op[16];
     long root;
     bool root_printed; /* the output has a root column (else root is unknown) */
