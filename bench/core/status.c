@@ -44,6 +44,7 @@ const char *fb_status_name(enum fb_status code)
     case FB_DOCTOR_WARN: return "warn";
     case FB_DOCTOR_FAIL: return "fail";
     case FB_SCAN_SUSPECTS: return "suspects";
+    case FB_INVALID: return "invalid";
     case FB_EXIT_SIGINT: return "interrupted";
     case FB_EXIT_SIGTERM: return "terminated";
     }

@@ -28,6 +28,8 @@ enum fb_status {
     FB_VERDICT_INCOMPLETE = 23,
     /* fabric-scan */
     FB_SCAN_SUSPECTS = 24, /* the scan named slow or failed nodes or links */
+    /* fabric-report import */
+    FB_INVALID = 25, /* the output is not one run's measurement (independent runs mixed, ranks that disagree) */
     /* fabric-doctor */
     FB_DOCTOR_WARN = 30,
     FB_DOCTOR_FAIL = 31,

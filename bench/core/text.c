@@ -275,6 +275,19 @@ char *fb_strip_launcher_prefixes(char *line)
     return s;
 }
 
+long fb_launcher_rank(const char *line)
+{
+    const char *s = skip_blanks((char *)line);
+    size_t n = rfc3339_len(s);
+    s = skip_blanks((char *)s + n);
+    size_t tag = mpi_tag_len(s);
+    if (tag > 0) {
+        const char *comma = memchr(s, ',', tag);
+        return comma != NULL && isdigit((unsigned char)comma[1]) ? strtol(comma + 1, NULL, 10) : -1;
+    }
+    return srun_rank_len(s) > 0 ? strtol(s, NULL, 10) : -1;
+}
+
 size_t fb_utf8_len(const unsigned char *p, size_t left)
 {
     unsigned char c = p[0];

@@ -50,6 +50,11 @@ bool fb_next_line_copy(const char *text, size_t len, size_t *pos, char *buf, siz
  * of the line. */
 char *fb_strip_launcher_prefixes(char *line);
 
+/* The rank a launcher's prefix names at the start of a line: N of Open
+ * MPI's "[1,N]<stdout>:" or of srun -l's "N: " (after a kubectl stamp or
+ * blanks); -1 when the line has neither. */
+long fb_launcher_rank(const char *line);
+
 /* Splits a line copy in place on blanks; returns the number of tokens
  * stored (at most max). */
 int fb_tokens(char *line, char **tok, int max);

@@ -23,6 +23,7 @@ struct importer {
 static const struct importer importers[] = {
     {FB_IMPORT_NCCLT_TEXT, "nccl-tests-text", fb_detect_ncclt_text, fb_import_ncclt_text},
     {FB_IMPORT_NCCLT_JSON, "nccl-tests-json", fb_detect_ncclt_json, fb_import_ncclt_json},
+    {FB_IMPORT_RCCLT_JSON, "rccl-tests-json", fb_detect_rcclt_json, fb_import_rcclt_json},
     {FB_IMPORT_PERFTEST_TEXT, "perftest-text", fb_detect_perftest_text, fb_import_perftest_text},
     {FB_IMPORT_PERFTEST_JSON, "perftest-json", fb_detect_perftest_json, fb_import_perftest_json},
 };
@@ -107,7 +108,7 @@ static enum fb_status refuse_json(const char *name, const char *text, size_t len
 {
     if (fb_import_contains(text, len, "\"fabric-bench.result\""))
         return fb_fail(err, FB_ERR_INPUT, "%s is already a fabric-bench result; nothing to import", name);
-    return fb_fail(err, FB_ERR_INPUT, "%s is JSON but neither nccl-tests -J nor perftest --out_json output", name);
+    return fb_fail(err, FB_ERR_INPUT, "%s is JSON but neither nccl-tests -J, rccl-tests -Z json nor perftest --out_json output", name);
 }
 
 enum fb_status fb_import_detect(const char *name, const char *text, size_t len,

@@ -1,7 +1,8 @@
 /* Other tools' output turned into this project's results JSON, so that years
  * of existing logs become comparable: nccl-tests text tables (the formats
  * with and without the root column, with and without the 2.19
- * "# Collective test starting" lines), nccl-tests -J JSON, and perftest
+ * "# Collective test starting" lines; rccl-tests' alike), nccl-tests -J
+ * JSON, rccl-tests' own JSON (-Z json), and perftest
  * ib_write_bw text and --out_json output. */
 #ifndef FB_REPORT_IMPORT_H
 #define FB_REPORT_IMPORT_H
@@ -16,6 +17,7 @@ enum fb_import_format {
     FB_IMPORT_AUTO,
     FB_IMPORT_NCCLT_TEXT,
     FB_IMPORT_NCCLT_JSON,
+    FB_IMPORT_RCCLT_JSON,
     FB_IMPORT_PERFTEST_TEXT,
     FB_IMPORT_PERFTEST_JSON,
 };
@@ -34,7 +36,7 @@ struct fb_import_out {
     size_t n;
 };
 
-/* "nccl-tests-text", "nccl-tests-json", "perftest-text", "perftest-json". */
+/* "nccl-tests-text", "nccl-tests-json", "rccl-tests-json", "perftest-text", "perftest-json". */
 const char *fb_import_format_name(enum fb_import_format f);
 enum fb_status fb_import_format_parse(const char *name, enum fb_import_format *f, struct fb_err *err);
 
@@ -55,6 +57,7 @@ void fb_import_out_free(struct fb_import_out *out);
  * in import.c lists them. */
 bool fb_detect_ncclt_text(const char *text, size_t len);
 bool fb_detect_ncclt_json(const char *text, size_t len);
+bool fb_detect_rcclt_json(const char *text, size_t len);
 bool fb_detect_perftest_text(const char *text, size_t len);
 bool fb_detect_perftest_json(const char *text, size_t len);
 
@@ -62,6 +65,9 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
                                     const struct fb_import_opts *o, struct fb_import_out *out,
                                     struct fb_err *err);
 enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t len,
+                                    const struct fb_import_opts *o, struct fb_import_out *out,
+                                    struct fb_err *err);
+enum fb_status fb_import_rcclt_json(const char *name, const char *text, size_t len,
                                     const struct fb_import_opts *o, struct fb_import_out *out,
                                     struct fb_err *err);
 enum fb_status fb_import_perftest_text(const char *name, const char *text, size_t len,

@@ -15,6 +15,7 @@
  * without), and keep the shell's echo of the command before the output. */
 #include <ctype.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,41 @@ static void on_version(struct parser *p, const char *line)
         ncclt_version_from_code(strtol(v, NULL, 10), p->run.nccl_version, sizeof p->run.nccl_version);
 }
 
+/* Version lines printed without "#": rccl-tests' "rccl-tests: Version
+ * develop:448c4c7" after the header, and after the device list "RCCL
+ * version : 2.22.3-develop:f5b15f2", "HIP version  : 6.3.42131-fa1d09cbd",
+ * "ROCm version : 6.3.0.0-39-ce2be3b" (newer releases); the library's own
+ * "RCCL version 2.18.3+hip6.0 ..." or "NCCL version 2.27.5+cuda12.8" under
+ * NCCL_DEBUG=VERSION. True when the line was one of them. */
+static bool on_version_line(struct parser *p, const char *s)
+{
+    static const struct {
+        const char *prefix;
+        size_t offset, cap;
+        bool rccl;
+    } keys[] = {
+        {"rccl-tests: Version", offsetof(struct ncclt_record, tool_version), sizeof p->run.tool_version, true},
+        {"RCCL version", offsetof(struct ncclt_record, rccl_version), sizeof p->run.rccl_version, true},
+        {"HIP version", offsetof(struct ncclt_record, hip_version), sizeof p->run.hip_version, true},
+        {"ROCm version", offsetof(struct ncclt_record, rocm_version), sizeof p->run.rocm_version, true},
+        {"NCCL version ", offsetof(struct ncclt_record, nccl_version), sizeof p->run.nccl_version, false},
+    };
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        if (!fb_starts_with(s, keys[k].prefix))
+            continue;
+        if (!p->open)
+            run_begin(p);
+        const char *v = s + strlen(keys[k].prefix);
+        v += strspn(v, " \t:");
+        char *field = (char *)&p->run + keys[k].offset;
+        if (field[0] == '\0')
+            fb_import_printable(field, keys[k].cap, v, strcspn(v, " \t"));
+        p->run.rccl = p->run.rccl || keys[k].rccl;
+        return true;
+    }
+    return false;
+}
+
 /* "#  Rank  0 Group  0 Pid 1234 on host device  0 [0000:1b:00] NVIDIA H100"
  * (older versions have no Group, fabric-coll prints "device - [host]"). */
 static enum fb_status on_rank(struct parser *p, const char *line, struct fb_err *err)
@@ -187,6 +223,8 @@ static enum fb_status on_rank(struct parser *p, const char *line, struct fb_err 
     for (; i < n; i++) {
         if (strcmp(tok[i], "Rank") == 0 && i + 1 < n)
             d.rank = strtol(tok[i + 1], NULL, 10);
+        else if (strcmp(tok[i], "Group") == 0 && i + 1 < n)
+            d.group = strtol(tok[i + 1], NULL, 10);
         else if (strcmp(tok[i], "on") == 0 && i + 1 < n)
             fb_copy(d.host, sizeof d.host, tok[i + 1], strlen(tok[i + 1]));
         else if (strcmp(tok[i], "device") == 0 && i + 2 < n)
@@ -414,17 +452,37 @@ static enum fb_status on_data(struct parser *p, const char *line, struct fb_err 
  * only that it failed. 0: not a failure line. */
 static int failure_weight(const char *line)
 {
-    if (strstr(line, "NCCL failure") != NULL || strstr(line, "CUDA failure") != NULL)
+    if (strstr(line, "NCCL failure") != NULL || strstr(line, "CUDA failure") != NULL ||
+        strstr(line, "HIP failure") != NULL)
         return 3;
     if (strstr(line, "NCCL WARN") != NULL)
         return 2;
     return strstr(line, "Test failure") != NULL ? 1 : 0;
 }
 
-/* The run's fault is the first of its most telling failure lines. */
+/* What a launcher or the shell prints when a process of the run died
+ * (mpirun/prterun, Open MPI's abort, srun and slurmstepd, a signal): the
+ * abort itself, said once the table stopped, when nothing names a cause. */
+static bool abort_line(const char *line)
+{
+    static const char *const signs[] = {
+        "exited on signal", "noticed that process rank", "MPI_ABORT was invoked", "BAD TERMINATION", "Job step aborted",
+        "srun: error:", "slurmstepd: error:", "*** Process received signal ***", "Segmentation fault",
+        "returned a non-zero exit code",
+    };
+    for (size_t k = 0; k < sizeof signs / sizeof *signs; k++)
+        if (strstr(line, signs[k]) != NULL)
+            return true;
+    return false;
+}
+
+/* The run's fault is the first of its most telling failure lines; an
+ * abort line counts as a WARN does, and only before the table ended. */
 static void note_failure(struct parser *p, const char *line)
 {
     int w = failure_weight(line);
+    if (w == 0 && p->open && !p->run.finished && abort_line(line))
+        w = 2;
     if (w > p->fault_weight && p->open) {
         fb_import_printable(p->run.fault, sizeof p->run.fault, line, sizeof p->run.fault - 1);
         p->fault_weight = w;
@@ -465,8 +523,8 @@ static enum fb_status on_meta(struct parser *p, const char *body, struct fb_err 
     }
     if (fb_starts_with(body, "nThread ")) {
         if (p->open && p->saw_header) {
-            if (!p->run.finished)
-                return fb_fail(err, FB_ERR_INPUT, "%s holds a second nccl-tests header before the first table ended: output of several processes interleaved (a binary built without MPI under mpirun?) or logs concatenated; split the file", p->name);
+            if (!p->run.finished) /* ncclt_check_one_launch refused these first */
+                return fb_fail(err, FB_INVALID, "INVALID: %s holds a second nccl-tests header before the first table ended", p->name);
             enum fb_status st = run_end(p, err);
             if (st != FB_OK)
                 return st;
@@ -541,7 +599,7 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
     enum fb_status st = FB_OK;
     while (st == FB_OK && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
         p->lineno++;
-        s = fb_strip_launcher_prefixes(s);
+        s = ncclt_line_start(s);
         if (strstr(s, "NCCL INFO ") != NULL)
             continue; /* fed to the log reader as a whole */
         note_failure(p, s);
@@ -552,7 +610,7 @@ static enum fb_status parse_lines(struct parser *p, const char *text, size_t len
             st = on_meta(p, s, err);
         else if (isdigit((unsigned char)s[0]))
             st = on_data(p, s, err);
-        else
+        else if (!on_version_line(p, s))
             note_command(p, s);
     }
     return st;
@@ -591,7 +649,9 @@ enum fb_status fb_import_ncclt_text(const char *name, const char *text, size_t l
     if (p.log == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name);
     size_t first = out->n;
-    enum fb_status st = fb_nccl_log_feed(p.log, name, text, len, err);
+    enum fb_status st = ncclt_check_one_launch(name, text, len, err);
+    if (st == FB_OK)
+        st = fb_nccl_log_feed(p.log, name, text, len, err);
     if (st == FB_OK)
         st = parse_lines(&p, text, len, err);
     if (st == FB_OK)

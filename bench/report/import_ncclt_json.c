@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/host.h"
+#include "nccl/collective.h"
 #include "core/jsonio.h"
 #include "nccl/dtype.h"
 #include "report/import.h"
@@ -364,6 +365,178 @@ enum fb_status fb_import_ncclt_json(const char *name, const char *text, size_t l
 bool fb_detect_ncclt_json(const char *text, size_t len)
 {
     return fb_import_looks_json(text, len) && !fb_import_contains(text, len, "\"test_info\"") &&
+           !fb_detect_rcclt_json(text, len) &&
            (fb_import_contains(text, len, "\"results\"") || fb_import_contains(text, len, "\"nccl_version\"") ||
             (fb_import_contains(text, len, "\"args\"") && fb_import_contains(text, len, "\"config\"")));
+}
+
+/* rccl-tests' own results file (-X FILE -Z json; before 2025 -x FILE -Z
+ * json), one object per placement of each size:
+ *   {"numCycle": 0, "name": "AllReduce", "nodes": 2, "ranks": 16,
+ *    "ranksPerNode": 8, "gpusPerRank": 1 (MPI builds; "gpus" without MPI),
+ *    "size": 1048576, "type": "float", "redop": "sum", "inPlace": 0,
+ *    "time": 12.345678, "algBw": 84.93, "busBw": 148.63, "wrong": "0"}
+ * in a JSON array (2025), or one object a line (2024). Numbers have six
+ * decimals (std::to_string); "wrong" is a string, "N/A" without -c.
+ * "size" is the receive buffer's bytes, which for reduce_scatter and
+ * scatter is one rank's share of the size nccl-tests' table prints. */
+struct rccl_run {
+    long ranks, nodes, per_node;
+};
+
+static enum fb_status rccl_place(struct ncclt_record *r, json_object *e, size_t i, struct fb_place *p,
+                                 struct ncclt_halves *h, const char *name, struct fb_err *err)
+{
+    static const char *const keys[] = {"time", "algBw", "busBw"};
+    struct fb_printed f[3];
+    char quoted[256];
+    for (size_t k = 0; k < 3; k++)
+        if (!strict_figure(fb_json_member(e, keys[k]), &f[k]))
+            return fb_fail(err, FB_ERR_INPUT, "%s: [%zu].%s is %s, not a finite number >= 0; the file is damaged", name, i,
+                           keys[k], quoted_member(e, keys[k], quoted, sizeof quoted));
+    memset(p, 0, sizeof *p);
+    p->present = true;
+    p->time_us = f[0].v, p->algbw_GBps = f[1].v, p->busbw_GBps = f[2].v;
+    *h = (struct ncclt_halves){f[0].half, f[1].half, f[2].half};
+    if (!strict_wrong(fb_json_member(e, "wrong"), &p->wrong))
+        return fb_fail(err, FB_ERR_INPUT, "%s: [%zu].wrong is %s, not a count or \"N/A\"; the file is damaged", name, i,
+                       quoted_member(e, "wrong", quoted, sizeof quoted));
+    (void)r;
+    return FB_OK;
+}
+
+/* The table's size and count of a result: "size" is what the receive
+ * buffer holds. */
+static bool rccl_row_size(const struct ncclt_record *r, const struct fb_collective *c, double recv, long n,
+                          struct fb_row *row)
+{
+    int t = fb_dtype_parse(r->dtype);
+    size_t esz = t >= 0 ? fb_dtype_info((enum fb_dtype)t)->size : 0;
+    if (c == NULL || esz == 0 || n < 1 || recv < 0 || recv > 1e18 || recv != floor(recv))
+        return false;
+    bool share = c == fb_collective_named("reduce_scatter") || c == fb_collective_named("scatter");
+    row->bytes = (unsigned long long)recv * (share ? (unsigned long long)n : 1);
+    row->count = c->counts((size_t)row->bytes, esz, (int)n).param;
+    return true;
+}
+
+static enum fb_status rccl_results(struct ncclt_record *r, json_object *list, const char *name,
+                                   struct rccl_run *run, struct fb_err *err)
+{
+    struct fb_row row = {0};
+    struct ncclt_row_halves halves = {{0, 0, 0}, {0, 0, 0}};
+    bool open = false;
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *e = json_object_array_get_idx(list, i);
+        if (!json_object_is_type(e, json_type_object))
+            return fb_fail(err, FB_ERR_INPUT, "%s: [%zu] is not an object; the file is damaged", name, i);
+        if (i == 0) {
+            ncclt_collective_in(string_member(e, "name") ? string_member(e, "name") : "", r->collective,
+                                sizeof r->collective);
+            copy_string(r->dtype, sizeof r->dtype, string_member(e, "type"));
+            copy_string(r->op, sizeof r->op, string_member(e, "redop"));
+            run->ranks = loose_long(e, "ranks", loose_long(e, "gpus", 0));
+            run->nodes = loose_long(e, "nodes", fb_json_member(e, "gpus") ? 1 : 0);
+            run->per_node = loose_long(e, "ranksPerNode", fb_json_member(e, "gpus") ? run->ranks : 0);
+        }
+        double size = 0;
+        struct fb_row next = {0};
+        if (!loose_number(fb_json_member(e, "size"), &size) ||
+            !rccl_row_size(r, fb_collective_named(r->collective), size, run->ranks, &next))
+            return fb_fail(err, FB_ERR_INPUT, "%s: [%zu] has no size that is a whole number of bytes of a known type and collective on a known rank count", name, i);
+        bool in_place = loose_long(e, "inPlace", 0) != 0;
+        if (open && (!in_place || row.ip.present || next.bytes != row.bytes)) {
+            enum fb_status st = ncclt_add_row(r, &row, r->iters, &halves, err);
+            if (st != FB_OK)
+                return st;
+            open = false;
+        }
+        if (!open) {
+            row = next;
+            row.run = loose_long(e, "numCycle", 0);
+            row.oop = row.ip = (struct fb_place){.wrong = -1, .time_us = NAN, .algbw_GBps = NAN, .busbw_GBps = NAN};
+            halves = (struct ncclt_row_halves){{0, 0, 0}, {0, 0, 0}};
+            open = true;
+        }
+        enum fb_status st = in_place ? rccl_place(r, e, i, &row.ip, &halves.ip, name, err)
+                                     : rccl_place(r, e, i, &row.oop, &halves.oop, name, err);
+        if (st != FB_OK)
+            return st;
+    }
+    return open ? ncclt_add_row(r, &row, r->iters, &halves, err) : FB_OK;
+}
+
+/* The 2024 form, one object a line, as the array of the 2025 form. */
+static json_object *rccl_lines_as_array(const char *name, const char *text, size_t len, struct fb_err *err)
+{
+    struct fb_str joined = {0};
+    fb_str_addn(&joined, "[", 1);
+    size_t pos = 0, n = 0;
+    const char *line = NULL;
+    bool first = true;
+    while (fb_next_line(text, len, &pos, &line, &n)) {
+        size_t lead = 0;
+        while (lead < n && (line[lead] == ' ' || line[lead] == '\t' || line[lead] == '\r'))
+            lead++;
+        if (lead == n)
+            continue;
+        if (!first)
+            fb_str_addn(&joined, ",", 1);
+        fb_str_addn(&joined, line, n);
+        first = false;
+    }
+    fb_str_addn(&joined, "]", 1);
+    json_object *doc = NULL;
+    struct fb_json_syntax why;
+    enum fb_status st = joined.oom ? fb_fail(err, FB_ERR_INTERNAL, "out of memory importing %s", name)
+                                   : fb_json_parse_text(name, fb_str_get(&joined), joined.len, &doc, &why, err);
+    fb_str_free(&joined);
+    if (st == FB_ERR_INPUT)
+        fb_fail(err, FB_ERR_INPUT, "%s: not rccl-tests JSON lines (%s)", name, json_tokener_error_desc(why.error));
+    return st == FB_OK ? doc : NULL;
+}
+
+enum fb_status fb_import_rcclt_json(const char *name, const char *text, size_t len, const struct fb_import_opts *o,
+                                    struct fb_import_out *out, struct fb_err *err)
+{
+    json_object *doc = NULL;
+    if (!fb_import_looks_json(text, len)) {
+        struct fb_json_syntax why;
+        enum fb_status st = fb_json_parse_text(name, text, len, &doc, &why, err);
+        if (st == FB_ERR_INPUT)
+            return fb_fail(err, FB_ERR_INPUT, "%s: not valid JSON (%s)", name, json_tokener_error_desc(why.error));
+        if (st != FB_OK)
+            return st;
+    } else if ((doc = rccl_lines_as_array(name, text, len, err)) == NULL) {
+        return err->code;
+    }
+    if (!json_object_is_type(doc, json_type_array) || json_object_array_length(doc) == 0) {
+        json_object_put(doc);
+        return fb_fail(err, FB_ERR_INPUT, "%s: not rccl-tests JSON (a list of results with \"busBw\" and \"inPlace\")", name);
+    }
+    struct ncclt_record r;
+    ncclt_record_init(&r, "rccl-tests-json");
+    r.layout = NCCLT_LAYOUT_JSON;
+    r.rccl = true;
+    r.finished = true; /* the file is written once the sweep ended */
+    struct rccl_run run = {0};
+    enum fb_status st = rccl_results(&r, doc, name, &run, err);
+    r.ranks_known = run.ranks, r.nodes_known = run.nodes, r.ranks_per_node_known = run.per_node;
+    json_object *result = NULL;
+    if (st == FB_OK)
+        st = ncclt_build_doc(&r, name, o, &result, err);
+    if (st == FB_OK)
+        st = fb_import_out_add(out, result, err);
+    ncclt_record_free(&r);
+    json_object_put(doc);
+    return st;
+}
+
+bool fb_detect_rcclt_json(const char *text, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
+        i++;
+    return i < len && (text[i] == '[' || text[i] == '{') && fb_import_contains(text, len, "\"busBw\"") &&
+           fb_import_contains(text, len, "\"inPlace\"");
 }

@@ -108,6 +108,14 @@ bool ncclt_collective_in(const char *s, char *out, size_t len)
     return c != NULL;
 }
 
+char *ncclt_line_start(char *line)
+{
+    static const char fnuz[] = "using FNUZ FP8 types";
+    char *s = fb_strip_launcher_prefixes(line);
+    char *glued = fb_starts_with(s, "On gfx") ? strstr(s, fnuz) : NULL;
+    return glued != NULL ? fb_strip_launcher_prefixes(glued + strlen(fnuz)) : s;
+}
+
 void ncclt_version_from_code(long code, char *out, size_t len)
 {
     if (code >= 20900)
@@ -142,6 +150,24 @@ static long listed_ranks(const struct ncclt_record *r)
     for (size_t i = 0; i < r->ndevs; i++)
         if (r->devs[i].rank + 1 > n)
             n = r->devs[i].rank + 1;
+    return n;
+}
+
+/* The ranks the table's figures are of: with NCCL_TESTS_SPLIT groups
+ * ("Group N" on the device lines), rank 0's group; else every rank listed. */
+static long table_ranks(const struct ncclt_record *r)
+{
+    long group = -1, n = 0;
+    bool split = false;
+    for (size_t i = 0; i < r->ndevs; i++) {
+        if (r->devs[i].rank == 0)
+            group = r->devs[i].group;
+        split = split || r->devs[i].group != 0;
+    }
+    if (!split || group < 0 || (long)r->ndevs != listed_ranks(r))
+        return listed_ranks(r);
+    for (size_t i = 0; i < r->ndevs; i++)
+        n += r->devs[i].group == group;
     return n;
 }
 
@@ -241,6 +267,38 @@ static json_object *rows_json(const struct ncclt_record *r)
     return rows;
 }
 
+/* The GPU's maker from its name ("AMD Instinct MI300X", "AMD Radeon AI PRO
+ * R9700", "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB"), else from the
+ * tool that listed it: rccl-tests runs on HIP devices, nccl-tests on CUDA
+ * devices. NULL for host memory. */
+static const char *gpu_vendor(const struct ncclt_record *r, const struct ncclt_device *d)
+{
+    static const char *const amd[] = {"AMD", "Instinct", "Radeon"};
+    if (d->host_memory)
+        return NULL;
+    for (size_t k = 0; k < sizeof amd / sizeof *amd; k++)
+        if (strstr(d->name, amd[k]) != NULL)
+            return "AMD";
+    if (strstr(d->name, "NVIDIA") != NULL)
+        return "NVIDIA";
+    return r->rccl ? "AMD" : "NVIDIA";
+}
+
+/* The tool that printed the output: rccl-tests when it says so or lists
+ * AMD GPUs (RCCL is the library nccl-tests' tables come from there),
+ * fabric-coll on host memory, else nccl-tests. */
+static const char *tool_name(const struct ncclt_record *r)
+{
+    if (r->ndevs > 0 && r->devs[0].host_memory)
+        return "fabric-coll";
+    for (size_t i = 0; i < r->ndevs; i++) {
+        const char *v = gpu_vendor(r, &r->devs[i]);
+        if (v != NULL && strcmp(v, "AMD") == 0)
+            return "rccl-tests";
+    }
+    return r->rccl ? "rccl-tests" : "nccl-tests";
+}
+
 static json_object *devices_json(const struct ncclt_record *r, json_object *hosts, long *ranks_per_node)
 {
     json_object *devs = json_object_new_array();
@@ -261,8 +319,11 @@ static json_object *devices_json(const struct ncclt_record *r, json_object *host
         json_object_object_add(o, "rank", json_object_new_int64(d->rank));
         json_object_object_add(o, "host", json_object_new_string(d->host));
         json_object_object_add(o, "local_rank", json_object_new_int64(local));
+        json_object_object_add(o, "group", json_object_new_int64(d->group));
         json_object_object_add(o, "kind", json_object_new_string(d->host_memory ? "cpu" : "gpu"));
         json_object_object_add(o, "name", d->name[0] ? json_object_new_string(d->name) : NULL);
+        const char *vendor = gpu_vendor(r, d);
+        json_object_object_add(o, "vendor", vendor ? json_object_new_string(vendor) : NULL);
         json_object_object_add(o, "pci_bus_id", d->bus[0] && !d->host_memory ? json_object_new_string(d->bus) : NULL);
         json_object_object_add(o, "memory_bytes", NULL);
         json_object_array_add(devs, o);
@@ -547,6 +608,44 @@ static enum fb_status settle_convention(const struct ncclt_record *r, const stru
     return fb_fail(err, first.code, "%s", first.msg);
 }
 
+/* The rank count the rows are of, when the device lines list `listed`
+ * and the rows do not follow from that many: busBW 0 at every size beside
+ * a moving algBW is one rank; else busBW/algBW inverted. 0 when the rows
+ * say nothing of it (a factor of 1, or no telling row). */
+static long ranks_the_rows_show(const struct ncclt_record *r, const struct fb_collective *c)
+{
+    if (busbw_all_zero(r))
+        return 1;
+    const struct fb_place *p = NULL;
+    return telling_row(r, &p) != NULL ? c->ranks_for_factor(p->busbw_GBps / p->algbw_GBps) : 0;
+}
+
+/* The convention of the rows on `ranks` ranks. When the device lines
+ * listed them (`listed`) and the rows are of another count instead, the
+ * table and the device list are not of one run: INVALID, not a damaged
+ * row. So is a device list that is no whole number of processes of the
+ * header's threads x GPUs. */
+static enum fb_status settle_ranks(const struct ncclt_record *r, const struct fb_collective *c, long ranks,
+                                   bool listed, const char *name, const struct convention **conv,
+                                   struct fb_err *err)
+{
+    long per_process = r->nthreads * r->ngpus, all = listed_ranks(r);
+    if (listed && r->have_config && per_process > 0 && (long)r->ndevs == all && all % per_process != 0)
+        return fb_fail(err, FB_INVALID, "INVALID: %s: the header runs %ld GPU%s per process (nThread %ld x nGpus %ld), but the device lines list %ld rank%s: the header and the device list are not of one run (outputs mixed or edited); import the run's own complete output",
+                       name, per_process, per_process == 1 ? "" : "s", r->nthreads, r->ngpus, all, all == 1 ? "" : "s");
+    struct fb_err first = {0};
+    enum fb_status st = settle_convention(r, c, ranks, name, conv, &first);
+    if (st == FB_OK || !listed)
+        return st == FB_OK ? FB_OK : fb_fail(err, first.code, "%s", first.msg);
+    long shown = ranks_the_rows_show(r, c);
+    struct fb_err other = {0};
+    if (shown <= 0 || shown == ranks || settle_convention(r, c, shown, name, conv, &other) != FB_OK)
+        return fb_fail(err, first.code, "%s", first.msg);
+    return fb_fail(err, FB_INVALID, "INVALID: %s: the device lines list %ld rank%s, but the rows are what %ld rank%s give%s for %s: the table and the device list are not of one run (outputs of several runs mixed, several 1-rank processes, or an edited file); import the run's own complete output",
+                   name, ranks, ranks == 1 ? "" : "s", shown, shown == 1 ? "" : "s",
+                   shown == 1 ? " (busBW 0 at every size)" : " (busBW/algBW at the largest size)", c->name);
+}
+
 /* Rows printed under an older convention restated as today's, said in
  * warnings: times in us, and the gathers' algBW as size / time. busBW is
  * the same figure under every rule and stays as printed. */
@@ -604,12 +703,13 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
         return fb_fail(err, FB_ERR_USAGE, "collective '%s' is not one of %s", r->collective, names);
     }
     /* The device lines' count, else what busBW/algBW implies, else 1. */
-    long listed = listed_ranks(r), ranks = listed > 0 ? listed : ranks_from_factor(r);
+    long listed = listed_ranks(r);
+    long ranks = listed > 0 ? table_ranks(r) : r->ranks_known > 0 ? r->ranks_known : ranks_from_factor(r);
     bool lone = listed == 0 && ranks == 0 && busbw_all_zero(r);
     if (lone)
         ranks = 1;
     const struct convention *conv = &conventions[0];
-    st = coll != NULL ? settle_convention(r, coll, ranks, name, &conv, err) : FB_OK;
+    st = coll != NULL ? settle_ranks(r, coll, ranks, listed > 0, name, &conv, err) : FB_OK;
     if (st != FB_OK)
         return st;
     if (coll != NULL)
@@ -620,7 +720,9 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object *hosts = json_object_new_array();
     long rpn = 0;
     json_object *devices = devices_json(r, hosts, &rpn);
-    if (listed == 0) {
+    if (listed == 0 && r->ranks_known > 0) {
+        ncclt_warn(r, "no device lines: ranks and nodes as the results file gives them");
+    } else if (listed == 0) {
         ncclt_warn(r, "no device lines: rank count %s; nodes unknown",
                    lone ? "1, inferred from busBW 0 beside a non-zero algBW" : ranks > 0 ? "inferred from the rows (busBW/algBW, or size per count)" : "unknown, set to 1");
         if (ranks == 0)
@@ -629,9 +731,9 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     /* Hosts count nodes only when every rank is listed: an excerpt that
      * keeps the last device line shows one host of many. */
     bool all_listed = listed > 0 && (long)r->ndevs == listed;
-    long nodes = all_listed ? (long)json_object_array_length(hosts) : 0;
+    long nodes = all_listed ? (long)json_object_array_length(hosts) : r->nodes_known;
     if (!all_listed)
-        rpn = 0;
+        rpn = r->ranks_per_node_known;
     const char *cluster = o->cluster;
     if (cluster == NULL)
         cluster = r->ndevs > 0 ? r->devs[0].host : file_base(name);
@@ -661,7 +763,8 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     }
     json_object_object_add(d, "fault", fault);
     json_object *tool = json_object_new_object();
-    json_object_object_add(tool, "name", json_object_new_string(r->ndevs > 0 && r->devs[0].host_memory ? "fabric-coll" : "nccl-tests"));
+    const char *tool_is = tool_name(r);
+    json_object_object_add(tool, "name", json_object_new_string(tool_is));
     json_object_object_add(tool, "version", json_object_new_string(r->tool_version[0] ? r->tool_version : "unknown"));
     json_object_object_add(tool, "invoked_as", json_object_new_string(r->invoked_as));
     json_object_object_add(d, "tool", tool);
@@ -687,7 +790,15 @@ enum fb_status ncclt_build_doc(struct ncclt_record *r, const char *name, const s
     json_object_object_add(d, "devices", devices);
     json_object *versions = json_object_new_object();
     json_object_object_add(versions, "mpi", NULL);
-    json_object_object_add(versions, "nccl", r->nccl_version[0] ? json_object_new_string(r->nccl_version) : NULL);
+    bool rccl = strcmp(tool_is, "rccl-tests") == 0;
+    json_object_object_add(versions, "nccl", r->nccl_version[0] && !rccl ? json_object_new_string(r->nccl_version) : NULL);
+    if (rccl) {
+        /* RCCL numbers its releases as NCCL's; -J's nccl_version is RCCL's then. */
+        const char *lib = r->rccl_version[0] ? r->rccl_version : r->nccl_version;
+        json_object_object_add(versions, "rccl", lib[0] ? json_object_new_string(lib) : NULL);
+        json_object_object_add(versions, "hip", r->hip_version[0] ? json_object_new_string(r->hip_version) : NULL);
+        json_object_object_add(versions, "rocm", r->rocm_version[0] ? json_object_new_string(r->rocm_version) : NULL);
+    }
     json_object_object_add(versions, "cuda_runtime", NULL);
     json_object_object_add(versions, "cuda_driver", NULL);
     json_object_object_add(d, "versions", versions);

@@ -19,6 +19,7 @@ struct ncclt_device {
     char bus[48];   /* "0000:1b:00" / "0x1b" as printed, without brackets */
     char name[96];  /* "NVIDIA H100 80GB HBM3" */
     bool host_memory; /* fabric-coll's MPI backend prints "[host] host memory" */
+    long group;       /* "Group N": the rank's color under NCCL_TESTS_SPLIT (0 without) */
 };
 
 /* Which column header a run had, which says which nccl-tests versions
@@ -42,11 +43,18 @@ struct ncclt_row_halves {
 };
 
 struct ncclt_record {
-    const char *format; /* "nccl-tests-text" or "nccl-tests-json" */
+    const char *format; /* "nccl-tests-text", "nccl-tests-json" or "rccl-tests-json" */
     char collective[32];
     char command_collective[32]; /* named by the command line echoed before the run, "" if none */
     char tool_version[32];
     char nccl_version[32];
+    /* rccl-tests: its "rccl-tests: Version" line, "RCCL version :", "HIP
+     * version  :" and "ROCm version :" lines ("" where not printed). */
+    bool rccl;
+    char rccl_version[64], hip_version[64], rocm_version[64];
+    /* What a results file without device lines says of the ranks (rccl-tests
+     * -Z json), 0 where unknown. */
+    long ranks_known, nodes_known, ranks_per_node_known;
     char dtype[16], op[16];
     long root;
     bool root_printed; /* the output has a root column (else root is unknown) */
@@ -94,6 +102,17 @@ bool ncclt_collective_in(const char *s, char *out, size_t len);
 
 /* NCCL_VERSION_CODE (22105, or 2708 before 2.9) as "2.21.5". */
 void ncclt_version_from_code(long code, char *out, size_t len);
+
+/* Where an output line's own text starts: launcher prefixes removed
+ * (fb_strip_launcher_prefixes), and the note rccl-tests prints on gfx942
+ * without a newline ("On gfx942 architecture, using FNUZ FP8 types"),
+ * which glues itself to the line after it. */
+char *ncclt_line_start(char *line);
+
+/* FB_INVALID, with the diagnosis and its fix, when the text is several
+ * independent runs written into one output (import_ncclt_invalid.c);
+ * FB_OK otherwise. */
+enum fb_status ncclt_check_one_launch(const char *name, const char *text, size_t len, struct fb_err *err);
 
 /* Builds the results document; fails (FB_ERR_INPUT) when the collective
  * cannot be told. */

@@ -67,6 +67,11 @@ struct perf_run {
     const char *units; /* "Gb/sec" or "MiB/sec" as found */
     struct perf_row *rows;
     size_t nrows;
+    /* The failure perftest printed (perftest_failure), "" when none: its
+     * lines joined, the first one's line number, the rows before it. */
+    char fault[512];
+    long fault_line;
+    size_t fault_after_rows;
 };
 
 static void run_init(struct perf_run *r)
@@ -117,6 +122,43 @@ static enum fb_status add_row(struct perf_run *r, const struct perf_row *row, do
                        name, row->bytes, row->avg_Gbps, row->msg_rate_Mpps, row->bytes,
                        row->msg_rate_Mpps * (double)row->bytes * 8e-3);
     return fb_array_append(&r->rows, &r->nrows, sizeof *row, row, "importing perftest rows", err);
+}
+
+/* A line perftest prints when the test fails (its sources, every
+ * ib_*_bw): a work completion with an error status ("Completion with
+ * error at client", "Failed status 10: wr_id 0 syndrom 0x88", and the
+ * provider's "got completion with error"), the run loop giving up ("Failed
+ * to complete run_iter_bw function successfully"), and each set-up or
+ * exchange step that could not be done ("Couldn't connect to ...",
+ * "Unable to create QP.", "Failed to exchange data between server and
+ * clients", "Problems with warm up", "ibv_query_qp failed to get ..."). */
+static bool perftest_failure(const char *s)
+{
+    static const char *const starts[] = {"Completion with error", "Failed status", "Failed to ", "Couldn't ",
+                                         "Unable to ", "Problems with "};
+    static const char *const inside[] = {"got completion with error", " failed to ", "Completion with error"};
+    for (size_t k = 0; k < sizeof starts / sizeof *starts; k++)
+        if (fb_starts_with(s, starts[k]))
+            return true;
+    for (size_t k = 0; k < sizeof inside / sizeof *inside; k++)
+        if (strstr(s, inside[k]) != NULL)
+            return true;
+    return false;
+}
+
+/* Adds a failure line to the run's fault: the first three, joined. */
+static void note_failure(struct perf_run *r, const char *s, long lineno)
+{
+    size_t used = strlen(r->fault);
+    if (used == 0) {
+        r->fault_line = lineno;
+        r->fault_after_rows = r->nrows;
+    } else if (strchr(r->fault, ';') != NULL && strchr(strchr(r->fault, ';') + 1, ';') != NULL) {
+        return;
+    }
+    char quoted[256];
+    fb_import_printable(quoted, sizeof quoted, s, 200);
+    fb_strbuf_append(r->fault, sizeof r->fault, &used, "%s%s", used ? "; " : "", quoted);
 }
 
 /* "RDMA_Write BW Test" / "RDMA_Write_BW_Test" -> "rdma_write_bw" */
@@ -252,12 +294,12 @@ static void drop_implausible(struct perf_run *r)
 
 static json_object *config_json(const struct perf_run *r)
 {
-    const struct perf_row *last = &r->rows[r->nrows - 1];
+    const struct perf_row *last = r->nrows > 0 ? &r->rows[r->nrows - 1] : NULL;
     json_object *c = json_object_new_object();
     json_object_object_add(c, "transport", json_object_new_string("rdma"));
     json_object_object_add(c, "pattern", json_object_new_string("pairs"));
-    json_object_object_add(c, "size", json_object_new_int64((int64_t)last->bytes));
-    json_object_object_add(c, "iters", json_object_new_int64((int64_t)last->iterations));
+    json_object_object_add(c, "size", last ? json_object_new_int64((int64_t)last->bytes) : NULL);
+    json_object_object_add(c, "iters", last ? json_object_new_int64((int64_t)last->iterations) : NULL);
     json_object_object_add(c, "duration", NULL);
     json_object_object_add(c, "qps", nullable_long(r->qps));
     json_object_object_add(c, "streams", NULL);
@@ -282,10 +324,23 @@ static const struct perf_row *last_measured(const struct perf_run *r)
 static json_object *summary_json(const struct perf_run *r)
 {
     const struct perf_row *last = last_measured(r);
+    if (last == NULL) { /* a failure before any size was measured */
+        json_object *s = json_object_new_object();
+        json_object_object_add(s, "links_planned", json_object_new_int(1));
+        json_object_object_add(s, "rounds_planned", json_object_new_int(1));
+        json_object_object_add(s, "measurements_planned", json_object_new_int64((int64_t)r->nrows + 1));
+        json_object_object_add(s, "measurements_done", json_object_new_int64((int64_t)r->nrows));
+        json_object_object_add(s, "reference_size_bytes", NULL);
+        json_object_object_add(s, "min_avg_Gbps", NULL);
+        json_object_object_add(s, "median_avg_Gbps", NULL);
+        json_object_object_add(s, "max_avg_Gbps", NULL);
+        json_object_object_add(s, "flagged", json_object_new_int(0));
+        return s;
+    }
     json_object *s = json_object_new_object();
     json_object_object_add(s, "links_planned", json_object_new_int(1));
     json_object_object_add(s, "rounds_planned", json_object_new_int(1));
-    json_object_object_add(s, "measurements_planned", json_object_new_int64((int64_t)r->nrows));
+    json_object_object_add(s, "measurements_planned", json_object_new_int64((int64_t)r->nrows + (r->fault[0] != '\0')));
     json_object_object_add(s, "measurements_done", json_object_new_int64((int64_t)r->nrows));
     json_object_object_add(s, "reference_size_bytes", json_object_new_int64((int64_t)(last->bytes ? last->bytes : 1)));
     json_object_object_add(s, "min_avg_Gbps", fb_json_number(last->avg_Gbps));
@@ -312,14 +367,39 @@ static void warn_unmeasured(const struct perf_run *r, json_object *warnings)
     json_object_array_add(warnings, json_object_new_string(msg));
 }
 
+/* The failure as the probe schema's fault: perftest's lines, and where
+ * they stand (the line, after which size), said by the side that printed
+ * them. */
+static json_object *fault_json(const struct perf_run *r)
+{
+    char msg[768];
+    if (r->fault_after_rows > 0)
+        snprintf(msg, sizeof msg, "perftest failed at line %ld, after the %llu-byte size: %s", r->fault_line,
+                 r->rows[r->fault_after_rows - 1].bytes, r->fault);
+    else
+        snprintf(msg, sizeof msg, "perftest failed at line %ld, before its first size: %s", r->fault_line, r->fault);
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "status", json_object_new_string(fb_status_name(FB_ERR_RUNTIME)));
+    json_object_object_add(f, "exit_code", json_object_new_int(FB_ERR_RUNTIME));
+    json_object_object_add(f, "message", json_object_new_string(msg));
+    json_object_object_add(f, "rank", json_object_new_int(0));
+    json_object_object_add(f, "host", json_object_new_string("local"));
+    json_object_object_add(f, "line", json_object_new_int64(r->fault_line));
+    json_object_object_add(f, "after_bytes", r->fault_after_rows > 0
+                                                 ? json_object_new_int64((int64_t)r->rows[r->fault_after_rows - 1].bytes)
+                                                 : NULL);
+    return f;
+}
+
 /* A probe document (docs/schema/probe.schema.json) holding one pair. */
 static enum fb_status build_doc(struct perf_run *r, const char *name, const char *format,
                                 const struct fb_import_opts *o, json_object *warnings,
                                 json_object **out, struct fb_err *err)
 {
-    if (r->nrows == 0)
+    bool failed = r->fault[0] != '\0';
+    if (r->nrows == 0 && !failed)
         return fb_fail(err, FB_ERR_INPUT, "%s holds no bandwidth lines (a latency test, or the run failed before its table)", name);
-    if (last_measured(r) == NULL)
+    if (last_measured(r) == NULL && !failed)
         return fb_fail(err, FB_ERR_INPUT, "%s: every figure of the table is 0: perftest could not calibrate its clock (\"Correlation coefficient r^2 < 0.9\" on a busy CPU); rerun it on an idle core (taskset -c N)", name);
     warn_unmeasured(r, warnings);
     char cluster[128], when[32];
@@ -330,8 +410,8 @@ static enum fb_status build_doc(struct perf_run *r, const char *name, const char
     json_object_object_add(d, "schema", json_object_new_string(FB_SCHEMA_NAME));
     json_object_object_add(d, "schema_version", json_object_new_int(FB_SCHEMA_VERSION));
     json_object_object_add(d, "kind", json_object_new_string("probe"));
-    json_object_object_add(d, "complete", json_object_new_boolean(true));
-    json_object_object_add(d, "fault", NULL);
+    json_object_object_add(d, "complete", json_object_new_boolean(!failed));
+    json_object_object_add(d, "fault", failed ? fault_json(r) : NULL);
     json_object *tool = json_object_new_object();
     json_object_object_add(tool, "name", json_object_new_string("perftest"));
     json_object_object_add(tool, "version", json_object_new_string("unknown"));
@@ -339,7 +419,7 @@ static enum fb_status build_doc(struct perf_run *r, const char *name, const char
     json_object_object_add(d, "tool", tool);
     json_object_object_add(d, "cluster", json_object_new_string(cluster));
     json_object_object_add(d, "start_time", json_object_new_string(when));
-    json_object_object_add(d, "end_time", json_object_new_string(when));
+    json_object_object_add(d, "end_time", failed ? NULL : json_object_new_string(when));
     json_object *hosts = json_object_new_array();
     json_object_array_add(hosts, json_object_new_string("local"));
     json_object_array_add(hosts, json_object_new_string("remote"));
@@ -532,8 +612,14 @@ static enum fb_status read_text(const char *name, const char *text, size_t len, 
     size_t pos = 0;
     char buf[1024], *s = NULL;
     enum fb_status st = FB_OK;
+    long lineno = 0;
     while (st == FB_OK && fb_next_line_copy(text, len, &pos, buf, sizeof buf, &s)) {
-        if (strstr(s, " BW Test") != NULL || strstr(s, "_BW_Test") != NULL) {
+        lineno++;
+        if (perftest_failure(s)) {
+            note_failure(&r, s, lineno);
+        } else if (r.fault[0] != '\0') {
+            continue; /* what follows a failure ("scnt=128, ccnt=0") measured nothing */
+        } else if (strstr(s, " BW Test") != NULL || strstr(s, "_BW_Test") != NULL) {
             test_name(s, r.test, sizeof r.test);
             r.bidirectional = strstr(s, "Bidirectional") != NULL;
         } else if (strstr(s, "CUDA") != NULL) {
@@ -562,7 +648,7 @@ static enum fb_status read_text(const char *name, const char *text, size_t len, 
         }
     }
     json_object *doc = NULL;
-    if (st == FB_OK && to_Gbps == 0)
+    if (st == FB_OK && to_Gbps == 0 && r.fault[0] == '\0')
         st = fb_fail(err, FB_ERR_INPUT, "%s has no perftest bandwidth table (no \" #bytes ... BW average\" header)", name);
     if (st == FB_OK)
         st = build_doc(&r, name, "perftest-text", o, warnings, &doc, err);
@@ -712,6 +798,8 @@ bool fb_detect_perftest_json(const char *text, size_t len)
 
 bool fb_detect_perftest_text(const char *text, size_t len)
 {
-    return !fb_import_looks_json(text, len) && fb_import_contains(text, len, "#bytes") &&
-           fb_import_contains(text, len, "#iterations");
+    /* A run that failed before its table has the header block only. */
+    return !fb_import_looks_json(text, len) &&
+           ((fb_import_contains(text, len, "#bytes") && fb_import_contains(text, len, "#iterations")) ||
+            (fb_import_contains(text, len, " BW Test") && fb_import_contains(text, len, "Number of qps")));
 }

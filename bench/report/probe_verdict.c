@@ -70,12 +70,22 @@ enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str 
     double min = NAN, median = NAN;
     fb_json_get_double(summary, "min_avg_Gbps", &min);
     fb_json_get_double(summary, "median_avg_Gbps", &median);
-    *verdict = !complete || done < planned ? FB_VERDICT_INCOMPLETE : flagged > 0 ? FB_VERDICT_DEGRADED : FB_OK;
+    /* A runtime fault (a work completion with an error, a verbs or socket
+     * call that failed) is a failure of the link, whatever the sizes
+     * before it measured; other faults (a timeout, a signal) cut it short. */
+    const char *fault_status = fb_json_get_string(fb_json_member(doc, "fault"), "status");
+    bool failed = fault_status != NULL && strcmp(fault_status, fb_status_name(FB_ERR_RUNTIME)) == 0;
+    *verdict = failed ? FB_VERDICT_FAIL
+               : !complete || done < planned ? FB_VERDICT_INCOMPLETE
+               : flagged > 0 ? FB_VERDICT_DEGRADED : FB_OK;
     fb_str_addf(text, "%s: %s probe (%s) on %s, %lld of %lld measurements\n", fb_verdict_name(*verdict),
                 transport ? transport : "?",
                 pattern ? pattern : "?", cluster ? cluster : "?", (long long)done, (long long)planned);
     struct fb_str reasons = {0};
-    if (*verdict == FB_VERDICT_INCOMPLETE) {
+    if (failed)
+        fb_str_addf(&reasons, " The probe failed: %s%s.", fb_json_get_string(fb_json_member(doc, "fault"), "message"),
+                    done > 0 ? "; what it measured before is not a verdict on the link" : "");
+    else if (*verdict == FB_VERDICT_INCOMPLETE) {
         const char *why = fb_json_get_string(fb_json_member(doc, "fault"), "message");
         fb_str_addf(&reasons, " The probe did not finish%s%s; what it measured is judged below.", why ? ": " : "",
                     why ? why : "");

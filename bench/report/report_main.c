@@ -383,15 +383,18 @@ static enum fb_status cmd_compare(const struct fb_opts_ctx *ctx, int argc, char 
 
 static const char import_help[] =
     "usage: fabric-report import FILE... [-o OUT.json|DIR/] [--cluster NAME] [--collective NAME]\n"
-    "         [--format auto|nccl-tests-text|nccl-tests-json|perftest-text|perftest-json]\n"
+    "         [--format auto|nccl-tests-text|nccl-tests-json|rccl-tests-json|perftest-text|perftest-json]\n"
     "         [--units Gbps|MBps] [--nccl-log FILE|DIR]... [--force]\n"
-    "Converts nccl-tests output (text tables old and new, -J JSON) and perftest\n"
+    "Converts nccl-tests and rccl-tests output (text tables old and new, -J JSON,\n"
+    "rccl-tests -Z json) and perftest\n"
     "ib_*_bw output (text, --out_json) into fabric-bench results JSON. One result goes\n"
     "to stdout unless -o names a file; several need -o DIR/ (one file each, named after\n"
     "its input, -2, -3 added where two inputs share a name; a file already there is\n"
     "replaced only with --force).\n"
     "--nccl-log adds the transport from the run's separate NCCL_DEBUG=INFO logs.\n"
-    "Exit codes: 0 success, 1 internal error, 2 usage, 7 -o not writable, 10 input error\n"
+    "Exit codes: 0 success, 1 internal error, 2 usage, 7 -o not writable, 10 input error,\n"
+    "25 INVALID: not one run's measurement (independent runs in one output: nccl-tests\n"
+    "built without MPI under mpirun/srun; rank counts that disagree)\n"
     "(nothing is written unless every input converts).\n";
 
 static bool is_dir(const char *path)
@@ -475,7 +478,7 @@ static const struct fb_opt import_options[] = {
     {'o', "output", FB_OPT_STRING, IMPORT_ARG(output), "OUT.json|DIR/", "write the result to this file, or each result to a file in DIR/ (default: stdout)"},
     {'c', "cluster", FB_OPT_STRING, IMPORT_ARG(cluster), "NAME", "cluster label of the results (default: the first host, else the file name)"},
     {'C', "collective", FB_OPT_STRING, IMPORT_ARG(collective), "NAME", "the collective, when the input does not say"},
-    {'f', "format", FB_OPT_STRING, IMPORT_ARG(format), "FORMAT", "auto (from the content, default), nccl-tests-text, nccl-tests-json, perftest-text or perftest-json"},
+    {'f', "format", FB_OPT_STRING, IMPORT_ARG(format), "FORMAT", "auto (from the content, default), nccl-tests-text, nccl-tests-json, rccl-tests-json, perftest-text or perftest-json"},
     {'u', "units", FB_OPT_STRING, IMPORT_ARG(units), "Gbps|MBps", "perftest --out_json units, when they cannot be inferred"},
     NCCL_LOG_OPTION(struct import_args),
     {0, "force", FB_OPT_FLAG, IMPORT_ARG(force), NULL, "replace files that exist in -o DIR/"},

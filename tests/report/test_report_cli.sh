@@ -91,7 +91,7 @@ bad "unknown command" 2 "unknown command 'verify'" "$R" verify
 mkdir -p "$T_DIR/emptydir"
 bad "empty directory" 10 'holds no collective results' "$R" compare "$T_DIR/emptydir"
 bad "different collectives" 10 'different collectives' "$R" compare "$RES/vm-mpi-allreduce-4.json" "$RES/vm-mpi-allgather-4.json"
-bad "interleaved nccl-tests tables" 10 'interleaved' "$R" import "$FIX/ncclt/nccl-tests-interleaved.txt"
+bad "interleaved nccl-tests tables are named INVALID" 25 'INVALID: .* independent 1-rank runs' "$R" import "$FIX/ncclt/nccl-tests-interleaved.txt"
 expect_exit "--help exits 0" 0 "$R" --help
 for c in check compare import plot baseline transport profiles; do
   expect_exit "$c --help exits 0" 0 "$R" "$c" --help

@@ -35,7 +35,7 @@ under_valgrind "compare mixed collectives" 10 compare "$F/results"
 under_valgrind "import nccl-tests text" 0 import "$F/ncclt/nccl-tests-two-collectives.txt" -o "$T_DIR/out/"
 under_valgrind "import nccl-tests JSON" 0 import "$F/ncclt/all_reduce_perf-J.json"
 under_valgrind "import perftest" 0 import "$F/perftest/ib_write_bw-all-sizes-roce.txt"
-under_valgrind "import interleaved tables" 10 import "$F/ncclt/nccl-tests-interleaved.txt"
+under_valgrind "import interleaved tables" 25 import "$F/ncclt/nccl-tests-interleaved.txt"
 under_valgrind "transport" 0 transport "$F/nccl-logs/ib-gdr"
 under_valgrind "transport of mixed runs" 10 transport "$F/nccl-logs/mixed-runs"
 under_valgrind "baseline" 0 baseline "$F/results/vm-mpi-allreduce-4.json" --name vg

@@ -218,8 +218,9 @@ static void test_bad_nccl_tests_text(void)
 {
     struct fb_import_out out = {0};
     struct fb_err err = {0};
-    CHECK_INT(import_file(NCCLT "nccl-tests-interleaved.txt", NULL, &out, &err), FB_ERR_INPUT);
-    CHECK_CONTAINS(err.msg, "second nccl-tests header");
+    CHECK_INT(import_file(NCCLT "nccl-tests-interleaved.txt", NULL, &out, &err), FB_INVALID);
+    CHECK_CONTAINS(err.msg, "INVALID: ");
+    CHECK_CONTAINS(err.msg, "2 independent 1-rank runs");
     CHECK_INT(out.n, 0);
     fb_err_clear(&err);
     /* Rows alone can prove the collective: sum, no root, busBW/algBW 1.5. */
