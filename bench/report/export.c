@@ -424,7 +424,7 @@ static enum fb_status read_probe(json_object *doc, const struct export_in *in, s
 {
     struct fb_str text = {0};
     enum fb_status verdict = FB_OK;
-    enum fb_status st = fb_probe_judge(doc, in->path, &text, &verdict, err);
+    enum fb_status st = fb_probe_judge(doc, in->path, in->ps, &text, &verdict, err);
     json_object *links = fb_json_member(doc, "links");
     const char *cluster = fb_json_get_string(doc, "cluster"), *transport = fb_json_get_string(doc, "transport");
     char suite[512], collective[64];

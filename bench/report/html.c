@@ -363,17 +363,13 @@ static void page_head(struct fb_str *out, const char *const *paths, int npaths, 
                          "Clusters compared</a> &middot; <a href=\"#history\">History</a></nav>\n");
 }
 
-static enum fb_status collective_sections(const struct fb_html_opts *o, const struct fb_result_set *set, struct fb_str *out, struct fb_err *err)
+static enum fb_status collective_sections(const struct fb_html_opts *o, const struct fb_profiles *ps,
+                                          const struct fb_result_set *set, struct fb_str *out, struct fb_err *err)
 {
-    struct fb_profiles ps;
-    enum fb_status st = fb_profiles_load_default(o->profile_dirs, o->nprofile_dirs, &ps, err);
-    if (st != FB_OK)
-        return st;
-    verdicts_section(set, &ps, out);
-    st = compare_section(set, o->noise, out, err);
+    verdicts_section(set, ps, out);
+    enum fb_status st = compare_section(set, o->noise, out, err);
     if (st == FB_OK)
         st = history_section(set, &o->hist, out, err);
-    fb_profiles_free(&ps);
     return st;
 }
 
@@ -391,18 +387,23 @@ static enum fb_status page_body(const char *const *paths, int npaths,
 {
     struct fb_str docs = {0};
     size_t ndocs = 0;
-    enum fb_status st = fb_html_other_docs(paths, npaths, &docs, &ndocs, err);
+    struct fb_profiles ps;
+    enum fb_status st = fb_profiles_load_default(o->profile_dirs, o->nprofile_dirs, &ps, err);
+    if (st != FB_OK)
+        return st;
+    st = fb_html_other_docs(paths, npaths, &ps, &docs, &ndocs, err);
     if (st == FB_OK && set->n == 0 && ndocs == 0)
         st = nothing_to_show(paths, npaths, err);
     if (st == FB_OK)
         page_head(out, paths, npaths, set);
     if (st == FB_OK && set->n > 0)
-        st = collective_sections(o, set, out, err);
+        st = collective_sections(o, &ps, set, out, err);
     if (st == FB_OK) {
         fb_str_addf(out, "%s", fb_str_get(&docs));
         fb_str_addf(out, "</body></html>\n");
     }
     fb_str_free(&docs);
+    fb_profiles_free(&ps);
     return st;
 }
 

@@ -9,7 +9,7 @@
 #include "report/html_svg.h"
 #include "report/probe_verdict.h"
 
-typedef void (*doc_render)(json_object *doc, const char *path, struct fb_str *out);
+typedef void (*doc_render)(json_object *doc, const char *path, const struct fb_profiles *ps, struct fb_str *out);
 
 static void cell(struct fb_str *out, const char *tag, const char *cls, const char *text)
 {
@@ -30,8 +30,9 @@ static void doc_heading(json_object *doc, const char *path, struct fb_str *out)
 }
 
 /* fabric-doctor: its summary verdict and one row per check. */
-static void render_doctor(json_object *doc, const char *path, struct fb_str *out)
+static void render_doctor(json_object *doc, const char *path, const struct fb_profiles *ps, struct fb_str *out)
 {
+    (void)ps;
     doc_heading(doc, path, out);
     json_object *summary = NULL, *checks = NULL;
     json_object_object_get_ex(doc, "summary", &summary);
@@ -59,13 +60,13 @@ static void render_doctor(json_object *doc, const char *path, struct fb_str *out
 }
 
 /* fabric-rdma: the verdict fabric-report check gives it. */
-static void render_probe(json_object *doc, const char *path, struct fb_str *out)
+static void render_probe(json_object *doc, const char *path, const struct fb_profiles *ps, struct fb_str *out)
 {
     doc_heading(doc, path, out);
     struct fb_str text = {0};
     struct fb_err err = {0};
     enum fb_status verdict = FB_OK;
-    if (fb_probe_judge(doc, path, &text, &verdict, &err) == FB_OK)
+    if (fb_probe_judge(doc, path, ps, &text, &verdict, &err) == FB_OK)
         cell(out, "pre", NULL, fb_str_get(&text));
     else
         cell(out, "p", "v-none", err.msg);
@@ -137,8 +138,9 @@ static void scan_matrix(json_object *nodes, json_object *tests, struct fb_str *o
 
 /* fabric-scan: the verdict, the nodes it named with their evidence, and
  * the node matrix. */
-static void render_scan(json_object *doc, const char *path, struct fb_str *out)
+static void render_scan(json_object *doc, const char *path, const struct fb_profiles *ps, struct fb_str *out)
 {
+    (void)ps;
     doc_heading(doc, path, out);
     json_object *nodes = fb_json_member(doc, "nodes"), *tests = fb_json_member(doc, "tests");
     json_object *summary = fb_json_member(doc, "summary");
@@ -187,6 +189,7 @@ static const struct doc_kind {
 /* One walk over the directories: each document read once, rendered into
  * the section of its kind; the sections follow in the order of doc_kinds. */
 struct doc_walk {
+    const struct fb_profiles *ps;
     struct fb_str section[NKINDS];
     size_t found; /* documents rendered */
 };
@@ -209,7 +212,7 @@ static enum fb_status visit_doc(const char *path, void *ctx, struct fb_err *err)
             fb_html_escape(out, doc_kinds[k].title);
             fb_str_addf(out, "</h2>\n");
         }
-        doc_kinds[k].render(doc, path, out);
+        doc_kinds[k].render(doc, path, w->ps, out);
         w->found++;
     }
     json_object_put(doc);
@@ -226,10 +229,10 @@ static enum fb_status visit_path(struct fb_walk *walk, const char *path, struct 
     return fb_walk_tree(walk, path, 8, false, visit_doc, w, err);
 }
 
-enum fb_status fb_html_other_docs(const char *const *paths, int npaths, struct fb_str *out, size_t *found,
-                                  struct fb_err *err)
+enum fb_status fb_html_other_docs(const char *const *paths, int npaths, const struct fb_profiles *ps,
+                                  struct fb_str *out, size_t *found, struct fb_err *err)
 {
-    struct doc_walk w = {0};
+    struct doc_walk w = {.ps = ps};
     struct fb_walk walk = {0}; /* each document once across the directories */
     enum fb_status st = FB_OK;
     for (int i = 0; i < npaths && st == FB_OK; i++)

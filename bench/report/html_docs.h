@@ -8,12 +8,13 @@
 
 #include "core/status.h"
 #include "core/text.h"
+#include "nccl/profiles.h"
 
 /* Appends a section per document kind found in `paths` (directories
  * searched, files taken as given); *found counts the documents shown.
  * FB_ERR_INPUT when a directory cannot be read. */
-enum fb_status fb_html_other_docs(const char *const *paths, int npaths, struct fb_str *out, size_t *found,
-                                  struct fb_err *err);
+enum fb_status fb_html_other_docs(const char *const *paths, int npaths, const struct fb_profiles *ps,
+                                  struct fb_str *out, size_t *found, struct fb_err *err);
 
 /* True when `path` is a file holding a document of a kind shown here
  * (doctor, probe, scan): given by name, it is not a collective result. */

@@ -63,6 +63,7 @@ struct perf_run {
     char link[16];
     long qps, tx_depth, cq_mod, mtu, gid_index, lid_local, lid_remote, cuda_device;
     bool cuda, bidirectional, server_side;
+    char gpu_name[64]; /* "[pid = 29, dev = 0] device name = [NVIDIA H200]" of a CUDA run */
     bool no_peak; /* "WARNING: BW peak won't be measured in this run." */
     const char *units; /* "Gb/sec" or "MiB/sec" as found */
     struct perf_row *rows;
@@ -219,7 +220,7 @@ static json_object *endpoint_json(const struct perf_run *r, int rank)
     json_object_object_add(mem, "numa_node", NULL);
     json_object_object_add(mem, "gpu", gpu ? nullable_long(r->cuda_device) : NULL);
     json_object_object_add(mem, "gpu_bus_id", NULL);
-    json_object_object_add(mem, "gpu_name", NULL);
+    json_object_object_add(mem, "gpu_name", gpu && r->gpu_name[0] ? json_object_new_string(r->gpu_name) : NULL);
     json_object_object_add(o, "memory", mem);
     return o;
 }
@@ -603,6 +604,17 @@ static void cut_stderr_notes(const char *text, size_t len, struct fb_str *out, i
     fb_str_addn(out, text + from, len - from);
 }
 
+/* The GPU a CUDA run wrote from: what perftest prints between the brackets
+ * of "device name = [...]", printable ASCII only. */
+static void gpu_name(const char *line, char *out, size_t len)
+{
+    const char *from = strstr(line, "device name = [") + strlen("device name = [");
+    const char *to = strchr(from, ']');
+    char raw[64];
+    fb_copy(raw, sizeof raw, from, to != NULL ? (size_t)(to - from) : strlen(from));
+    fb_ascii_printable(raw, out, len);
+}
+
 static enum fb_status read_text(const char *name, const char *text, size_t len, const struct fb_import_opts *o,
                                 json_object *warnings, struct fb_import_out *out, struct fb_err *err)
 {
@@ -622,6 +634,9 @@ static enum fb_status read_text(const char *name, const char *text, size_t len, 
         } else if (strstr(s, " BW Test") != NULL || strstr(s, "_BW_Test") != NULL) {
             test_name(s, r.test, sizeof r.test);
             r.bidirectional = strstr(s, "Bidirectional") != NULL;
+        } else if (strstr(s, "device name = [") != NULL) {
+            gpu_name(s, r.gpu_name, sizeof r.gpu_name);
+            r.cuda = true;
         } else if (strstr(s, "CUDA") != NULL) {
             r.cuda = true;
         } else if (strstr(s, "Waiting for client") != NULL) {

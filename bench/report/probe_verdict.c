@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/jsonio.h"
+#include "report/probe_profile.h"
 #include "report/verdict.h"
 
 bool fb_is_probe_doc(json_object *doc)
@@ -56,7 +57,30 @@ static void describe_suspects(json_object *suspects, struct fb_str *out)
     }
 }
 
-enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str *text,
+/* perftest's own output names no threshold, so an imported run is held to
+ * the atlas's figure for its line rate and memory, when one is known.
+ * fabric-rdma's own results carry their flags (a share of the line rate
+ * the run was given) and are judged by those. Returns true when it falls
+ * short. */
+static bool short_of_atlas(json_object *doc, const struct fb_profiles *ps, double median, struct fb_str *out)
+{
+    if (ps == NULL || fb_json_member(doc, "import") == NULL || isnan(median))
+        return false;
+    struct fb_probe_expectation x;
+    fb_probe_expectation_read(doc, ps, &x);
+    if (x.profile == NULL)
+        return false;
+    bool shortfall = median < x.expect->floor;
+    fb_str_addf(out, " Against profile %s r%ld (%s): a %.0f Gb/s link from %s memory passes at %.0f Gb/s; this one carries %.2f Gb/s, %.0f %% of its line rate (the line rate from %s)%s",
+                x.profile->name, x.profile->revision, x.profile->source, x.line_rate, x.gpu_memory ? "GPU" : "host",
+                x.expect->floor, median, 100 * median / x.line_rate, x.line_from, shortfall ? ": " : ".");
+    if (shortfall)
+        fb_str_addf(out, "%s.", x.gpu_memory ? "GPU memory crosses the PCIe path to the NIC slowly (a GPU not PCIe-local to the NIC, ACS or IOMMU redirecting peer traffic, DMA-BUF or peermem limits); compare with the same NIC from host memory"
+                                             : "the NIC carries less than its line rate (link width or speed negotiated down, MTU, too few QPs, a congested or faulty port)");
+    return shortfall;
+}
+
+enum fb_status fb_probe_judge(json_object *doc, const char *path, const struct fb_profiles *ps, struct fb_str *text,
                               enum fb_status *verdict, struct fb_err *err)
 {
     json_object *summary = fb_json_member(doc, "summary");
@@ -75,9 +99,11 @@ enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str 
      * before it measured; other faults (a timeout, a signal) cut it short. */
     const char *fault_status = fb_json_get_string(fb_json_member(doc, "fault"), "status");
     bool failed = fault_status != NULL && strcmp(fault_status, fb_status_name(FB_ERR_RUNTIME)) == 0;
+    struct fb_str atlas = {0};
+    bool shortfall = !failed && short_of_atlas(doc, ps, median, &atlas);
     *verdict = failed ? FB_VERDICT_FAIL
                : !complete || done < planned ? FB_VERDICT_INCOMPLETE
-               : flagged > 0 ? FB_VERDICT_DEGRADED : FB_OK;
+               : flagged > 0 || shortfall ? FB_VERDICT_DEGRADED : FB_OK;
     fb_str_addf(text, "%s: %s probe (%s) on %s, %lld of %lld measurements\n", fb_verdict_name(*verdict),
                 transport ? transport : "?",
                 pattern ? pattern : "?", cluster ? cluster : "?", (long long)done, (long long)planned);
@@ -96,6 +122,8 @@ enum fb_status fb_probe_judge(json_object *doc, const char *path, struct fb_str 
     describe_suspects(fb_json_member(doc, "suspects"), &reasons);
     if (!isnan(min))
         fb_str_addf(&reasons, " Slowest link %.2f Gb/s, median %.2f Gb/s at the reference size.", min, median);
+    fb_str_addf(&reasons, "%s", fb_str_get(&atlas));
+    fb_str_free(&atlas);
     fb_str_addf(text, "%s\n", fb_str_get(&reasons) + (reasons.len > 0 ? 1 : 0));
     fb_str_free(&reasons);
     return FB_OK;

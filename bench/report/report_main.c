@@ -176,18 +176,21 @@ static const struct fb_opt check_options[] = {
     FB_OPT_END,
 };
 
-/* A fabric-rdma result is judged by its flags, not against a profile. */
-/* A fabric-rdma result is judged by its flags, not against a profile;
- * takes `doc`. */
-static enum fb_status judge_probe(json_object *doc, const char *path, bool json, struct fb_err *err)
+/* A fabric-rdma result is judged by its flags (an imported perftest run
+ * by the atlas's figure for its link); takes `doc`. */
+static enum fb_status judge_probe(const struct check_args *a, json_object *doc, const char *path, struct fb_err *err)
 {
     enum fb_status verdict = FB_OK;
     struct fb_str text = {0};
-    enum fb_status st = json ? fb_fail(err, FB_ERR_USAGE, "check --json describes collective verdicts; a probe result's verdict is text (its flags are in the file)")
-                             : fb_probe_judge(doc, path, &text, &verdict, err);
+    struct fb_profiles ps = {0};
+    enum fb_status st = a->json ? fb_fail(err, FB_ERR_USAGE, "check --json describes collective verdicts; a probe result's verdict is text (its flags are in the file)")
+                                : fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
+    if (st == FB_OK)
+        st = fb_probe_judge(doc, path, &ps, &text, &verdict, err);
     if (st == FB_OK)
         print_str(stdout, &text);
     fb_str_free(&text);
+    fb_profiles_free(&ps);
     json_object_put(doc);
     return st == FB_OK ? verdict : st;
 }
@@ -227,7 +230,7 @@ static enum fb_status judge_one(const void *args, int npaths, char **paths, stru
     json_object *doc = NULL;
     struct fb_err unread = {0};
     if (fb_json_read_file(paths[0], &doc, &unread) == FB_OK && fb_is_probe_doc(doc))
-        return judge_probe(doc, paths[0], a->json, err);
+        return judge_probe(a, doc, paths[0], err);
     struct fb_profiles ps = {0};
     enum fb_status st = fb_profiles_load_default(a->profile_dirs, a->nprofile_dirs, &ps, err);
     struct fb_result r;

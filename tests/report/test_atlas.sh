@@ -123,6 +123,13 @@ sed 's/minBytes 1024 /minBytes 8 /' "$FIX/h100_2node_summary_only.txt" >"$T_DIR/
 expect_verdict "summary only over another sweep: INCOMPLETE, the ranges named" "$T_DIR/summary_range.txt" INCOMPLETE \
   'over 1K-16G, not over this run.s 8-16G' --profile gke-a3-mega-tcpxo
 
+# The atlas's link figure names itself and where the line rate came from.
+if [ -f "$ATLAS/ibwb_gke_a3ultra_h200_cuda_dmabuf.txt" ]; then
+  verdict "$ATLAS/ibwb_gke_a3ultra_h200_cuda_dmabuf.txt" >/dev/null
+  expect_grep "ib_write_bw from an H200's memory is held to a 400 Gb/s RoCE link's GPUDirect figure" \
+    'Against profile ib-write-bw-400g-gdr r1 .*passes at 360 Gb/s; this one carries 140.40 Gb/s, 35 % of its line rate \(the line rate from the RoCE NICs of every H200 family' "$T_DIR/check.out"
+fi
+
 # ---- --explain: the chain that decided ----
 verdict "$FIX/h200_1gpu_per_node_allreduce.txt" --explain >/dev/null
 for want in '^how this verdict was reached:' '^  run: all_reduce, 2 ranks, 2 nodes \(1 per node\), GPU NVIDIA H200 \(NVIDIA\)' \

@@ -122,7 +122,9 @@ if [ -f "$ATLAS/ibwb_gke_a3ultra_hostmem_completion_error.txt" ]; then
   check "  valid against probe.schema.json" json_valid "$SCHEMA/probe.schema.json" "$T_DIR/ce.json"
   expect_exit "  and check calls it FAIL" 22 "$R" check "$T_DIR/ce.json"
   expect_grep "  naming the error" 'The probe failed: .*Completion with error at client' "$T_OUT"
-  for f in ibwb_gke_a3ultra_h200_cuda_dmabuf ibwb_oci_oke_roce_q4_rdmacm ibwb_openshift_a40_cuda_dmabuf_duration; do
+  # (ibwb_gke_a3ultra_h200_cuda_dmabuf, complete too, is DEGRADED by the
+  # atlas's figure for its link: tests/report/test_atlas.sh)
+  for f in ibwb_oci_oke_roce_q4_rdmacm ibwb_openshift_a40_cuda_dmabuf_duration; do
     "$R" import "$ATLAS/$f.txt" -o "$T_DIR/$f.json" >/dev/null 2>&1
     expect_exit "$f still imports complete and judges as before" 0 "$R" check "$T_DIR/$f.json"
   done
