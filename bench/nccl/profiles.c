@@ -90,8 +90,13 @@ static enum fb_status parse_expect(json_object *o, const char *coll, bool target
         st = get_gbps(o, "avg_busbw_GBps", false, &e->avg_busbw, path, where, err);
     if (st == FB_OK)
         st = get_text(o, "avg_range", false, e->avg_range, sizeof e->avg_range, path, where, err);
+    if (st == FB_OK)
+        st = get_gbps(o, "avg_floor_GBps", false, &e->avg_floor, path, where, err);
     if (st != FB_OK)
         return st;
+    /* An average means nothing without the sweep it covers. */
+    if ((!isnan(e->avg_busbw) || !isnan(e->avg_floor)) && e->avg_range[0] == '\0')
+        return fb_fail(err, FB_ERR_INPUT, "profile %s: %savg_range must give the sweep its average covers (e.g. \"1K-16G\")", path, where);
     /* "Far below" is half the floor unless the profile says otherwise. */
     if (isnan(e->fail_below))
         e->fail_below = e->floor / 2;

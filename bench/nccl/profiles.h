@@ -24,6 +24,7 @@ struct fb_expect {
     double fail_below;           /* FAIL under this; DEGRADED between */
     double avg_busbw;            /* an average quoted by the source; NAN when none */
     char avg_range[32];          /* the sweep that average covers, e.g. "1K-16G" */
+    double avg_floor;            /* a pass line on that average (a health check's); NAN when none */
 };
 
 /* What a run must look like for a profile to apply; empty/zero = any. */

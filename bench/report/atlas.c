@@ -73,10 +73,15 @@ void fb_atlas_figures(const struct fb_profile *p, struct fb_str *out)
             figure(e->floor, out);
         }
         fb_str_addf(out, " GB/s at %s", at);
-        if (!isnan(e->avg_busbw)) {
+        if (!isnan(e->avg_busbw) || !isnan(e->avg_floor)) {
             fb_str_addf(out, " (average ");
-            figure(e->avg_busbw, out);
-            fb_str_addf(out, " over %s)", e->avg_range[0] ? e->avg_range : "its sweep");
+            if (!isnan(e->avg_busbw))
+                figure(e->avg_busbw, out);
+            if (!isnan(e->avg_floor)) {
+                fb_str_addf(out, "%s>= ", isnan(e->avg_busbw) ? "" : " / ");
+                figure(e->avg_floor, out);
+            }
+            fb_str_addf(out, " over %s)", e->avg_range);
         }
     }
     for (int i = 0; i < p->nprobe; i++) {

@@ -4,6 +4,7 @@
 #include "report/profile_match.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "core/jsonio.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "nccl/nccl_log.h"
 #include "report/physics.h"
 
@@ -228,6 +230,68 @@ const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const s
     }
     fb_str_free(&best_assumed);
     fb_str_free(&others);
+    return best;
+}
+
+bool fb_avg_range_parse(const char *text, unsigned long long *lo, unsigned long long *hi)
+{
+    const char *dash = strchr(text, '-');
+    char first[16];
+    if (dash == NULL || dash == text || (size_t)(dash - text) >= sizeof first)
+        return false;
+    fb_copy(first, sizeof first, text, (size_t)(dash - text));
+    struct fb_err ignored = {0};
+    uint64_t a = 0, b = 0;
+    if (fb_parse_size(first, "range", &a, &ignored) != FB_OK || fb_parse_size(dash + 1, "range", &b, &ignored) != FB_OK)
+        return false;
+    *lo = a;
+    *hi = b;
+    return true;
+}
+
+/* The floor convention of docs/report.md: 90 % of a typical figure. */
+#define AVG_FLOOR_SHARE 0.9
+
+double fb_expect_avg_floor(const struct fb_expect *e)
+{
+    if (!isnan(e->avg_floor))
+        return e->avg_floor;
+    return isnan(e->avg_busbw) ? NAN : AVG_FLOOR_SHARE * e->avg_busbw;
+}
+
+static bool average_covers(const struct fb_expect *e, unsigned long long lo, unsigned long long hi)
+{
+    unsigned long long plo = 0, phi = 0;
+    return e != NULL && !isnan(fb_expect_avg_floor(e)) && fb_avg_range_parse(e->avg_range, &plo, &phi) && plo == lo &&
+           phi == hi;
+}
+
+const struct fb_profile *fb_profile_with_average(const struct fb_profiles *ps, const struct fb_result *r,
+                                                 unsigned long long lo, unsigned long long hi, char *how, size_t len)
+{
+    const struct fb_profile *best = NULL;
+    bool best_family = false;
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        const struct fb_expect *e = fb_profile_expect(p, r->collective);
+        char why[128];
+        struct fb_str assumed = {0};
+        bool exact = p->target && !p->per_nic && fb_profile_applies(p, r, why, sizeof why);
+        bool family = !exact && family_fits(p, r, &assumed);
+        fb_str_free(&assumed);
+        if (!(exact || family) || !average_covers(e, lo, hi))
+            continue;
+        /* An exact fit wins over the family; among equals, the most lenient. */
+        bool better = best == NULL || (best_family && exact) ||
+                      (best_family == family && fb_expect_avg_floor(e) < fb_expect_avg_floor(fb_profile_expect(best, r->collective)));
+        if (better) {
+            best = p;
+            best_family = family;
+        }
+    }
+    if (best != NULL)
+        snprintf(how, len, "%s: the %s whose average covers this run's sweep", best_family ? "family" : "auto",
+                 best_family ? "most lenient profile of its GPU family" : "profile that applies");
     return best;
 }
 

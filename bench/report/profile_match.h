@@ -33,6 +33,22 @@ const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const str
 const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const struct fb_result *r,
                                            char *assumed, size_t len);
 
+/* "1K-16G" -> 1024 and 16 GiB: the sweep a profile's average covers;
+ * false when it is not such a range. */
+bool fb_avg_range_parse(const char *text, unsigned long long *lo, unsigned long long *hi);
+
+/* The least the average of an nccl-tests sweep must reach under profile
+ * expectation e: its pass line on the average, else 90 % of its typical
+ * average; NAN when it gives neither. */
+double fb_expect_avg_floor(const struct fb_expect *e);
+
+/* For a run of which only nccl-tests' average is known: the target profile
+ * that applies to it, or else of its family, whose average for the
+ * collective covers the same sweep (lo..hi bytes); the most lenient when
+ * several do. NULL when none; `how` says how it was picked. */
+const struct fb_profile *fb_profile_with_average(const struct fb_profiles *ps, const struct fb_result *r,
+                                                 unsigned long long lo, unsigned long long hi, char *how, size_t len);
+
 /* A result's own profile: the limit it was judged against when it was
  * measured (make demo measures one per run), kept beside it as
  * RESULT.profile.json for RESULT.json, so that every tool judging the file

@@ -453,7 +453,7 @@ static bool judge_without_profile(const struct fb_result *r, struct fb_verdict *
         decided = true;
     } else if (oob > 0) {
         set_verdict(v, FB_VERDICT_FAIL);
-        fb_str_addf(out, " nccl-tests counted %lld out-of-bounds value%s: the data path corrupts results, whatever the bandwidth.",
+        fb_str_addf(out, " nccl-tests counted %lld out-of-bounds value%s: the collective returned wrong data, so its bandwidth is not a valid measurement; the data path corrupts results.",
                     (long long)oob, oob == 1 ? "" : "s");
         decided = true;
     }
@@ -656,18 +656,6 @@ static bool judge_fabric_in_use(const struct band_reading *b, struct fb_verdict 
     return true;
 }
 
-/* "1K-16G" -> 1024 and 16 GiB; false when it is not such a range. */
-static bool parse_range(const char *text, uint64_t *lo, uint64_t *hi)
-{
-    const char *dash = strchr(text, '-');
-    char first[16];
-    if (dash == NULL || dash == text || (size_t)(dash - text) >= sizeof first)
-        return false;
-    fb_copy(first, sizeof first, text, (size_t)(dash - text));
-    struct fb_err ignored = {0};
-    return fb_parse_size(first, "range", lo, &ignored) == FB_OK && fb_parse_size(dash + 1, "range", hi, &ignored) == FB_OK;
-}
-
 /* The sweep the run's printed average covers (its -b and -e); false when
  * the header was not kept. */
 static bool run_range(const struct fb_result *r, uint64_t *lo, uint64_t *hi)
@@ -681,17 +669,17 @@ static bool run_range(const struct fb_result *r, uint64_t *lo, uint64_t *hi)
     return true;
 }
 
-/* A summary-only block (rule 10): nccl-tests' average, all sizes and both
+/* A summary-only block (rule 11): nccl-tests' average, all sizes and both
  * placements, is comparable with a profile's average over the same sweep
- * only: it is dominated by the small sizes. Floor 90 % of the profile's
- * average, FAIL under half the floor, as for any figure; INCOMPLETE, saying
- * what is missing, when no such average applies. */
-#define SUMMARY_FLOOR_SHARE 0.9
-
-static void judge_summary_only(const struct fb_result *r, struct fb_verdict *v, struct fb_str *out)
+ * only, as it is dominated by the small sizes. PASS at the profile's pass
+ * line on that average (else 90 % of its typical average), FAIL under half
+ * of it (DEGRADED when the profile is the family's); INCOMPLETE, saying
+ * what is missing, when no profile has such an average. */
+static void judge_summary_only(const struct fb_result *r, const struct fb_profiles *ps, struct fb_verdict *v,
+                               struct fb_str *out)
 {
     double avg = printed_average(r);
-    uint64_t lo = 0, hi = 0, plo = 0, phi = 0;
+    uint64_t lo = 0, hi = 0;
     char range[48] = "a sweep whose sizes the output does not show";
     bool shown = run_range(r, &lo, &hi);
     if (shown) {
@@ -702,27 +690,44 @@ static void judge_summary_only(const struct fb_result *r, struct fb_verdict *v, 
     }
     v->measured = avg;
     fb_str_addf(out, " Only nccl-tests' average was kept (%.2f GB/s over %s); the table's rows were not.", avg, range);
-    const struct fb_expect *e = v->expect;
-    bool comparable = e != NULL && !isnan(e->avg_busbw) && shown && parse_range(e->avg_range, &plo, &phi) &&
+    /* A profile named (or kept beside the run) is the one; else the one of
+     * the run or its family whose average covers this sweep. */
+    const struct fb_profile *p = v->profile;
+    if (shown && (v->auto_picked || v->family || p == NULL) && v->profile != v->own) {
+        char how[sizeof v->profile_how];
+        const struct fb_profile *with = fb_profile_with_average(ps, r, lo, hi, how, sizeof how);
+        if (with != NULL) {
+            p = v->profile = with;
+            v->expect = fb_profile_expect(with, r->collective);
+            v->family = strncmp(how, "family", 6) == 0;
+            v->auto_picked = true;
+            snprintf(v->profile_how, sizeof v->profile_how, "%s", how);
+        }
+    }
+    const struct fb_expect *e = p != NULL ? fb_profile_expect(p, r->collective) : NULL;
+    unsigned long long plo = 0, phi = 0;
+    bool comparable = e != NULL && !isnan(fb_expect_avg_floor(e)) && shown && fb_avg_range_parse(e->avg_range, &plo, &phi) &&
                       plo == lo && phi == hi;
     if (!comparable) {
         set_verdict(v, FB_VERDICT_INCOMPLETE);
-        if (e == NULL || isnan(e->avg_busbw))
+        if (e == NULL || isnan(fb_expect_avg_floor(e)))
             fb_str_addf(out, " No profile that applies gives an average for %s, so it cannot be judged: keep the table (its rows at large sizes) to judge the run.", r->collective);
         else
-            fb_str_addf(out, " Profile %s's average (%.1f GB/s) is over %s, not over this run's %s, and averages of different sweeps differ: keep the table, or rerun with -b and -e of %s.",
-                        v->profile->name, e->avg_busbw, e->avg_range[0] ? e->avg_range : "an unstated sweep", range,
-                        e->avg_range[0] ? e->avg_range : "the profile's sweep");
+            fb_str_addf(out, " Profile %s's average is over %s, not over this run's %s, and averages of different sweeps differ: keep the table, or rerun with -b and -e of %s.",
+                        p->name, e->avg_range, range, e->avg_range);
         return;
     }
-    double floor = SUMMARY_FLOOR_SHARE * e->avg_busbw;
-    v->ratio = avg / e->avg_busbw;
+    double floor = fb_expect_avg_floor(e);
+    v->ratio = avg / floor;
     enum fb_status band = avg >= floor ? FB_OK : avg >= floor / 2 ? FB_VERDICT_DEGRADED : FB_VERDICT_FAIL;
     if (band == FB_VERDICT_FAIL && v->family)
         band = FB_VERDICT_DEGRADED;
     set_verdict(v, band);
-    fb_str_addf(out, " Against profile %s's average over the same sweep, %.1f GB/s (floor %.1f, 90 %%; FAIL under %.1f): ratio %.2f%s.",
-                v->profile->name, e->avg_busbw, floor, floor / 2, v->ratio,
+    fb_str_addf(out, " Against profile %s's average over the same sweep: ", p->name);
+    if (!isnan(e->avg_busbw))
+        fb_str_addf(out, "typical %.1f GB/s, ", e->avg_busbw);
+    fb_str_addf(out, "PASS at %.1f GB/s (%s), FAIL under %.1f: ratio %.2f%s.", floor,
+                isnan(e->avg_floor) ? "90 % of the typical" : "its source's pass line", floor / 2, v->ratio,
                 band == FB_OK ? "" : band == FB_VERDICT_DEGRADED ? ", below the floor" : ", far below the profile");
 }
 
@@ -930,7 +935,7 @@ enum fb_status fb_verdict_judge_with(const struct fb_result *r, const struct fb_
     fb_physics_read(r, ps, v->nodes, &v->physics);
     bool decided = judge_without_profile(r, v, out);
     if (!decided && summary_only(r)) {
-        judge_summary_only(r, v, out);
+        judge_summary_only(r, ps, v, out);
         free(pts);
         describe_transport(r, v->nodes, out);
         return FB_OK;

@@ -113,15 +113,25 @@ expect_verdict "the same with both NICs logged: DEGRADED, the NICs carry less th
   "$FIX/h200_2x2_allreduce.txt" DEGRADED "lists 2 NICs per node.*carries less than its NICs allow" --nccl-log "$FB_ROOT/tests/fixtures/report/nccl-logs/ib-gdr"
 
 # Summary-only: judged by the average only against one over the same sweep.
-expect_verdict "summary only, no profile average: INCOMPLETE naming what is missing" \
-  "$FIX/h100_2node_summary_only.txt" INCOMPLETE 'Only nccl-tests. average was kept.*keep the table'
-expect_verdict "summary only against a3-mega's 1K-16G average: PASS" \
-  "$FIX/h100_2node_summary_only.txt" PASS 'average over the same sweep, 100.0 GB/s' --profile gke-a3-mega-tcpxo
+expect_verdict "summary only: the family's average over the same sweep (a3-mega, 1K-16G): PASS" \
+  "$FIX/h100_2node_summary_only.txt" PASS "gke-a3-mega-tcpxo.s average over the same sweep: typical 100.0 GB/s, PASS at 90.0"
+sed 's/all_reduce_perf/broadcast_perf/' "$FIX/h100_2node_summary_only.txt" >"$T_DIR/summary_bcast.txt"
+expect_verdict "summary only, no profile gives an average: INCOMPLETE naming what is missing" \
+  "$T_DIR/summary_bcast.txt" INCOMPLETE "Only nccl-tests' average was kept.*keep the table"
 sed 's/^# Avg bus bandwidth .*/# Avg bus bandwidth    : 31.5 /' "$FIX/h100_2node_summary_only.txt" >"$T_DIR/summary_slow.txt"
-expect_verdict "summary only far below the average: FAIL" "$T_DIR/summary_slow.txt" FAIL 'far below the profile' --profile gke-a3-mega-tcpxo
+expect_verdict "summary only far below a named profile's average: FAIL" "$T_DIR/summary_slow.txt" FAIL 'far below the profile' --profile gke-a3-mega-tcpxo
+expect_verdict "summary only far below the family's average: DEGRADED, not FAIL" "$T_DIR/summary_slow.txt" DEGRADED 'below the floor'
 sed 's/minBytes 1024 /minBytes 8 /' "$FIX/h100_2node_summary_only.txt" >"$T_DIR/summary_range.txt"
 expect_verdict "summary only over another sweep: INCOMPLETE, the ranges named" "$T_DIR/summary_range.txt" INCOMPLETE \
   'over 1K-16G, not over this run.s 8-16G' --profile gke-a3-mega-tcpxo
+# A health check's pass line on the average: cluster-health-scanner's
+# a3-ultra all_gather over 2G-8G.
+sed 's/all_reduce_perf/all_gather_perf/; s/minBytes 1024 maxBytes 17179869184/minBytes 2147483648 maxBytes 8589934592/; s/NVIDIA H100 80GB HBM3/NVIDIA H200/; s/^# Avg bus bandwidth .*/# Avg bus bandwidth    : 281.2 /' \
+  "$FIX/h100_2node_summary_only.txt" >"$T_DIR/summary_a3u.txt"
+expect_verdict "summary only, a3-ultra all_gather over 2G-8G at 281: PASS at its health check's line" \
+  "$T_DIR/summary_a3u.txt" PASS "profile gke-a3-ultra's average over the same sweep: PASS at 250.0 GB/s \(its source's pass line\)"
+sed 's/^# Avg bus bandwidth .*/# Avg bus bandwidth    : 180.4 /' "$T_DIR/summary_a3u.txt" >"$T_DIR/summary_a3u_slow.txt"
+expect_verdict "summary only, a3-ultra all_gather at 180: DEGRADED" "$T_DIR/summary_a3u_slow.txt" DEGRADED 'ratio 0.72, below the floor'
 
 # The atlas's link figure names itself and where the line rate came from.
 if [ -f "$ATLAS/ibwb_gke_a3ultra_h200_cuda_dmabuf.txt" ]; then
