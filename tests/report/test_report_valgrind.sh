@@ -40,6 +40,12 @@ under_valgrind "transport" 0 transport "$F/nccl-logs/ib-gdr"
 under_valgrind "transport of mixed runs" 10 transport "$F/nccl-logs/mixed-runs"
 under_valgrind "baseline" 0 baseline "$F/results/vm-mpi-allreduce-4.json" --name vg
 under_valgrind "profiles" 0 profiles --json
+under_valgrind "profiles by family" 0 profiles
+under_valgrind "profiles --markdown" 0 profiles --markdown
+"$R" import "$F/atlas/h200_1gpu_per_node_allreduce.txt" -o "$T_DIR/h200.json" >/dev/null 2>&1
+under_valgrind "check by physics, --explain" 20 check "$T_DIR/h200.json" --explain
+"$R" import "$F/atlas/h100_2node_summary_only.txt" -o "$T_DIR/summary.json" >/dev/null 2>&1
+under_valgrind "check a summary-only block" 0 check "$T_DIR/summary.json"
 if command -v gnuplot >/dev/null; then
   under_valgrind "plot" 0 plot "$F/results/gke-tcpxo-allreduce.json" -o "$T_DIR/p.png"
 fi
