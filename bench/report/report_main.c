@@ -628,7 +628,8 @@ static const char plot_help[] =
     "         [--no-auto-profile] [--size WxH] [--title TEXT] [--logy] [--script FILE.gp]\n"
     "         [--collective NAME] [--latest] [--profiles DIR]\n"
     "busBW vs message size (log2 x axis), one curve per result, the typical (dashed) and\n"
-    "floor (dotted) lines of each named or auto-picked profile. Needs gnuplot.\n"
+    "floor (dotted) lines of each named profile, or of the one check judges each result by\n"
+    "(its own, picked, its GPU family's, or the bound physics gives). Needs gnuplot.\n"
     "Exit codes: 0 written, 1 internal error, 2 usage, 5 gnuplot not installed, 7 -o not\n"
     "writable, 8 gnuplot timed out (FABRIC_PLOT_TIMEOUT, default 60 s), 9 gnuplot failed\n"
     "or warned, 10 input error (a result with no rows to draw, too).\n";
@@ -658,21 +659,45 @@ static void add_lines(const struct fb_profile *p, const char *collective, struct
     }
 }
 
-/* The lines of the profile a result is judged against when none is named,
- * as check picks it: its own, kept beside it, else the one its criteria
- * pick. */
+/* The bound physics judged a run by, drawn as a profile's lines are: the
+ * bound dashed, the floor dotted. */
+static void add_physics_lines(const struct fb_physics *ph, struct fb_plot_line *lines, size_t *n, size_t max)
+{
+    const char *what = ph->across ? "NICs" : "GPU links";
+    for (size_t i = 0; i < *n; i++)
+        if (lines[i].gbps == ph->bound && strncmp(lines[i].label, "physics", 7) == 0)
+            return;
+    if (*n < max) {
+        snprintf(lines[*n].label, sizeof lines[*n].label, "physics: %s bound %.3g GB/s", what, ph->bound);
+        lines[*n].gbps = ph->bound;
+        lines[*n].floor = false;
+        (*n)++;
+    }
+    if (!isnan(ph->floor) && *n < max) {
+        snprintf(lines[*n].label, sizeof lines[*n].label, "physics: floor %.3g GB/s", ph->floor);
+        lines[*n].gbps = ph->floor;
+        lines[*n].floor = true;
+        (*n)++;
+    }
+}
+
+/* The lines a result is judged against when none is named, as check
+ * judges it: its own profile, kept beside it, else the one picked for it or
+ * its GPU family, else the bound physics gives. A run check cannot judge
+ * gets none. */
 static enum fb_status add_judged_lines(const struct fb_profiles *ps, const struct fb_result *r, const char *collective,
                                        struct fb_plot_line *lines, size_t *n, size_t max, struct fb_err *err)
 {
-    struct fb_profile *own = NULL;
-    enum fb_status st = fb_profile_beside(r->path, &own, err);
-    if (st != FB_OK)
-        return st;
-    char why[256];
-    const struct fb_profile *p = own != NULL ? own : fb_profile_pick(ps, r, why, sizeof why);
-    if (p != NULL)
-        add_lines(p, collective, lines, n, max);
-    free(own);
+    (void)err;
+    struct fb_verdict v;
+    struct fb_err unjudged = {0};
+    if (fb_verdict_judge(r, ps, NULL, &v, &unjudged) != FB_OK)
+        return FB_OK;
+    if (v.profile != NULL)
+        add_lines(v.profile, collective, lines, n, max);
+    else if (v.by_physics)
+        add_physics_lines(&v.physics, lines, n, max);
+    fb_verdict_free(&v);
     return FB_OK;
 }
 

@@ -140,6 +140,14 @@ if [ -f "$ATLAS/ibwb_gke_a3ultra_h200_cuda_dmabuf.txt" ]; then
     'Against profile ib-write-bw-400g-gdr r1 .*passes at 360 Gb/s; this one carries 140.40 Gb/s, 35 % of its line rate \(the line rate from the RoCE NICs of every H200 family' "$T_DIR/check.out"
 fi
 
+# plot draws the bound a run was judged by when no profile judged it.
+if command -v gnuplot >/dev/null; then
+  "$R" import "$FIX/h200_1gpu_per_node_allreduce.txt" -o "$T_DIR/h200.json" >/dev/null 2>&1
+  "$R" plot "$T_DIR/h200.json" -o "$T_DIR/h200.svg" >"$T_OUT" 2>&1
+  expect_grep "plot draws physics' bound and floor" 'physics: NICs bound 50 GB/s' "$T_DIR/h200.svg"
+  expect_grep "  and says so" '2 reference lines' "$T_OUT"
+fi
+
 # ---- --explain: the chain that decided ----
 verdict "$FIX/h200_1gpu_per_node_allreduce.txt" --explain >/dev/null
 for want in '^how this verdict was reached:' '^  run: all_reduce, 2 ranks, 2 nodes \(1 per node\), GPU NVIDIA H200 \(NVIDIA\)' \
