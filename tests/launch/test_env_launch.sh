@@ -92,7 +92,7 @@ expect_grep "a hanging rank: the timeout names rank 1 on fbenv2" '^fabric-coll: 
 jq_is "a hanging rank: the fault record says timeout" "$T_DIR/hang.json" '[.fault.status, .fault.exit_code]' '["timeout",8]'
 if [ "$(cat "$T_DIR/hang.1.rc")" != 0 ]; then ok "a hanging rank: it ends too (exit $(cat "$T_DIR/hang.1.rc"))"; else not_ok "a hanging rank ends" "exit 0"; fi
 # No secret from the launcher: the watchdog cannot start (never a constant).
-FB_JOB_SECRET= launch "$T_DIR/nosecret" 2 "1:0:0 2:1:0" "$C" all_reduce -b 1K -e 1K -T 20
+FB_JOB_SECRET='' launch "$T_DIR/nosecret" 2 "1:0:0 2:1:0" "$C" all_reduce -b 1K -e 1K -T 20
 expect_grep "no job secret: the watchdog says where it comes from" 'secret has 0 bytes|needs the job.s secret' "$T_DIR/nosecret.0.err"
 
 # ---- fabric-scan, a process per host on 3 hosts ----
