@@ -77,6 +77,9 @@ void fb_wn_to_rank0(struct fb_world_nccl *n, void *buf, size_t bytes, int teller
 enum fb_status fb_wn_split(struct fb_world_nccl *parent, int color, int key, struct fb_world_nccl **group,
                            int *rank, int *size, struct fb_err *err);
 void fb_wn_free(struct fb_world_nccl *n);
+/* Called before a failed coordination call ends the process (NULL: none):
+ * the watchdog, when it is the one ending the job, keeps its own code. */
+void fb_wn_on_fatal(struct fb_world_nccl *n, void (*hook)(void *ctx), void *ctx);
 _Noreturn void fb_wn_abort(struct fb_world_nccl *n, int code);
 /* Point to point with a deadline (fb_now): 1 done, 0 timed out (the
  * communicator is then of no further use), -1 failed. */

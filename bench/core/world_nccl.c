@@ -22,6 +22,8 @@ struct fb_world_nccl {
     int device, rank, size;
     char *dev;      /* staging buffer on the device */
     size_t dev_cap;
+    void (*on_fatal)(void *ctx); /* fb_wn_on_fatal */
+    void *on_fatal_ctx;
 };
 
 static const char *prog(void) { return program_invocation_short_name; }
@@ -36,6 +38,8 @@ static void pause_briefly(void)
  * ends an MPI job: the ranks can no longer agree on anything. */
 _Noreturn static void fatal(const struct fb_world_nccl *n, const char *call, const char *why)
 {
+    if (n->on_fatal != NULL)
+        n->on_fatal(n->on_fatal_ctx);
     fprintf(stderr, "%s: rank %d: the job's NCCL communicator failed in %s: %s; a rank ended or the network "
             "between ranks broke (rank 0's output says why)\n", prog(), n->rank, call, why);
     fflush(NULL);
@@ -267,6 +271,12 @@ void fb_wn_to_rank0(struct fb_world_nccl *n, void *buf, size_t bytes, int teller
 }
 
 void *fb_wn_comm(struct fb_world_nccl *n) { return n->comm; }
+
+void fb_wn_on_fatal(struct fb_world_nccl *n, void (*hook)(void *ctx), void *ctx)
+{
+    n->on_fatal = hook;
+    n->on_fatal_ctx = ctx;
+}
 
 static struct fb_world_nccl *wn_new(int device)
 {
