@@ -156,4 +156,23 @@ enum fb_status fb_world_init_env(struct fb_world *w, const struct fb_env_launch 
     return fb_fail(err, FB_ERR_UNAVAIL, "the env launch needs NCCL, and this build has none (no CUDA/NCCL at build "
                    "time); launch with mpirun, or rebuild where NCCL is installed");
 }
+
+/* Without NCCL no world has an NCCL engine: these are never reached, and
+ * are here so that callers need no build conditions of their own. */
+int fb_wn_send(struct fb_world_nccl *n, const void *buf, size_t bytes, int peer, double deadline)
+{
+    (void)n, (void)buf, (void)bytes, (void)peer, (void)deadline;
+    return -1;
+}
+
+int fb_wn_recv(struct fb_world_nccl *n, void *buf, size_t bytes, int peer, double deadline)
+{
+    (void)n, (void)buf, (void)bytes, (void)peer, (void)deadline;
+    return -1;
+}
+
+void fb_wn_on_fatal(struct fb_world_nccl *n, void (*hook)(void *ctx), void *ctx)
+{
+    (void)n, (void)hook, (void)ctx;
+}
 #endif
