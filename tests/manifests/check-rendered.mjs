@@ -7,7 +7,8 @@
 // overlays), trainer (manifests/trainer/overlays), pytorchjob
 // (manifests/pytorchjob/overlays), envjob (the env launch's Indexed Job,
 // manifests/envjob/overlays), envpytorch (the env launch's PyTorchJob,
-// manifests/pytorchjob/overlays-env), volcano and volcano-mpijob (manifests/
+// manifests/pytorchjob/overlays-env), envjobset (the env launch's JobSet,
+// manifests/jobset/overlays), volcano and volcano-mpijob (manifests/
 // volcano/*), trigger (manifests/overlays/policy-<fabric>), scan (manifests/scan), policies
 // (manifests/policies/<engine>, schemas only) or cluster (manifests/cluster). Prints one test-protocol line per
 // check ("ok - NAME" / "not ok - NAME: why"); exits 1 when any check failed.
@@ -103,6 +104,9 @@ function objectPodTemplates(o) {
   }
   if (o.kind === "PyTorchJob") {
     return Object.entries(o.spec.pytorchReplicaSpecs).map(([role, rs]) => [`${label}/${role}`, rs.template]);
+  }
+  if (o.kind === "JobSet") {
+    return o.spec.replicatedJobs.map((rj) => [`${label}/${rj.name}`, rj.template.spec.template]);
   }
   if (o.kind === "ClusterTrainingRuntime") {
     return o.spec.template.spec.replicatedJobs.map((rj) => [`${label}/${rj.name}`, rj.template.spec.template]);
@@ -466,7 +470,7 @@ function checkEnvLaunch(name, variant, objs, sts) {
       }
       if (JSON.stringify(tpl).includes("ssh")) p.push(`${label}: something of sshd is left`);
       if (c.readinessProbe) p.push(`${label}: a readiness probe (sshd's) is left`);
-      if (tpl.spec.restartPolicy !== "Never" && variant === "envjob") p.push(`${label}: restartPolicy is not Never`);
+      if (tpl.spec.restartPolicy !== "Never" && variant !== "envpytorch") p.push(`${label}: restartPolicy is not Never`);
     }
     return p;
   });
@@ -489,6 +493,29 @@ function checkEnvLaunch(name, variant, objs, sts) {
     if (!Object.entries(svc.spec.selector).every(([k, v]) => labels[k] === v)) p.push("the Service does not select the pods");
     if (job.spec.backoffLimit !== 0 || !(job.spec.activeDeadlineSeconds > 0)) p.push("backoffLimit not 0 or no activeDeadlineSeconds");
     if (find(objs, "StatefulSet")) p.push("StatefulSet left over");
+    return p;
+  });
+  if (variant === "envjobset") check(`${name}: one Indexed Job of the StatefulSet's size, rank 0 named under the JobSet's headless Service`, () => {
+    const js = find(objs, "JobSet");
+    if (!js) return ["no JobSet"];
+    const p = [];
+    if (js.spec.replicatedJobs.length !== 1) return [`${js.spec.replicatedJobs.length} replicated jobs`];
+    const rj = js.spec.replicatedJobs[0];
+    const job = rj.template.spec;
+    const c = mainContainer(job.template.spec);
+    if (rj.replicas !== 1) p.push(`replicas ${rj.replicas}`);
+    if (job.completionMode !== "Indexed") p.push("not Indexed");
+    if (!sts) p.push("no workers render to compare with");
+    else if (job.completions !== sts.spec.replicas || job.parallelism !== sts.spec.replicas) p.push("completions or parallelism differ from the StatefulSet's replicas");
+    if (env(c, "WORLD_SIZE") !== String(job.completions)) p.push(`WORLD_SIZE ${env(c, "WORLD_SIZE")} != completions ${job.completions}`);
+    if (!js.spec.network?.enableDNSHostnames) p.push("no DNS host names (network.enableDNSHostnames)");
+    const sub = js.spec.network?.subdomain || js.metadata.name;
+    if (env(c, "MASTER_ADDR") !== `${js.metadata.name}-${rj.name}-0-0.${sub}`) p.push(`MASTER_ADDR ${env(c, "MASTER_ADDR")} is not pod 0`);
+    if (!(c.ports || []).some((x) => String(x.containerPort) === env(c, "MASTER_PORT"))) p.push("MASTER_PORT is not a port of the container");
+    if (job.backoffLimit !== 0 || !(job.activeDeadlineSeconds > 0)) p.push("backoffLimit not 0 or no activeDeadlineSeconds");
+    if (js.spec.failurePolicy?.maxRestarts !== 0) p.push("failurePolicy.maxRestarts is not 0");
+    if (find(objs, "StatefulSet") || find(objs, "Service")) p.push("StatefulSet or Service left over (the JobSet makes its own)");
+    if (js.metadata.namespace !== envNamespace(objs)) p.push("JobSet is not in the environment's namespace");
     return p;
   });
   if (variant === "envpytorch") check(`${name}: the Training Operator sets rank, size and rank 0's address`, () => {
