@@ -9,7 +9,8 @@
 // manifests/envjob/overlays), envpytorch (the env launch's PyTorchJob,
 // manifests/pytorchjob/overlays-env), envjobset (the env launch's JobSet,
 // manifests/jobset/overlays), volcano and volcano-mpijob (manifests/
-// volcano/*), trigger (manifests/overlays/policy-<fabric>), scan (manifests/scan), policies
+// volcano/*), trigger (manifests/overlays/policy-<fabric>), envtrigger
+// (manifests/envjob/overlays/policy-<fabric>), scan (manifests/scan), policies
 // (manifests/policies/<engine>, schemas only) or cluster (manifests/cluster). Prints one test-protocol line per
 // check ("ok - NAME" / "not ok - NAME: why"); exits 1 when any check failed.
 //
@@ -793,6 +794,16 @@ for (const [name, { variant, fabric, objs }] of Object.entries(renders)) {
   }
   if (variant === "trigger") {
     checkTrigger(name, fabric, objs);
+    continue;
+  }
+  if (variant === "envtrigger") {
+    // The env launch's Indexed Job of plain pods for the Kyverno policy:
+    // no fabric wiring, the trigger, and the env launch itself.
+    const job = find(objs, "Job");
+    if (job) checkPodTemplate(`${name} Job/fabric-bench`, "none", job.spec.template, objs);
+    check(`${name}: plain env pods with the trigger annotation`, () =>
+      job?.spec.template.metadata.annotations?.["fabric-bench/inject"] === fabric ? [] : ["no Job or no trigger annotation"]);
+    checkEnvLaunch(name, "envjob", objs, find(renders[`trigger.${fabric}`]?.objs || [], "StatefulSet"));
     continue;
   }
   const cluster = renders[`cluster.${fabric}`]?.objs || [];

@@ -28,7 +28,10 @@ for f in "${FABRICS[@]}"; do
   render "$M/jobset/overlays/$f" "$R/envjobset.$f.yaml"
 done
 for f in "${CLUSTER[@]}"; do render "$M/cluster/$f" "$R/cluster.$f.yaml"; done
-for f in "${POLICY[@]}"; do render "$M/overlays/policy-$f" "$R/trigger.$f.yaml"; done
+for f in "${POLICY[@]}"; do
+  render "$M/overlays/policy-$f" "$R/trigger.$f.yaml"
+  render "$M/envjob/overlays/policy-$f" "$R/envtrigger.$f.yaml"
+done
 render "$M/volcano/workers-gke-tcpxo" "$R/volcano.gke-tcpxo.yaml"
 render "$M/volcano/mpijob-aws-efa" "$R/volcano-mpijob.aws-efa.yaml"
 render "$M/policies/kyverno" "$R/policies.kyverno.yaml"
