@@ -9,6 +9,12 @@
 #                                          workers derived from a training job's wiring
 #   launch/kubectl.sh derive --from KIND/NAME|--from-file FILE [-o yaml|json]
 #                                          print the derived workers, apply nothing
+#   launch/kubectl.sh --launcher env --fabric F [--workload job|jobset|pytorchjob]
+#                     [options] [--] COLLECTIVE [fabric-coll options]
+#                                          the env launch: applies the fabric's
+#                                          Indexed Job, JobSet or PyTorchJob (no
+#                                          sshd, no mpirun), waits, copies rank
+#                                          0's result back; see "Env launch" below
 #   launch/kubectl.sh scan [options] [-- fabric-scan options]
 #                                          a fleet scan (fabric-scan) over the
 #                                          workers, one per node; see "Scan" below
@@ -75,6 +81,25 @@
 #   --networks LIST       the Multus networks (comma-separated): exit 12 unless the
 #                         artifact's k8s.v1.cni.cncf.io/networks agrees
 #   -o, --output FMT      derive's format: yaml (default) or json
+#
+# Env launch (docs/clusters.md, "The env launch"): --pods pods (default 2),
+# one process of the job each, with the pod's GPUs (-g, unless the
+# collective's options give -g or -t; --ranks-per-node overrides); a new
+# Secret fabric-bench-job for the watchdog per run; the workload and the
+# Secret are deleted at exit unless --keep. With --from or --from-file the
+# derived pod template runs as an Indexed Job instead of the overlay.
+#   --launcher mpi|env    mpi (default): mpirun over ssh between the pods
+#   --workload KIND       job (manifests/envjob, default), jobset
+#                         (manifests/jobset) or pytorchjob
+#                         (manifests/pytorchjob/overlays-env)
+#   --deadline S          the job's activeDeadlineSeconds and the bound on
+#                         waiting for rank 0 once every pod started (default 7200)
+#   --master-port N       NCCL's bootstrap port (default 29500)
+#   --wait S              here: the bound on every pod starting
+# Exit as below; 8 also when a pod did not start within --wait (named, with
+# the fix) or rank 0 did not end within --deadline; a run that wrote no
+# result exits with rank 0's code (fabric-coll's 6: set-up did not complete,
+# its line quoted).
 #
 # Scan (docs/kubernetes-scan.md): fabric-scan over the selected workers,
 # one pod per node, each rank told its node (FABRIC_NODE_NAME, the pod's
