@@ -121,6 +121,9 @@ if cmp -s <(jq '.items[] | select(.kind == "Secret")' "$T_DIR/first-applied.json
   not_ok "a new secret per job" "the same Secret twice"; else ok "a new secret per job"; fi
 expect_grep "PyTorchJob: the container is pytorch" 'cp -c pytorch fabric-bench-master-0:' "$FBL_STATE/calls"
 
+env_case "JobSet" --workload jobset
+expect_grep "JobSet: rank 0 is the replicated job's pod 0" 'cp -c fabric-bench fabric-bench-workers-0-0:' "$FBL_STATE/calls"
+
 # --from under the env launch: the training job's own pod template (a
 # PyTorchJob's, EFA devices and all) as an Indexed Job; its sshd never comes.
 env_case "--from-file a PyTorchJob" --from-file "$FB_ROOT/tests/fixtures/launch/from/pytorchjob-efa.json" --yes
