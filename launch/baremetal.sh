@@ -73,6 +73,8 @@ fb_parse_options baremetal_option "$@"
 set -- "${FB_REST[@]+"${FB_REST[@]}"}"
 
 fb_check_common "baremetal.sh --hostfile H" "$@"
+[ "$FB_OPT_LAUNCHER" = mpi ] ||
+  fb_die "$FB_EXIT_USAGE" "--launcher env is for jobs that start every process themselves (launch/kubectl.sh, launch/slurm.sh, torchrun); baremetal.sh starts the ranks with mpirun over ssh"
 fb_check_uint --ssh-wait "$ssh_wait"
 fb_check_port --ssh-port "$ssh_port"
 [ -z "$ssh_key" ] || fb_check_word --ssh-key "$ssh_key"

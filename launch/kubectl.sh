@@ -9,6 +9,12 @@
 #                                          workers derived from a training job's wiring
 #   launch/kubectl.sh derive --from KIND/NAME|--from-file FILE [-o yaml|json]
 #                                          print the derived workers, apply nothing
+#   launch/kubectl.sh --launcher env --fabric F [--workload job|jobset|pytorchjob]
+#                     [options] [--] COLLECTIVE [fabric-coll options]
+#                                          the env launch: applies the fabric's
+#                                          Indexed Job, JobSet or PyTorchJob (no
+#                                          sshd, no mpirun), waits, copies rank
+#                                          0's result back; see "Env launch" below
 #   launch/kubectl.sh scan [options] [-- fabric-scan options]
 #                                          a fleet scan (fabric-scan) over the
 #                                          workers, one per node; see "Scan" below
@@ -76,6 +82,25 @@
 #                         artifact's k8s.v1.cni.cncf.io/networks agrees
 #   -o, --output FMT      derive's format: yaml (default) or json
 #
+# Env launch (docs/clusters.md, "The env launch"): --pods pods (default 2),
+# one process of the job each, with the pod's GPUs (-g, unless the
+# collective's options give -g or -t; --ranks-per-node overrides); a new
+# Secret fabric-bench-job for the watchdog per run; the workload and the
+# Secret are deleted at exit unless --keep. With --from or --from-file the
+# derived pod template runs as an Indexed Job instead of the overlay.
+#   --launcher mpi|env    mpi (default): mpirun over ssh between the pods
+#   --workload KIND       job (manifests/envjob, default), jobset
+#                         (manifests/jobset) or pytorchjob
+#                         (manifests/pytorchjob/overlays-env)
+#   --deadline S          the job's activeDeadlineSeconds and the bound on
+#                         waiting for rank 0 once every pod started (default 7200)
+#   --master-port N       NCCL's bootstrap port (default 29500)
+#   --wait S              here: the bound on every pod starting
+# Exit as below; 8 also when a pod did not start within --wait (named, with
+# the fix) or rank 0 did not end within --deadline; a run that wrote no
+# result exits with rank 0's code (fabric-coll's 6: set-up did not complete,
+# its line quoted).
+#
 # Scan (docs/kubernetes-scan.md): fabric-scan over the selected workers,
 # one pod per node, each rank told its node (FABRIC_NODE_NAME, the pod's
 # spec.nodeName); the results document goes to results/<cluster>/<stamp>-scan.json.
@@ -142,6 +167,7 @@ FB_OPT_FABRIC="" # empty: the pods' annotation
 from="" from_file="" from_job="" image="" cpu=16 memory=64Gi keep=0 yes=0 gpu_nics="" networks=""
 networks_given=0 capacity_check=1 output=yaml
 scan_mode=fast pool="" rack_label=topology.kubernetes.io/zone racks=1
+workload=job deadline_s=7200 master_port=29500 container_given=0
 
 # shellcheck disable=SC2317 # called by fb_parse_options
 kubectl_option() {
@@ -149,7 +175,7 @@ kubectl_option() {
   case $1 in
     -n | --namespace) fb_need_arg "$@"; ns=$2 ;;
     -l | --selector) fb_need_arg "$@"; selector=$2 ;;
-    -c | --container) fb_need_arg "$@"; container=$2 ;;
+    -c | --container) fb_need_arg "$@"; container=$2 container_given=1 ;;
     --pods) fb_need_arg "$@"; want_pods=$2 ;;
     --wait) fb_need_arg "$@"; wait_s=$2 ;;
     --ssh-wait) fb_need_arg "$@"; ssh_wait=$2 ;;
@@ -177,6 +203,9 @@ kubectl_option() {
     --keep) keep=1 FB_TAKEN=1 ;;
     --yes) yes=1 FB_TAKEN=1 ;;
     --no-capacity-check) capacity_check=0 FB_TAKEN=1 ;;
+    --workload) fb_need_arg "$@"; workload=$2 ;;
+    --deadline) fb_need_arg "$@"; deadline_s=$2 ;;
+    --master-port) fb_need_arg "$@"; master_port=$2 ;;
     *) FB_TAKEN=0 ;;
   esac
 }
@@ -622,6 +651,261 @@ capacity_gate() {
 if [ "$FB_DRY_RUN" != 1 ] && [ "$capacity_check" = 1 ] && [ "$subcommand" != scan ]; then
   # One worker per node: as many free nodes as workers, two at least.
   capacity_gate "${worker_gpus:-${slots:-1}}" "$(( ${want_pods:-2} > 2 ? ${want_pods:-2} : 2 ))"
+fi
+
+# ---- the env launch: the workload's pods run fabric-coll themselves ------------------
+# No sshd and no mpirun: an Indexed Job (manifests/envjob), JobSet
+# (manifests/jobset) or PyTorchJob (manifests/pytorchjob/overlays-env) of
+# --pods pods, one process each, NCCL bootstrapping the job from pod 0
+# (docs/clusters.md, "The env launch"). Rank 0's pod keeps its result until
+# it is copied here (launch/env-pod.sh).
+
+# env_overlay FABRIC: the workload's overlay for the fabric.
+env_overlay() {
+  case $workload in
+    job) echo "$FB_LAUNCH_ROOT/manifests/envjob/overlays/$1" ;;
+    jobset) echo "$FB_LAUNCH_ROOT/manifests/jobset/overlays/$1" ;;
+    pytorchjob) echo "$FB_LAUNCH_ROOT/manifests/pytorchjob/overlays-env/$1" ;;
+  esac
+}
+
+# env_render OUT: the overlay of the fabric (or the derived workers of
+# --from) as a JSON List in OUT.
+env_render() {
+  if [ -n "$sts_name" ]; then
+    cp -- "$manifest" "$1"
+    return 0
+  fi
+  local dir
+  dir=$(env_overlay "$fabric")
+  [ -f "$dir/kustomization.yaml" ] ||
+    fb_die "$FB_EXIT_USAGE" "no $workload overlay for fabric $(fb_shown "$fabric"): --launcher env needs --fabric, one of $(fb_list_fabrics)"
+  "${kubectl[@]}" kustomize "$dir" >"$1.yaml" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_INPUT" "kubectl kustomize $dir failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the overlay"
+  python3 -c 'import json, sys, yaml; print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]}))' \
+    "$1.yaml" >"$1" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_UNAVAILABLE" "reading the rendered overlay needs python3 with PyYAML (apt-get install python3-yaml)"
+  rm -f -- "$1.yaml"
+}
+
+# env_gpus FILE: the worker container's GPU limit in the rendered List, else 1.
+env_gpus() {
+  local g
+  g=$(jq -r --arg c "$container" '[.. | objects | select(.containers?) | .containers[]? | select(.name == $c)
+        | .resources.limits["nvidia.com/gpu"] // empty][0] // "1" | tostring' "$1" 2>/dev/null)
+  fb_is_uint "$g" && [ "$g" -ge 1 ] && echo "$g" || echo 1
+}
+
+# env_workload_ref: the applied workload as KIND/NAME for kubectl delete,
+# and the selector of its pods.
+env_workload_ref() {
+  jq -r '.items[] | select(.kind == "Job" or .kind == "JobSet" or .kind == "PyTorchJob")
+    | if .kind == "Job" then "job/\(.metadata.name) batch.kubernetes.io/job-name=\(.metadata.name)"
+      elif .kind == "JobSet" then "jobset/\(.metadata.name) jobset.sigs.k8s.io/jobset-name=\(.metadata.name)"
+      else "pytorchjob/\(.metadata.name) training.kubeflow.org/job-name=\(.metadata.name)" end' "$1"
+}
+
+# remove_env_job: the workload and its Secret go when the launcher exits
+# (unless --keep); the rest of the overlay stays, as kubectl apply -k leaves it.
+# shellcheck disable=SC2317 # the EXIT trap calls it
+remove_env_job() {
+  "${kubectl[@]}" -n "$ns" delete "$env_ref" secret/fabric-bench-job --ignore-not-found --wait=false \
+    </dev/null >/dev/null 2>&1 || fb_info "could not delete $env_ref and secret/fabric-bench-job in $ns: delete them yourself"
+  fb_cleanup
+}
+
+# One line per pod: name, rank, phase, the worker container's state
+# (running, terminated, waiting), its exit code, and why it has not started,
+# separated by \x1f.
+# shellcheck disable=SC2016 # a jq program
+env_pods_jq='
+  .items[] |
+  (.metadata.labels // {}) as $l |
+  (if $l["training.kubeflow.org/replica-type"] == "master" then 0
+   elif $l["training.kubeflow.org/replica-type"] == "worker" then 1 + ($l["training.kubeflow.org/replica-index"] // "0" | tonumber)
+   else ((.metadata.annotations // {})["batch.kubernetes.io/job-completion-index"] // "-1" | tonumber) end) as $rank |
+  ([(.status.containerStatuses // [])[] | select(.name == $c)][0] // {}) as $cs |
+  (.status.conditions // [] | map(select(.type == "PodScheduled" and .status == "False"))[0].message // "") as $unsched |
+  [ .metadata.name, $rank, (.status.phase // "Unknown"),
+    (if $cs.state.terminated then "terminated" elif $cs.state.running then "running" else "waiting" end),
+    ($cs.state.terminated.exitCode // ""),
+    (if .status.phase == "Pending" and $unsched != "" then "Pending, unschedulable: " + $unsched
+     elif $cs.state.waiting then "\(.status.phase // "Unknown"): \($cs.state.waiting.reason // "waiting")" + (if $cs.state.waiting.message then " (" + $cs.state.waiting.message + ")" else "" end)
+     else (.status.phase // "Unknown") end)
+  ] | map(tostring | gsub("[\u0000-\u001f\u007f]"; " ")) | join("\u001f")'
+
+# json_array WORDS...: the words as a JSON array, one per line (none holds a
+# control character: fb_check_text); jq would read a word such as -b after
+# --args as its own option.
+json_array() { printf '%s\n' "$@" | jq -nRc '[inputs]'; }
+
+env_run() {
+  [ "$subcommand" = "" ] ||
+    fb_die "$FB_EXIT_USAGE" "kubectl.sh $subcommand runs over mpirun; --launcher env goes with a benchmark run (launch/kubectl.sh --launcher env --fabric F all_reduce ...)"
+  case $workload in job | jobset | pytorchjob) ;; *) fb_die "$FB_EXIT_USAGE" "--workload wants job, jobset or pytorchjob, got $(fb_shown "$workload")" ;; esac
+  [ -z "$sts_name" ] || [ "$workload" = job ] ||
+    fb_die "$FB_EXIT_USAGE" "--from under --launcher env runs the derived pod template as an Indexed Job: leave out --workload $workload"
+  fb_check_uint --deadline "$deadline_s"
+  fb_check_port --master-port "$master_port"
+  local a
+  for a in "$@"; do
+    case $a in -J | --output_file | --output_file=* | --launcher | --launcher=* | --cluster | --cluster=*)
+      fb_die "$FB_EXIT_USAGE" "fabric-coll's $(fb_shown "${a%%=*}") is the launcher's to set under --launcher env: use --cluster or --results before the collective" ;;
+    esac
+  done
+  # The Training Operator runs the container named pytorch.
+  [ "$workload" != pytorchjob ] || [ "$container_given" = 1 ] || container=pytorch
+  pods_n=${want_pods:-2}
+  [ "$pods_n" -ge 2 ] || fb_die "$FB_EXIT_USAGE" "--pods $pods_n: the env launch wants two pods at least"
+  fabric=${FB_OPT_FABRIC:-none}
+  [ -n "$sts_name" ] || [ "$fabric" != none ] ||
+    fb_die "$FB_EXIT_USAGE" "--launcher env applies a workload: name its fabric with --fabric, one of $(fb_list_fabrics)"
+  fb_set_env "$fabric"
+  [ -n "$runtime_source" ] || runtime_source=fabric-bench:$fabric
+  context=""
+  [ -n "$FB_OPT_CLUSTER_FROM" ] || context=$(k config current-context 2>/dev/null) || context=""
+  cluster=$(fb_cluster "$context" kubernetes)
+  stamp=$(fb_utc_stamp)
+  pod_bin=${pod_bin:-$pod_root/bin}
+  local rendered applied secret job_dir gpus
+  fb_mktemp rendered
+  fb_mktemp applied
+  fb_mktemp secret
+  env_render "$rendered"
+  gpus=${slots:-$(env_gpus "$rendered")}
+  job_dir=${workdir:-/tmp}/fabric-bench-$stamp-$coll
+  local args=("$@") has_g=0 envs=() kv
+  for a in "$@"; do case $a in -g | --ngpus | --ngpus=* | -t | --nthreads | --nthreads=*) has_g=1 ;; esac; done
+  # One process per pod drives the pod's GPUs, unless the arguments say otherwise.
+  [ "$has_g" = 1 ] || args+=(-g "$gpus")
+  args+=(--launcher env --cluster "$cluster" --runtime-source "$runtime_source" -J "$job_dir/result.json" --nccl-log)
+  for kv in "${FB_ENV[@]+"${FB_ENV[@]}"}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET "FB_COLLECT_WAIT=$((wait_s + 60))"; do
+    envs+=("$(jq -cn --arg kv "$kv" '{name: ($kv | split("=")[0]), value: ($kv | sub("^[^=]*="; ""))}')")
+  done
+  fb_new_secret "$secret"
+  jq --arg container "$container" --arg ns "$ns" --argjson pods "$pods_n" --argjson port "$master_port" \
+    --argjson deadline "$deadline_s" --rawfile secret "$secret" \
+    --argjson command "$(json_array "$pod_root/launch/env-pod.sh" "$job_dir" "$pod_root/launch/rank.sh" "$pod_bin/fabric-coll")" \
+    --argjson args "$(json_array "${args[@]}")" \
+    --argjson env "$(printf '%s\n' "${envs[@]}" | jq -cs .)" \
+    -f "$FB_LAUNCH_ROOT/launch/envjob.jq" "$rendered" >"$applied" 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_INPUT" "${from:-${from_file:-$(env_overlay "$fabric")}}: $(jq_failure "$FB_LAUNCH_ERR")"
+  local ref
+  ref=$(env_workload_ref "$applied")
+  env_ref=${ref%% *} env_selector=${ref#* }
+  fb_info "$pods_n pods ($workload $env_ref in $ns), one process each with $([ "$has_g" = 1 ] && echo "the given GPUs" || echo "$gpus GPUs"), fabric $fabric; no sshd, no mpirun"
+  if [ "$FB_DRY_RUN" = 1 ]; then
+    echo "+ $(fb_quote "${kubectl[@]}" apply -f -) <<'EOF'"
+    # The per-job secret is never printed.
+    jq '.items |= map(if .kind == "Secret" then .stringData.secret = "(a new per-job secret)" else . end)' "$applied" >"$applied.shown"
+    print_manifest "$applied.shown"
+    rm -f -- "$applied.shown"
+    echo "EOF"
+    echo "+ $(fb_quote "${kubectl[@]}" -n "$ns" get pods -l "$env_selector" -o json)   # until rank 0 has ended, at most ${wait_s}s to start and ${deadline_s}s to run"
+    echo "+ $(fb_quote "${kubectl[@]}" -n "$ns" cp -c "$container" "POD0:$job_dir/result.json" "$FB_OPT_RESULTS/$cluster/$stamp-$coll.json")"
+    exit 0
+  fi
+  [ "$keep" = 1 ] || trap remove_env_job EXIT
+  "${kubectl[@]}" apply -f - <"$applied" >/dev/null 2>"$FB_LAUNCH_ERR" ||
+    fb_die "$FB_EXIT_RUNTIME" "kubectl apply of $env_ref failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): a $env_ref left from another run is deleted with kubectl -n $ns delete $env_ref; see the workload with --dry-run"
+  fb_info "applied $env_ref and secret/fabric-bench-job in $ns"
+  env_wait "$job_dir"
+  env_collect "$job_dir"
+}
+
+# env_wait DIR: until rank 0 has ended: its DIR/rc is there (env-pod.sh),
+# or its container terminated. Every pod must have started within --wait;
+# the run then has --deadline. Sets pod0 and pod0_exit ("" while it waits
+# for the copy).
+env_wait() {
+  local start_deadline=$((SECONDS + wait_s)) run_deadline="" json table n started first_bad
+  local name rank state code why
+  pod0="" pod0_exit=""
+  while :; do
+    local left=$((start_deadline - SECONDS))
+    [ -z "$run_deadline" ] || left=$((run_deadline - SECONDS))
+    json=$(timeout -k 2 $((left > 5 ? (left < 30 ? left : 30) : 5)) "${kubectl[@]}" -n "$ns" get pods -l "$env_selector" -o json 2>"$FB_LAUNCH_ERR")
+    case $? in
+      0) ;;
+      124 | 137) fb_die "$FB_EXIT_TIMEOUT" "kubectl get pods did not answer in time: check the API server (kubectl cluster-info) and the context (kubectl config current-context)" ;;
+      *) fb_die "$FB_EXIT_RUNTIME" "kubectl get pods failed ($(head -c 200 "$FB_LAUNCH_ERR" | tr '\n' ' ')): check the context and access to namespace $ns" ;;
+    esac
+    table=$(jq -r --arg c "$container" "$env_pods_jq" <<<"$json") ||
+      fb_die "$FB_EXIT_RUNTIME" "kubectl get pods returned something that is not a pod list"
+    n=0 started=0 first_bad="" pod0=""
+    local pod0_state="" pod0_code=""
+    while IFS=$'\x1f' read -r name rank _ state code why; do
+      [ -n "$name" ] || continue
+      [[ $name =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] ||
+        fb_die "$FB_EXIT_INPUT" "kubectl get pods listed a pod named $(fb_shown "$name"), not a Kubernetes name: check the API server"
+      n=$((n + 1))
+      if [ "$state" != waiting ]; then started=$((started + 1)); else [ -n "$first_bad" ] || first_bad="$name"$'\t'"$why"; fi
+      [ "$rank" != 0 ] || { pod0=$name pod0_state=$state pod0_code=$code; }
+    done <<<"$table"
+    if [ "$pod0_state" = terminated ]; then
+      pod0_exit=${pod0_code:-$FB_EXIT_RUNTIME}
+      return 0
+    fi
+    if [ "$pod0_state" = running ] &&
+      k -n "$ns" exec "$pod0" -c "$container" -- test -e "$1/rc" </dev/null >/dev/null 2>&1; then
+      return 0
+    fi
+    if [ -z "$run_deadline" ] && [ "$n" -ge "$pods_n" ] && [ "$started" -eq "$n" ]; then
+      run_deadline=$((SECONDS + deadline_s + 30))
+      fb_info "$n pods started; rank 0 is $pod0 (the run: at most ${deadline_s}s, the job's deadline)"
+    fi
+    if [ -z "$run_deadline" ] && [ "$SECONDS" -ge "$start_deadline" ]; then
+      if [ "$n" -eq 0 ]; then
+        fb_die "$FB_EXIT_TIMEOUT" "no pods of $env_ref in namespace $ns after ${wait_s}s: kubectl -n $ns describe $env_ref says why (a missing CRD or operator, quota)"
+      elif [ -n "$first_bad" ]; then
+        fb_die "$FB_EXIT_TIMEOUT" "$started of $pods_n pods started after ${wait_s}s; pod ${first_bad%%$'\t'*} did not (${first_bad#*$'\t'}): $(pod_fix "${first_bad#*$'\t'}" "${first_bad%%$'\t'*}")"
+      else
+        fb_die "$FB_EXIT_TIMEOUT" "only $n of $pods_n pods of $env_ref exist after ${wait_s}s: kubectl -n $ns describe $env_ref says why"
+      fi
+    fi
+    if [ -n "$run_deadline" ] && [ "$SECONDS" -ge "$run_deadline" ]; then
+      fb_die "$FB_EXIT_TIMEOUT" "rank 0 ($pod0) did not end within ${deadline_s}s (--deadline): kubectl -n $ns logs $pod0 shows where it is"
+    fi
+    sleep 2
+  done
+}
+
+# env_collect DIR: rank 0's result and log here, then the verdict.
+env_collect() {
+  local dir=$1 local_dir=$FB_OPT_RESULTS/$cluster rc
+  local result=$local_dir/$stamp-$coll.json log=$local_dir/$stamp-$coll.log
+  mkdir -p "$local_dir" || fb_die "$FB_EXIT_INPUT" "cannot create $local_dir: choose another --results"
+  local in_pod0=(-n "$ns" exec "$pod0" -c "$container" --)
+  if [ -z "$pod0_exit" ]; then
+    rc=$(k "${in_pod0[@]}" cat "$dir/rc" </dev/null 2>/dev/null)
+    fb_is_uint "$rc" || rc=$FB_EXIT_RUNTIME
+    k -n "$ns" cp -c "$container" "$pod0:$dir/result.json" "$result" >/dev/null 2>&1 || rm -f "$result"
+    k -n "$ns" cp -c "$container" "$pod0:$dir/run.log" "$log" >/dev/null 2>&1 || true
+    # Rank 0's pod may end now.
+    k "${in_pod0[@]}" touch "$dir/collected" </dev/null >/dev/null 2>&1 || true
+  else
+    # Its container ended before the copy: what it printed is all there is.
+    rc=$pod0_exit
+    rm -f "$result"
+    k -n "$ns" logs "$pod0" -c "$container" </dev/null >"$log" 2>/dev/null || true
+  fi
+  if [ ! -s "$result" ]; then
+    local cause
+    cause=$(grep -m 1 -E '^(fabric-[a-z]+|env-pod\.sh|fabric-bench rank on [^:]*): ' "$log" 2>/dev/null | cut -c1-300)
+    fb_die "$(( rc ? rc : FB_EXIT_RUNTIME ))" "the run wrote no result (rank 0, $pod0, exit $rc${cause:+: $cause}): see $log"
+  fi
+  fb_info "result: $result"
+  [ "$rc" -ne 0 ] && fb_info "the run exited $rc; judging what was measured"
+  local report v
+  report=$(fb_report_bin) || exit "$rc"
+  "$report" check "$result" "${FB_OPT_REPORT[@]+"${FB_OPT_REPORT[@]}"}"
+  v=$?
+  exit "$v"
+}
+
+env_ref="" env_selector="" pods_n=2 pod0="" pod0_exit=""
+if [ "$FB_OPT_LAUNCHER" = env ]; then
+  env_run "$@"
 fi
 
 # The derived workers: applied now, deleted at exit (unless --keep).

@@ -207,6 +207,9 @@ fb_collective_choices() {
 # to fb_common_option first. --help calls the launcher's usage function.
 FB_OPT_BIND=numa FB_OPT_FABRIC=none FB_OPT_CLUSTER=${FABRIC_CLUSTER:-} FB_OPT_RESULTS=results
 FB_OPT_IFACE=eth0 FB_OPT_ENV=() FB_OPT_MPIRUN=() FB_OPT_REPORT=()
+# mpi: mpirun (or srun --mpi) starts the ranks; env: each process takes its
+# rank from the launcher's variables and NCCL bootstraps the job.
+FB_OPT_LAUNCHER=mpi
 # Where the cluster label came from, for its messages ("": the launcher's default).
 FB_OPT_CLUSTER_FROM=${FABRIC_CLUSTER:+FABRIC_CLUSTER}
 
@@ -246,6 +249,7 @@ fb_common_option() {
     --iface) fb_need_arg "$@"; FB_OPT_IFACE=$2 ;;
     --mpirun-arg) fb_need_arg "$@"; FB_OPT_MPIRUN+=("$2") ;;
     --profile | --profiles) fb_need_arg "$@"; FB_OPT_REPORT+=("$1" "$2") ;;
+    --launcher) fb_need_arg "$@"; FB_OPT_LAUNCHER=$2 ;;
     --dry-run) FB_DRY_RUN=1 FB_TAKEN=1 ;;
     -h | --help) usage; exit 0 ;;
     *) FB_TAKEN=0 ;;
@@ -269,6 +273,7 @@ fb_check_common() {
 fb_check_options() {
   local kv
   case $FB_OPT_BIND in numa | core | none) ;; *) fb_die "$FB_EXIT_USAGE" "--bind wants numa, core or none, got $(fb_shown "$FB_OPT_BIND")" ;; esac
+  case $FB_OPT_LAUNCHER in mpi | env) ;; *) fb_die "$FB_EXIT_USAGE" "--launcher wants mpi (mpirun, srun --mpi) or env (no MPI: NCCL bootstraps the job), got $(fb_shown "$FB_OPT_LAUNCHER")" ;; esac
   for kv in "${FB_OPT_ENV[@]+"${FB_OPT_ENV[@]}"}"; do
     [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || fb_die "$FB_EXIT_USAGE" "--env wants KEY=VALUE, got $(fb_shown "$kv")"
   done
@@ -467,6 +472,13 @@ fb_rank_command() {
   local log=" --nccl-log"
   [ "${FB_NCCL_LOG:-1}" = 1 ] || log=""
   echo "$(fb_quote "$FB_RANK_SH" "$FB_COLL" "${FB_COLL_ARGS[@]}") -J \"\$result\"$log"
+}
+
+# fb_new_secret FILE: a fresh per-job secret for fabric-coll's watchdog (32
+# random bytes as hex) in FILE, never on a command line.
+fb_new_secret() {
+  { od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$1" && [ -s "$1" ]; } ||
+    fb_die "$FB_EXIT_RUNTIME" "cannot make the job's secret from /dev/urandom in $1: check TMPDIR"
 }
 
 # fb_mpirun_script NODES PLACEMENT: mpirun over NODES x FB_SLOTS ranks, its

@@ -7,6 +7,11 @@
 #       srun --mpi=pmix, one task per rank, MPI wired up by Slurm's PMIx.
 #       Inside an allocation (salloc, a batch job) it is a step of it;
 #       elsewhere srun allocates the nodes.
+#   launch/slurm.sh --launcher env [options] [--] COLLECTIVE [fabric-coll options]
+#       plain srun (--mpi=none), no MPI at all: each task is one process of
+#       the job (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), NCCL bootstraps
+#       it from the step's first node (launch/srun-env.sh); the watchdog's
+#       secret is new for each run.
 #   launch/slurm.sh --sbatch [options] [--] COLLECTIVE [fabric-coll options]
 #       submits a batch job whose script runs mpirun inside the allocation,
 #       waits for it, and judges its result here.
@@ -36,6 +41,10 @@
 #   --iface NAME          interface or subnet for MPI's own traffic (default:
 #                         MPI's choice)
 #   --mpirun-arg ARG      extra mpirun argument, batch job only (repeatable)
+#   --launcher mpi|env    mpi (default): srun --mpi=pmix or mpirun; env: plain
+#                         srun, NCCL alone (srun only, not --sbatch)
+#   --master-port N       NCCL's bootstrap port under --launcher env (default
+#                         20000 + the job id modulo 10000)
 #   --profile NAME        reference profile for the verdict
 #   --profiles DIR        more reference profiles (fabric-report check --profiles)
 #   --no-wait             (--sbatch) submit, print the job and the result it
@@ -70,7 +79,7 @@ FB_PROG=slurm
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 mode=srun nodes="" slots="" partition="" account="" time_min=30 wait_s=600 exclusive=1
-no_wait=0 srun_extra=() sbatch_extra=()
+no_wait=0 srun_extra=() sbatch_extra=() master_port=""
 FB_OPT_FABRIC=${FABRIC_NAME:-none}
 # Slurm nodes name their interfaces every way: MPI picks unless told.
 FB_OPT_IFACE=""
@@ -96,6 +105,7 @@ slurm_option() {
     --srun-arg) fb_need_arg "$@"; srun_extra+=("$2") ;;
     --sbatch-arg) fb_need_arg "$@"; sbatch_extra+=("$2") ;;
     --no-wait) no_wait=1 FB_TAKEN=1 ;;
+    --master-port) fb_need_arg "$@"; master_port=$2 ;;
     *) FB_TAKEN=0 ;;
   esac
 }
@@ -116,6 +126,18 @@ slurm_check_name() {
 [ -z "$partition" ] || slurm_check_name --partition "$partition"
 [ -z "$account" ] || slurm_check_name --account "$account"
 [ "$no_wait" = 0 ] || [ "$mode" = sbatch ] || fb_die "$FB_EXIT_USAGE" "--no-wait goes with --sbatch"
+if [ "$FB_OPT_LAUNCHER" = env ]; then
+  [ "$mode" = srun ] ||
+    fb_die "$FB_EXIT_USAGE" "--launcher env runs the tasks with srun (no batch script): leave out --sbatch/--print-sbatch, or run launch/slurm.sh --launcher env inside salloc"
+  for a in "$@"; do
+    case $a in --launcher | --launcher=*)
+      fb_die "$FB_EXIT_USAGE" "$(fb_shown "$a") is the launcher's to set under --launcher env" ;;
+    esac
+  done
+  [ -z "$master_port" ] || fb_check_port --master-port "$master_port"
+elif [ -n "$master_port" ]; then
+  fb_die "$FB_EXIT_USAGE" "--master-port goes with --launcher env"
+fi
 [ ${#FB_OPT_MPIRUN[@]} -eq 0 ] || [ "$mode" != srun ] ||
   fb_die "$FB_EXIT_USAGE" "--mpirun-arg is for the batch job's mpirun (--sbatch); srun takes --srun-arg"
 
@@ -194,6 +216,7 @@ if [ -z "$FB_OPT_CLUSTER_FROM" ] && [ "$FB_DRY_RUN" != 1 ]; then
 fi
 cluster=$(fb_cluster "${name:-$(hostname)}" localhost)
 fb_local_run "$cluster" "$@"
+[ "$FB_OPT_LAUNCHER" = mpi ] || FB_COLL_ARGS+=(--launcher env)
 stamp=$FB_STAMP dir=$FB_DIR
 # The allocation both paths ask for.
 alloc=(--job-name="fabric-bench-$coll" --nodes="$nodes" --ntasks-per-node="$slots" --time="$time_min")
@@ -260,7 +283,12 @@ fi
 # ---- srun --mpi=pmix: the ranks are Slurm's tasks ----------------------------------
 srun_script() {
   # --ntasks overrides an allocation's SLURM_NTASKS, which srun would take.
-  local a=(--mpi=pmix --export=ALL --kill-on-bad-exit=1 --ntasks=$((nodes * slots)))
+  # Under the env launch no MPI plugin runs: Slurm's task variables are all.
+  local mpi=--mpi=pmix task=""
+  if [ "$FB_OPT_LAUNCHER" = env ]; then
+    mpi=--mpi=none task="$(fb_quote "$FB_LAUNCH_ROOT/launch/srun-env.sh") "
+  fi
+  local a=("$mpi" --export=ALL --kill-on-bad-exit=1 --ntasks=$((nodes * slots)))
   case $bind in numa) a+=(--cpu-bind=ldoms) ;; core) a+=(--cpu-bind=cores) ;; none) a+=(--cpu-bind=none) ;; esac
   if [ "$in_allocation" = 1 ]; then
     a+=(--nodes="$nodes" --ntasks-per-node="$slots")
@@ -271,7 +299,7 @@ srun_script() {
   a+=("${srun_extra[@]+"${srun_extra[@]}"}")
   cat <<EOF
 #!/usr/bin/env bash
-# fabric-bench run: $nodes nodes x $slots ranks through srun --mpi=pmix.
+# fabric-bench run: $nodes nodes x $slots ranks through srun $mpi.
 set -u
 $(fb_paths_script)
 mkdir -p $(fb_quote "$dir")
@@ -280,7 +308,7 @@ EOF
   fb_env_script
   cat <<EOF
 srun $(fb_quote "${a[@]}") \\
-  $(fb_rank_command) \\
+  $task$(fb_rank_command) \\
   </dev/null 2>&1 | tee "\$log"
 exit "\${PIPESTATUS[0]}"
 EOF
@@ -303,7 +331,9 @@ judge() {
 }
 
 if [ "$mode" = srun ]; then
-  fb_info "$nodes nodes x $slots ranks (srun --mpi=pmix$([ "$in_allocation" = 1 ] && echo ", step of job $SLURM_JOB_ID")), fabric $fabric, results $FB_RESULT"
+  how="srun --mpi=pmix"
+  [ "$FB_OPT_LAUNCHER" = mpi ] || how="srun --mpi=none, the env launch"
+  fb_info "$nodes nodes x $slots ranks ($how$([ "$in_allocation" = 1 ] && echo ", step of job $SLURM_JOB_ID")), fabric $fabric, results $FB_RESULT"
   srun_script | fb_show_script "run (here)"
   fb_make_workdir
   if [ "$FB_DRY_RUN" = 1 ]; then
@@ -311,7 +341,14 @@ if [ "$mode" = srun ]; then
     exit 0
   fi
   srun_script >"$FB_WORKDIR/run.sh" || fb_die "$FB_EXIT_RUNTIME" "cannot write $FB_WORKDIR/run.sh: check TMPDIR"
-  bash "$FB_WORKDIR/run.sh"
+  if [ "$FB_OPT_LAUNCHER" = env ]; then
+    # The watchdog's secret: new for this run, to every task through srun's
+    # --export=ALL, never on a command line or in the script.
+    fb_new_secret "$FB_WORKDIR/secret"
+    FB_JOB_SECRET=$(cat "$FB_WORKDIR/secret") FB_MASTER_PORT=$master_port bash "$FB_WORKDIR/run.sh"
+  else
+    bash "$FB_WORKDIR/run.sh"
+  fi
   rc=$?
   if [ ! -s "$FB_RESULT" ]; then
     why=$(sed -n 's/.*Unable to allocate resources: //p' "$FB_LOG" 2>/dev/null | head -n 1)

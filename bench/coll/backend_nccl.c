@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "coll/backend.h"
+#include "core/coord.h"
 #if HAVE_KERNELS
 #include "coll/validate_kernels.h"
 #endif
@@ -405,7 +406,7 @@ static enum fb_status nccl_init(struct fb_backend *be, const struct fb_world *w,
         nccl_check(ncclGetUniqueId(&s->id), NULL, "ncclGetUniqueId", err);
     if ((st = fb_world_agree(w, err)) != FB_OK)
         return st;
-    MPI_Bcast(&s->id, sizeof s->id, MPI_BYTE, 0, w->comm);
+    fb_coord_bcast(w, &s->id, sizeof s->id, 0);
     if ((st = make_streams(s, err)) != FB_OK)
         return st;
     return nccl_check(init_all_comms(s), NULL, "ncclCommInitRank", err);

@@ -8,6 +8,7 @@
 #include "coll/sweep.h"
 #include "nccl/collective.h"
 #include "core/version.h"
+#include "core/world_env.h"
 
 static void set_timing(struct sweep *r)
 {
@@ -92,28 +93,53 @@ static int print_collectives(void)
     return 0;
 }
 
+/* The world: MPI's, or under the env launch NCCL's, set up within -T
+ * (else FB_SETUP_DEFAULT_S). Returns 0 or the exit code, said on every
+ * process that could not join. */
+static int make_world(struct sweep *r, enum fb_launcher mode, int argc, char **argv)
+{
+    struct fb_err err = {0};
+    if (mode == FB_LAUNCH_MPI) {
+        /* The watchdog thread never calls MPI (its heartbeats go over its
+         * own channel), so MPI runs single-threaded: Open MPI's FUNNELED
+         * and MULTIPLE levels put locks on the path of every operation. */
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+        if (fb_world_init(&r->world, MPI_COMM_WORLD, &err) != FB_OK) {
+            fprintf(stderr, "fabric-coll: %s\n", err.msg);
+            MPI_Abort(MPI_COMM_WORLD, (int)err.code);
+        }
+        return 0;
+    }
+    const char *bound = fb_argv_value(argc, argv, "-T");
+    struct fb_env_launch l;
+    if (fb_env_launch_read(&l, bound ? strtod(bound, NULL) : 0, &err) == FB_OK)
+        fb_world_init_env(&r->world, &l, &err);
+    if (err.code != FB_OK)
+        fprintf(stderr, "fabric-coll: %s\n", err.msg);
+    return (int)err.code;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argv_has(argc, argv, "--list"))
         return print_collectives();
     int watchdog = !argv_has(argc, argv, "--no-watchdog");
+    enum fb_launcher mode = FB_LAUNCH_MPI;
+    struct fb_err err = {0};
+    if (fb_launcher_pick(argc, argv, &mode, &err) != FB_OK) {
+        fprintf(stderr, "fabric-coll: %s\n", err.msg);
+        return (int)err.code;
+    }
     if (watchdog)
         fb_signals_block();
-    /* The watchdog thread never calls MPI (its heartbeats go over its own
-     * channel), so MPI runs single-threaded: Open MPI's FUNNELED and
-     * MULTIPLE levels put locks on the path of every operation. */
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     static struct sweep r;
     pthread_mutex_init(&r.rec_lock, NULL);
     coll_config_defaults(&r.cfg);
-    struct fb_err err = {0};
-    int code = 0;
-    if (fb_world_init(&r.world, MPI_COMM_WORLD, &err) != FB_OK) {
-        fprintf(stderr, "fabric-coll: %s\n", err.msg);
-        MPI_Abort(MPI_COMM_WORLD, (int)err.code);
-    }
+    int code = make_world(&r, mode, argc, argv);
+    if (code != 0)
+        return code;
     code = start_watchdog(&r, watchdog);
     if (code == 0)
         code = run_phases(&r, argc, argv);
@@ -126,6 +152,7 @@ int main(int argc, char **argv)
     }
     fb_watchdog_stop(r.wd);
     finish(&r);
-    MPI_Finalize();
+    if (mode == FB_LAUNCH_MPI)
+        MPI_Finalize();
     return code;
 }

@@ -42,6 +42,7 @@ const struct fb_opt coll_options[] = {
     {'D', "device_implementation", FB_OPT_INT, OFF(device_impl), "N", "device implementation, 0 = NCCL's own (> 0 needs -R 2 and NCCL >= 2.28; fabric-coll has none: exit 5)", 0, BIG, 0},
     {'V', "device_cta_count", FB_OPT_INT, OFF(device_ctas), "N", "CTAs of a device implementation, 1-128 (default 16)", -BIG, BIG, 0},
     {0, "backend", FB_OPT_STRING, OFF(backend_name), "NAME", "nccl (GPU) or mpi (host memory); default nccl when a GPU is visible (as a *_perf name: nccl, exit 5 without a GPU)", 0, 0, 0},
+    {0, "launcher", FB_OPT_STRING, OFF(launcher), "env|mpi", "how the ranks meet: env (RANK, WORLD_SIZE, MASTER_ADDR from torchrun, a Job, srun; NCCL alone) or mpi; default env when WORLD_SIZE is set and no MPI launcher's variables are", 0, 0, 0},
     {0, "cluster", FB_OPT_STRING, OFF(cluster), "NAME", "cluster label for results (default $FABRIC_CLUSTER, else rank 0's host)", 0, 0, 0},
     {0, "record", FB_OPT_STRING, OFF(record_opt), "FILE", "the results record's path when -J writes nccl-tests' JSON (a *_perf name); as fabric-coll the same as -J", 0, 0, 0},
     {0, "nccl-tests-json", FB_OPT_STRING, OFF(ntjson_opt), "FILE", "also write nccl-tests' -J JSON to FILE (a new file: FILE.0, FILE.1 ... when taken)", 0, 0, 0},

@@ -26,6 +26,7 @@ struct coll_config {
     /* fabric-bench options */
     const char *record_opt, *ntjson_opt;
     const char *backend_name, *cluster, *results_dir;
+    const char *launcher; /* --launcher env|mpi: read before the world is made (core/world_env.h) */
     const char *split; /* --split: rank groups (coll/split.h) */
     const char *runtime_source_opt; /* --runtime-source SPEC */
     int nccl_log, cap_memory, help, version, list, full, no_watchdog;

@@ -1,4 +1,5 @@
 #include "coll/measure.h"
+#include "core/coord.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ static enum fb_status run_iteration(struct fb_backend *be, const struct fb_world
         if (st == FB_OK && (tm->blocking == 1 || tm->blocking == 2))
             st = be->ops->wait(be, err);
         if (st == FB_OK && tm->blocking == 1)
-            MPI_Barrier(w->comm);
+            fb_coord_barrier(w);
     }
     if (batch) {
         enum fb_status end = be->ops->batch_end(be, err);
@@ -168,7 +169,7 @@ static enum fb_status run_ops(struct fb_backend *be, const struct fb_world *w,
         if (st == FB_OK && tm->blocking == 3) {
             st = be->ops->wait(be, err);
             if (st == FB_OK)
-                MPI_Barrier(w->comm);
+                fb_coord_barrier(w);
         }
         if (st != FB_OK)
             return st;
@@ -204,7 +205,7 @@ static enum fb_status run_graphs(struct fb_backend *be, const struct fb_world *w
 {
     enum fb_status st = capture_iterations(be, w, tm, calls, tm->iters, err);
     fb_watchdog_tick(tm->wd, 0, "barrier");
-    MPI_Barrier(w->comm); /* every rank, failed or not: the others wait here */
+    fb_coord_barrier(w); /* every rank, failed or not: the others wait here */
     double t0 = fb_now();
     fb_watchdog_tick(tm->wd, 0, "timed");
     if (st == FB_OK)
@@ -251,7 +252,7 @@ static enum fb_status run_timed_per_iter(struct fb_backend *be, const struct fb_
             return st;
         seconds[it] = (fb_now() - t0) / (double)tm->agg;
         if (tm->blocking == 3)
-            MPI_Barrier(w->comm);
+            fb_coord_barrier(w);
     }
     fb_watchdog_tick(tm->wd, tm->iters, "timed");
     return FB_OK;
@@ -289,7 +290,7 @@ static enum fb_status run_timed_marked(struct fb_backend *be, const struct fb_wo
 static void reduce_per_iter(const struct fb_world *w, const struct fb_timing *tm, double *seconds,
                             struct fb_per_iter *out)
 {
-    MPI_Allreduce(MPI_IN_PLACE, seconds, (int)tm->iters, MPI_DOUBLE, MPI_MAX, w->comm);
+    fb_coord_allreduce(w, seconds, (int)tm->iters, FB_CDT_DOUBLE, FB_COP_MAX);
     for (long i = 0; i < tm->iters; i++)
         seconds[i] *= 1e6;
     out->times_us = seconds;
@@ -302,11 +303,11 @@ static void reduce_per_iter(const struct fb_world *w, const struct fb_timing *tm
 static void reduce_time(const struct fb_world *w, double local_s, enum fb_time_reduction how,
                         struct fb_measurement *res)
 {
-    double sum = 0, mn = 0, mx = 0, r0 = local_s;
-    MPI_Allreduce(&local_s, &sum, 1, MPI_DOUBLE, MPI_SUM, w->comm);
-    MPI_Allreduce(&local_s, &mn, 1, MPI_DOUBLE, MPI_MIN, w->comm);
-    MPI_Allreduce(&local_s, &mx, 1, MPI_DOUBLE, MPI_MAX, w->comm);
-    MPI_Bcast(&r0, 1, MPI_DOUBLE, 0, w->comm);
+    double sum = local_s, mn = local_s, mx = local_s, r0 = local_s;
+    fb_coord_allreduce(w, &sum, 1, FB_CDT_DOUBLE, FB_COP_SUM);
+    fb_coord_allreduce(w, &mn, 1, FB_CDT_DOUBLE, FB_COP_MIN);
+    fb_coord_allreduce(w, &mx, 1, FB_CDT_DOUBLE, FB_COP_MAX);
+    fb_coord_bcast(w, &r0, sizeof r0, 0);
     res->time_us_mean = sum / w->size * 1e6;
     res->time_us_min = mn * 1e6;
     res->time_us_max = mx * 1e6;
@@ -360,7 +361,7 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
         fb_watchdog_tick(tm->wd, k, "check");
         enum fb_status st = prepare_all(be, w, ck, calls, err);
         if (st == FB_OK) {
-            MPI_Barrier(w->comm);
+            fb_coord_barrier(w);
             st = run_checked_call(be, w, calls, err);
         }
         if (st == FB_OK)
@@ -375,8 +376,8 @@ static enum fb_status check_iterations(struct fb_backend *be, const struct fb_wo
     }
     fb_watchdog_tick(tm->wd, tm->check, "check");
     mm->wrong = local;
-    uint64_t all = 0;
-    MPI_Allreduce(&local, &all, 1, MPI_UINT64_T, MPI_SUM, w->comm);
+    uint64_t all = local;
+    fb_coord_allreduce(w, &all, 1, FB_CDT_U64, FB_COP_SUM);
     *wrong_all = (int64_t)all;
     return FB_OK;
 }
@@ -393,7 +394,7 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
     if (st != FB_OK)
         return st;
     fb_watchdog_tick(tm->wd, 0, "barrier");
-    MPI_Barrier(w->comm);
+    fb_coord_barrier(w);
     double t0 = fb_now(), elapsed = 0, issued = 0;
     long ops = tm->iters * tm->agg;
     int graphs = be->graph_launches > 0 && be->ops->graph_begin != NULL;
@@ -442,7 +443,7 @@ enum fb_status fb_measure(struct fb_backend *be, const struct fb_world *w,
 static enum fb_status timed_call(struct fb_backend *be, const struct fb_world *w, const struct fb_call *calls,
                                  double *seconds, struct fb_err *err)
 {
-    MPI_Barrier(w->comm);
+    fb_coord_barrier(w);
     double t0 = fb_now();
     enum fb_status st = be->ops->run(be, calls, err);
     if (st == FB_OK)
@@ -450,7 +451,8 @@ static enum fb_status timed_call(struct fb_backend *be, const struct fb_world *w
     if (st != FB_OK)
         return st;
     double mine = fb_now() - t0;
-    MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    *seconds = mine;
+    fb_coord_allreduce(w, seconds, 1, FB_CDT_DOUBLE, FB_COP_MAX);
     return FB_OK;
 }
 

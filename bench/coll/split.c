@@ -1,4 +1,5 @@
 #include "coll/split.h"
+#include "core/coord.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -347,7 +348,7 @@ enum fb_status coll_split_setup(struct coll_split *sp, const struct coll_split_s
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d colors", w->size);
     int mine = coll_split_color(spec, w->rank, w->node, w->local_rank);
     /* Gathered rather than recomputed: each rank read its own environment. */
-    MPI_Allgather(&mine, 1, MPI_INT, sp->colors, 1, MPI_INT, w->comm);
+    fb_coord_allgather(w, &mine, sp->colors, sizeof mine);
     enum fb_status st = index_groups(sp, w, err);
     if (st == FB_OK)
         st = fb_world_split(w, mine, w->rank, group, err);
@@ -408,7 +409,7 @@ void coll_split_combine(const struct coll_split *sp, const struct fb_world *w, u
         *table = *mine;
         return;
     }
-    MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, w->comm);
+    fb_coord_allgather(w, &me, all, sizeof me);
     for (int g = 0; g < sp->ngroups; g++) {
         int first = 0;
         while (sp->colors[first] != sp->group_color[g])

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "coll/sweep.h"
+#include "core/coord.h"
 #include "coll/table.h"
 #include "core/clock.h"
 #include "core/units.h"
@@ -32,8 +33,7 @@ void sweep_abort(struct sweep *r, struct fb_err *err)
     }
     if (r->be.state != NULL)
         r->be.ops->fini(&r->be, 1);
-    MPI_Abort(r->world.comm, (int)err->code);
-    exit((int)err->code); /* MPI_Abort does not return; the compiler cannot know */
+    fb_coord_abort(&r->world, (int)err->code);
 }
 
 /* A full disk or a read-only results directory must not cost the
@@ -98,7 +98,7 @@ static void pace(struct sweep *r, const struct fb_call *oop /* one per local ran
     long iters = fb_budget_iterations(left, sizes_left, per_op * (double)r->cfg.agg, 2, cap);
     /* Clocks differ by rank: rank 0's count is everyone's, or the ranks
      * would run different numbers of collectives. */
-    MPI_Bcast(&iters, 1, MPI_LONG, 0, r->world.comm);
+    fb_coord_bcast(&r->world, &iters, sizeof iters, 0);
     r->timing.iters = iters;
 }
 
@@ -109,7 +109,7 @@ static int fallback_stop(struct sweep *r, const struct fb_call *c, const struct 
     if (r->fallback.nodes < 2 || c->counts.bytes < FB_FALLBACK_MIN_BYTES)
         return 0;
     int socket = r->nccl_log.active && fb_log_shows_socket(r->nccl_log.path);
-    MPI_Allreduce(MPI_IN_PLACE, &socket, 1, MPI_INT, MPI_MAX, r->world.comm);
+    fb_coord_allreduce(&r->world, &socket, 1, FB_CDT_INT, FB_COP_MAX);
     double bw = res[0].busbw_GBps > res[1].busbw_GBps ? res[0].busbw_GBps : res[1].busbw_GBps;
     struct fb_fallback_rule rule = r->fallback;
     if (rule.band_GBps <= 0 && !socket)
@@ -149,7 +149,7 @@ static enum fb_status measure_placement(struct sweep *r, uint64_t size, const st
 {
     if (!r->split.active)
         return fb_measure(&r->be, &r->group, &r->timing, &r->checker, calls, res, mm, err);
-    MPI_Barrier(r->world.comm);
+    fb_coord_barrier(&r->world);
     struct fb_measurement mine;
     enum fb_status st = fb_measure(&r->be, &r->group, &r->timing, &r->checker, calls, &mine, mm, err);
     if (st == FB_OK)
@@ -303,7 +303,7 @@ static enum fb_status list_combos(struct sweep *r, unsigned tmask, unsigned omas
 enum fb_status sweep_plan_combos(struct sweep *r, struct fb_err *err)
 {
     unsigned mask[2] = {local_support(r, 1), local_support(r, 0)};
-    MPI_Allreduce(MPI_IN_PLACE, mask, 2, MPI_UNSIGNED, MPI_BAND, r->world.comm);
+    fb_coord_allreduce(&r->world, mask, 2, FB_CDT_UNSIGNED, FB_COP_BAND);
     if (err->code != FB_OK)
         return err->code;
     const struct coll_config *c = &r->cfg;

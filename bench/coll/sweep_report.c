@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "coll/sweep.h"
+#include "core/coord.h"
 #include "coll/table.h"
 #include "core/gather.h"
 #include "core/jsonio.h"
@@ -122,7 +123,7 @@ static void gather_memory_parts(struct sweep *r)
     uint64_t peak = sweep_peak_memory(r);
     if (peak >= r->mem_after_alloc)
         mine[2] = peak - r->mem_after_alloc;
-    MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_MAX, 0, r->world.comm);
+    fb_coord_reduce(&r->world, mine, all, 4, FB_CDT_U64, FB_COP_MAX, 0);
     memcpy(r->mem_parts, all, sizeof r->mem_parts);
     r->mem_known = all[3] == 0;
 }
@@ -135,7 +136,7 @@ void sweep_record_memory(struct sweep *r)
     gather_memory_parts(r);
     int per = r->be.local_ranks, n = fb_total_ranks(&r->be, &r->world);
     uint64_t *all = r->world.rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
-    MPI_Gather(r->peak_memory, per, MPI_UINT64_T, all, per, MPI_UINT64_T, 0, r->world.comm);
+    fb_coord_gather(&r->world, r->peak_memory, all, (size_t)per * sizeof *all, 0);
     json_object *devices = NULL;
     if (all == NULL || r->rec.doc == NULL || !json_object_object_get_ex(r->rec.doc, "devices", &devices)) {
         free(all);
@@ -479,7 +480,7 @@ void sweep_save_ntjson(struct sweep *r)
 void sweep_count_checks(struct sweep *r)
 {
     int64_t all = 0;
-    MPI_Reduce(&r->oob_checks, &all, 1, MPI_INT64_T, MPI_SUM, 0, r->world.comm);
+    fb_coord_reduce(&r->world, &r->oob_checks, &all, 1, FB_CDT_I64, FB_COP_SUM, 0);
     if (r->world.rank == 0)
         r->oob_checks = all;
 }

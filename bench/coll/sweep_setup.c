@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "coll/sweep.h"
+#include "core/coord.h"
 #include "coll/table.h"
 #include "nccl/profiles.h"
 #include "core/clock.h"
@@ -118,7 +119,7 @@ static void name_launch(struct sweep *r)
     char stamp[64];
     fb_utc_stamp(stamp, sizeof stamp);
     snprintf(r->launch, sizeof r->launch, "%s-%ld-%s", r->world.hosts[0], (long)getpid(), stamp);
-    MPI_Bcast(r->launch, (int)sizeof r->launch, MPI_CHAR, 0, r->world.comm);
+    fb_coord_bcast(&r->world, r->launch, sizeof r->launch, 0);
 }
 
 /* How far the sweep may go in memory; ranks with the least memory decide
@@ -138,7 +139,7 @@ static enum fb_status fit_memory(struct sweep *r, struct fb_err *err)
         fit = fb_plan_largest_fit(&r->plan, r->cfg.coll, esz, fb_total_ranks(&r->be, &r->group), sharers, avail, reserve);
     }
     int fit_all = fit;
-    MPI_Allreduce(&fit, &fit_all, 1, MPI_INT, MPI_MIN, r->world.comm);
+    fb_coord_allreduce(&r->world, &fit_all, 1, FB_CDT_INT, FB_COP_MIN);
     if (st != FB_OK || fit_all == r->plan.count - 1)
         return st;
     if (fit_all >= 0 && r->cfg.cap_memory) {
@@ -287,6 +288,9 @@ int sweep_prepare(struct sweep *r, int argc, char **argv)
         return -1;
     if (err.code == FB_OK)
         fb_world_check_launcher(&r->world, &err);
+    if (err.code == FB_OK && r->world.nccl != NULL && strcmp(r->cfg.backend->name, "mpi") == 0)
+        fb_fail(&err, FB_ERR_USAGE, "--backend mpi measures MPI in host memory and needs an MPI launch; this "
+                "process was started by the env launch (no MPI): use --backend nccl, or launch with mpirun");
     if (err.code == FB_OK)
         pick_split(r, &err);
     if (fb_world_agree(&r->world, &err) != FB_OK)
@@ -367,7 +371,7 @@ void sweep_setup_fallback(struct sweep *r)
     double band = r->cfg.fallback_band;
     if (band <= 0 && r->world.rank == 0 && r->world.nodes > 1)
         band = band_from_profile(r->fallback_note, sizeof r->fallback_note);
-    MPI_Bcast(&band, 1, MPI_DOUBLE, 0, r->world.comm);
+    fb_coord_bcast(&r->world, &band, sizeof band, 0);
     r->fallback.band_GBps = band;
     /* The band judges traffic across nodes: groups inside one node have none. */
     r->fallback.nodes = 0;

@@ -1,4 +1,5 @@
 #include "core/gather.h"
+#include "core/coord.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ enum fb_status fb_gather_strings(const struct fb_world *w, const char *mine, cha
             st = fb_fail(err, FB_ERR_INTERNAL, "out of memory gathering from %d ranks", w->size);
     }
     /* Every rank must take part even when rank 0 is out of memory. */
-    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, w->comm);
+    fb_coord_gather(w, &len, lens, sizeof len, 0);
     long total = 0;
     if (w->rank == 0 && st == FB_OK) {
         for (int r = 0; r < w->size; r++) {
@@ -29,7 +30,7 @@ enum fb_status fb_gather_strings(const struct fb_world *w, const char *mine, cha
         if (buf == NULL)
             st = fb_fail(err, FB_ERR_INTERNAL, "out of memory gathering %ld bytes", total);
     }
-    MPI_Gatherv(mine, len, MPI_CHAR, buf, lens, displs, MPI_CHAR, 0, w->comm);
+    fb_coord_gatherv(w, mine, len, buf, lens, displs);
     if (w->rank == 0 && st == FB_OK) {
         char **out = calloc((size_t)w->size, sizeof *out);
         for (int r = 0; out != NULL && r < w->size; r++)

@@ -1,4 +1,5 @@
 #include "core/watchdog.h"
+#include "core/world_env.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -64,6 +65,8 @@ void fb_watchdog_let_end(struct fb_watchdog *wd)
      * keeps a main thread from waiting on a thread that cannot finish. */
     nanosleep(&(struct timespec){LET_END_WAIT_S, 0}, NULL);
 }
+
+static void let_end_hook(void *wd) { fb_watchdog_let_end(wd); }
 
 double fb_watchdog_bound(double ops, double bytes, double floor_Bps)
 {
@@ -375,6 +378,10 @@ enum fb_status fb_watchdog_start(struct fb_watchdog **out, const struct fb_world
         watchdog_free(wd);
         return fb_fail(err, FB_ERR_INTERNAL, "cannot start the watchdog thread: %s", strerror(errno));
     }
+    /* A coordination call that fails because this watchdog is ending the
+     * job leaves the exit code and the report to it (the env launch). */
+    if (w->nccl != NULL)
+        fb_wn_on_fatal(w->nccl, let_end_hook, wd);
     *out = wd;
     return FB_OK;
 }
@@ -383,6 +390,8 @@ void fb_watchdog_stop(struct fb_watchdog *wd)
 {
     if (wd == NULL)
         return;
+    if (wd->w->nccl != NULL)
+        fb_wn_on_fatal(wd->w->nccl, NULL, NULL);
     atomic_store(&wd->stop, 1);
     pthread_join(wd->thread, NULL);
     if (wd->w->rank != 0) {

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/coord.h"
+#include "core/world_env.h"
 
 #define MAX_ADDRS 8         /* rank 0's addresses offered to the others */
 #define MAX_CANDIDATES 16   /* addresses one rank tries at once */
@@ -107,9 +109,12 @@ static void list_addresses(struct contact *c)
     freeifaddrs(all);
 }
 
-static enum fb_status rank0_listen(struct contact *c, int *lfd, struct fb_err *err)
+static enum fb_status rank0_listen(const struct fb_world *w, struct contact *c, int *lfd, struct fb_err *err)
 {
-    if (fb_random_bytes(c->secret, sizeof c->secret) != 0)
+    if (w->nccl != NULL) {
+        if (fb_job_secret(c->secret, err) != FB_OK)
+            return err->code;
+    } else if (fb_random_bytes(c->secret, sizeof c->secret) != 0)
         return fb_fail(err, FB_ERR_RUNTIME,
                        "watchdog channel: the kernel gives no random bytes for the job's secret (getrandom: %s); "
                        "run on a kernel with getrandom(2) (Linux 3.17 or later), or with --no-watchdog",
@@ -605,7 +610,9 @@ static int ranks_missing(const struct fb_wd_channel *ch)
 }
 
 /* Rank 0: takes connections until every rank proved who it is, or the
- * ranks agreed (req) that one cannot, or the bound passes. */
+ * ranks agreed (req) that one cannot, or the bound passes. Without req
+ * (the env launch: NCCL has no test for a pending reduction) until every
+ * rank is in or the bound passes. */
 static void accept_ranks(struct fb_wd_channel *ch, int lfd, const uint8_t *secret, MPI_Request *req, const int *worst,
                          double deadline)
 {
@@ -626,16 +633,16 @@ static void accept_ranks(struct fb_wd_channel *ch, int lfd, const uint8_t *secre
                 take_new(lfd, &p, fb_now());
         }
         drop_expired(&p, fb_now());
-        if (!agreed)
+        if (!agreed && req != NULL)
             MPI_Test(req, &agreed, MPI_STATUS_IGNORE);
-        if (agreed && (*worst != FB_OK || ranks_missing(ch) == 0))
+        if ((agreed && *worst != FB_OK) || ((agreed || req == NULL) && ranks_missing(ch) == 0))
             break;
     }
     while (p.n > 0)
         drop_caller(&p, p.n - 1);
     free(p.c);
     free(pf);
-    if (!agreed)
+    if (!agreed && req != NULL)
         MPI_Wait(req, MPI_STATUS_IGNORE); /* each rank's own try is bounded */
 }
 
@@ -649,6 +656,21 @@ static void report_missing(const struct fb_wd_channel *ch, struct fb_err *err)
                     r, ch->w->hosts[r], FB_WD_CONNECT_S + ACCEPT_MARGIN_S);
             return;
         }
+}
+
+/* The env launch: rank 0's contact (its secret wiped) to every rank, and
+ * each rank's own copy of the secret from the launcher. */
+static void open_env_contact(const struct fb_world *w, struct contact *c, struct fb_err *err)
+{
+    uint8_t secret[FB_WD_KEY_LEN];
+    memcpy(secret, c->secret, sizeof secret);
+    explicit_bzero(c->secret, sizeof c->secret);
+    fb_coord_bcast(w, c, sizeof *c, 0);
+    if (w->rank == 0)
+        memcpy(c->secret, secret, sizeof secret);
+    else if (c->status == FB_OK && err->code == FB_OK)
+        fb_job_secret(c->secret, err);
+    explicit_bzero(secret, sizeof secret);
 }
 
 static struct fb_wd_channel *channel_new(const struct fb_world *w)
@@ -677,18 +699,27 @@ enum fb_status fb_wd_channel_open(struct fb_wd_channel **out, const struct fb_wo
     if (ch == NULL)
         fb_fail(err, FB_ERR_INTERNAL, "out of memory for the watchdog channel");
     else if (w->rank == 0)
-        c.status = (int32_t)rank0_listen(&c, &lfd, err);
-    MPI_Bcast(&c, sizeof c, MPI_BYTE, 0, w->comm);
+        c.status = (int32_t)rank0_listen(w, &c, &lfd, err);
+    if (w->nccl != NULL) /* the env launch: each rank has the secret from the launcher; it never travels */
+        open_env_contact(w, &c, err);
+    else
+        MPI_Bcast(&c, sizeof c, MPI_BYTE, 0, w->comm);
     if (c.status == FB_OK) {
         int mine = (int)err->code, worst = 0;
         if (mine == FB_OK && w->rank != 0)
             mine = (int)connect_to_rank0(ch, &c, err);
         MPI_Request req;
-        MPI_Iallreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, w->comm, &req);
+        if (w->nccl == NULL)
+            MPI_Iallreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, w->comm, &req);
         if (w->rank == 0 && ch != NULL)
-            accept_ranks(ch, lfd, c.secret, &req, &worst, fb_now() + FB_WD_CONNECT_S + ACCEPT_MARGIN_S);
-        else
+            accept_ranks(ch, lfd, c.secret, w->nccl ? NULL : &req, &worst,
+                         fb_now() + FB_WD_CONNECT_S + ACCEPT_MARGIN_S);
+        else if (w->nccl == NULL)
             MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (w->nccl != NULL) {
+            worst = mine;
+            fb_coord_allreduce(w, &worst, 1, FB_CDT_INT, FB_COP_MAX);
+        }
         if (w->rank == 0 && ch != NULL && worst == FB_OK)
             report_missing(ch, err);
     }

@@ -1,5 +1,7 @@
 #include "core/world.h"
 
+#include "core/coord.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +50,16 @@ enum fb_status fb_world_init(struct fb_world *w, MPI_Comm comm, struct fb_err *e
     w->comm = comm;
     MPI_Comm_rank(comm, &w->rank);
     MPI_Comm_size(comm, &w->size);
+    return fb_world_init_hosts(w, err);
+}
+
+enum fb_status fb_world_init_hosts(struct fb_world *w, struct fb_err *err)
+{
     fb_hostname(w->host, sizeof w->host);
     w->hosts = calloc((size_t)w->size, sizeof *w->hosts);
     if (w->hosts == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d host names", w->size);
-    if (MPI_Allgather(w->host, FB_HOST_MAX, MPI_CHAR, w->hosts, FB_HOST_MAX, MPI_CHAR, comm) != MPI_SUCCESS)
-        return fb_fail(err, FB_ERR_RUNTIME, "MPI_Allgather of host names failed");
+    fb_coord_allgather(w, w->host, w->hosts, FB_HOST_MAX);
     assign_nodes(w);
     return FB_OK;
 }
@@ -62,8 +68,9 @@ void fb_world_free(struct fb_world *w)
 {
     free(w->hosts);
     w->hosts = NULL;
-    if (w->owns_comm && w->comm != MPI_COMM_NULL)
+    if (w->owns_comm && w->nccl == NULL && w->comm != MPI_COMM_NULL)
         MPI_Comm_free(&w->comm);
+    fb_coord_free(w);
     w->owns_comm = 0;
 }
 
@@ -86,20 +93,16 @@ enum fb_status fb_world_split(const struct fb_world *parent, int color, int key,
 {
     memset(group, 0, sizeof *group);
     group->comm = MPI_COMM_NULL;
-    if (MPI_Comm_split(parent->comm, color, key, &group->comm) != MPI_SUCCESS)
-        return fb_fail(err, FB_ERR_RUNTIME, "MPI_Comm_split into rank groups failed");
+    if (fb_coord_split(parent, color, key, group, err) != FB_OK)
+        return err->code;
     group->owns_comm = 1;
-    MPI_Comm_rank(group->comm, &group->rank);
-    MPI_Comm_size(group->comm, &group->size);
     snprintf(group->host, sizeof group->host, "%s", parent->host);
     group->local_rank = parent->local_rank;
     group->local_size = parent->local_size;
     group->hosts = calloc((size_t)group->size, sizeof *group->hosts);
     if (group->hosts == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory for %d host names", group->size);
-    if (MPI_Allgather(group->host, FB_HOST_MAX, MPI_CHAR, group->hosts, FB_HOST_MAX, MPI_CHAR, group->comm) !=
-        MPI_SUCCESS)
-        return fb_fail(err, FB_ERR_RUNTIME, "MPI_Allgather of host names in a rank group failed");
+    fb_coord_allgather(group, group->host, group->hosts, FB_HOST_MAX);
     assign_group_nodes(group);
     return FB_OK;
 }
@@ -123,7 +126,7 @@ enum fb_status fb_world_check_same(const struct fb_world *w, uint64_t hash,
     uint64_t *all = malloc((size_t)w->size * sizeof *all);
     if (all == NULL)
         return fb_fail(err, FB_ERR_INTERNAL, "out of memory");
-    MPI_Allgather(&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, w->comm);
+    fb_coord_allgather(w, &hash, all, sizeof hash);
     /* The majority hash is "right"; with a tie, rank 0's. */
     uint64_t major = all[0];
     int best = 0;
@@ -167,22 +170,17 @@ _Noreturn void fb_world_await_abort(int code)
 enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err)
 {
     int mine = (int)err->code;
-    int worst = 0;
-    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, w->comm);
+    int worst = mine;
+    fb_coord_allreduce(w, &worst, 1, FB_CDT_INT, FB_COP_MAX);
     if (worst == 0)
         return FB_OK;
     /* The lowest rank holding the worst code tells its story. */
     int cand = (mine == worst) ? w->rank : w->size;
-    int teller = 0;
-    MPI_Allreduce(&cand, &teller, 1, MPI_INT, MPI_MIN, w->comm);
-    if (teller != 0) {
-        if (w->rank == teller)
-            MPI_Send(err->msg, FB_ERR_MSG_MAX, MPI_CHAR, 0, 0, w->comm);
-        else if (w->rank == 0) {
-            MPI_Recv(err->msg, FB_ERR_MSG_MAX, MPI_CHAR, teller, 0, w->comm, MPI_STATUS_IGNORE);
-            err->msg[FB_ERR_MSG_MAX - 1] = '\0';
-        }
-    }
+    int teller = cand;
+    fb_coord_allreduce(w, &teller, 1, FB_CDT_INT, FB_COP_MIN);
+    if (teller != 0)
+        fb_coord_to_rank0(w, err->msg, FB_ERR_MSG_MAX, teller);
+    err->msg[FB_ERR_MSG_MAX - 1] = '\0';
     err->code = (enum fb_status)worst;
     if (w->rank != teller && w->rank != 0)
         err->msg[0] = '\0';

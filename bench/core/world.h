@@ -1,6 +1,7 @@
-/* The MPI job as fabric-bench sees it: who this rank is, which host, how
+/* The job as fabric-bench sees it: who this rank is, which host, how
  * ranks sit on nodes, and the checks that catch a mis-launched job before it
- * measures nonsense. */
+ * measures nonsense. The ranks talk through core/coord.h: MPI when MPI
+ * launched the job, NCCL under the env launch (core/world_env.h). */
 #ifndef FB_CORE_WORLD_H
 #define FB_CORE_WORLD_H
 
@@ -18,11 +19,16 @@ struct fb_world {
     char host[FB_HOST_MAX];
     char (*hosts)[FB_HOST_MAX]; /* per rank, in rank order */
     int owns_comm;              /* a group's: freed with the world */
+    struct fb_world_nccl *nccl; /* the env launch's communicator; NULL under MPI */
 };
 
 /* Call after MPI_Init. Collective. */
 enum fb_status fb_world_init(struct fb_world *w, MPI_Comm comm, struct fb_err *err);
 void fb_world_free(struct fb_world *w);
+
+/* After rank and size are known (either engine): every rank's host name and
+ * the node numbering. Collective. */
+enum fb_status fb_world_init_hosts(struct fb_world *w, struct fb_err *err);
 
 /* A part of the job: the ranks of `parent` passing the same color, ordered
  * by `key` (MPI_Comm_split). comm, rank, size, hosts, node and nodes are the

@@ -10,7 +10,10 @@
  *         rank alone: a copy through MPI to itself (the node's own figure).
  *   nccl  GPU memory. ncclAllReduce over a communicator of the test's ranks
  *         (every GPU of both nodes, or of one node alone), created without
- *         blocking and aborted (ncclCommAbort) when the deadline passes. */
+ *         blocking and aborted (ncclCommAbort) when the deadline passes.
+ *         Under the env launch the communicator is split from the job's
+ *         (ncclCommSplit: every rank takes part each round, idle ones with
+ *         no colour), since no MPI carries ids between the test's ranks. */
 #ifndef FB_SCAN_ENGINE_H
 #define FB_SCAN_ENGINE_H
 
@@ -47,6 +50,10 @@ struct scan_engine_ops {
     void (*test)(struct scan_engine *e, const int *ranks, int nranks, int tag,
                  const struct scan_params *p, double deadline, struct scan_report *out);
     void (*fini)(struct scan_engine *e);
+    /* A rank with no test this round, when the engine makes its tests'
+     * communicators over the whole job (the env launch: ncclCommSplit, where
+     * every rank takes part); NULL when nothing is due. */
+    void (*idle)(struct scan_engine *e, double deadline);
 };
 
 struct scan_engine {

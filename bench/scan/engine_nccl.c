@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/world_env.h"
 #include "nccl/collective.h"
 #include "scan/engine.h"
 
@@ -62,7 +63,8 @@ static enum fb_status nccl_init(struct scan_engine *e, const struct fb_world *w,
         return fb_fail(err, FB_ERR_MEMORY, "out of memory");
     e->state = s;
     e->w = w;
-    MPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+    if (w->nccl == NULL)
+        MPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
     s->count = bytes / sizeof(float) < 1 ? 1 : bytes / sizeof(float);
     if (cuda_ok(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", err) != FB_OK)
         return err->code;
@@ -184,6 +186,31 @@ static int join(ncclComm_t *comm, const struct fb_world *w, const int *ranks, in
     return call_done(rc, *comm, deadline, "ncclCommInitRankConfig", error, len);
 }
 
+/* The env launch: the test's communicator split from the job's, its
+ * colour the test's lowest rank (one per test in a round). */
+static int split(ncclComm_t *comm, const struct fb_world *w, int color, double deadline, char *error, size_t len)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t parent = fb_wn_comm(w->nccl);
+    ncclResult_t rc = ncclCommSplit(parent, color, w->rank, comm, &config);
+    if (rc == ncclInProgress)
+        rc = wait_comm(parent, deadline);
+    if (rc == ncclSuccess && *comm != NULL)
+        return call_done(ncclInProgress, *comm, deadline, "ncclCommSplit", error, len);
+    if (rc == ncclSuccess)
+        return color == NCCL_SPLIT_NOCOLOR ? 1 : -1;
+    return call_done(rc, parent, deadline, "ncclCommSplit", error, len);
+}
+
+static void nccl_idle(struct scan_engine *e, double deadline)
+{
+    ncclComm_t none = NULL;
+    char ignored[64];
+    if (e->w->nccl != NULL)
+        split(&none, e->w, NCCL_SPLIT_NOCOLOR, deadline, ignored, sizeof ignored);
+}
+
 static void nccl_test(struct scan_engine *e, const int *ranks, int nranks, int tag,
                       const struct scan_params *p, double deadline, struct scan_report *out)
 {
@@ -195,8 +222,10 @@ static void nccl_test(struct scan_engine *e, const int *ranks, int nranks, int t
     memset(out, 0, sizeof *out);
     out->busbw = -1;
     cudaSetDevice(s->device);
-    int rc = share_id(w, ranks, nranks, tag, &id, deadline, out->error, sizeof out->error);
-    if (rc == 1)
+    int rc = 1;
+    if (w->nccl != NULL)
+        rc = split(&comm, w, ranks[0], deadline, out->error, sizeof out->error);
+    else if ((rc = share_id(w, ranks, nranks, tag, &id, deadline, out->error, sizeof out->error)) == 1)
         rc = join(&comm, w, ranks, nranks, &id, deadline, out->error, sizeof out->error);
     if (rc == 1 && p->warmup > 0)
         rc = run_iterations(s, comm, p->warmup, deadline, out->error, sizeof out->error);
@@ -237,4 +266,5 @@ const struct scan_engine_ops scan_engine_nccl = {
     .init = nccl_init,
     .test = nccl_test,
     .fini = nccl_fini,
+    .idle = nccl_idle,
 };

@@ -13,6 +13,7 @@ const struct fb_opt scan_options[] = {
     {0, "mode", FB_OPT_CHOICE, OFF(mode), NULL, "fast: random pairs, then each suspect against known-good nodes; exhaustive: every pair, in N-1 rounds",
      .choices = mode_names},
     {0, "backend", FB_OPT_STRING, OFF(backend), "mpi|nccl", "nccl (GPU memory) when a GPU is visible, else mpi (host memory)", 0, 0, 0},
+    {0, "launcher", FB_OPT_STRING, OFF(launcher), "env|mpi", "how the ranks meet: env (RANK, WORLD_SIZE, MASTER_ADDR; NCCL alone; set-up bounded by 4 x --test-timeout) or mpi; default env when WORLD_SIZE is set and no MPI launcher's variables are", 0, 0, 0},
     {'b', "bytes", FB_OPT_SIZE, OFF(bytes), "BYTES", "all_reduce size of each test (default 64M)", 0, 0, 0},
     {'n', "iters", FB_OPT_INT, OFF(iters), "N", "timed iterations per test (default 20)", 1, BIG, 0},
     {'w', "warmup", FB_OPT_INT, OFF(warmup), "N", "untimed iterations before them (default 5)", 0, BIG, 0},

@@ -12,6 +12,7 @@ enum scan_mode { SCAN_MODE_FAST, SCAN_MODE_EXHAUSTIVE };
 struct scan_opts {
     int mode;              /* enum scan_mode, a CHOICE */
     const char *backend;   /* mpi, nccl; NULL: nccl with a GPU, else mpi */
+    const char *launcher;  /* --launcher env|mpi, read before the world is made (core/world_env.h) */
     uint64_t bytes;
     long iters, warmup;
     double threshold;

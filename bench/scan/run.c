@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/world_env.h"
 
 #define TAG_ORDER 11
 #define TAG_REPORT 12
@@ -62,6 +63,8 @@ static void run_order(struct scan_run *r, const struct order *o, struct report_m
     memset(rep, 0, sizeof *rep);
     rep->round = o->round;
     rep->busbw = -1;
+    if (o->kind == ORDER_IDLE && r->e.ops->idle != NULL)
+        r->e.ops->idle(&r->e, fb_now() + r->o.test_timeout);
     if (o->kind != ORDER_TEST)
         return;
     int ranks[MAX_TEST_RANKS];
@@ -74,6 +77,31 @@ static void run_order(struct scan_run *r, const struct order *o, struct report_m
     snprintf(rep->error, sizeof rep->error, "%s", out.error);
 }
 
+/* ---- orders and reports: MPI point-to-point, or the job's NCCL communicator */
+
+/* 1 arrived, 0 not by the deadline, -1 failed (why in `why`). Under NCCL
+ * a message that does not come leaves the communicator stuck behind it:
+ * the waits after it fail by their deadlines too. */
+static int recv_from(const struct scan_run *r, void *buf, size_t n, int peer, int tag, double deadline, char *why,
+                     size_t len)
+{
+    if (r->w.nccl != NULL)
+        return fb_wn_recv(r->w.nccl, buf, n, peer, deadline);
+    MPI_Request req;
+    MPI_Irecv(buf, (int)n, MPI_BYTE, peer, tag, r->w.comm, &req);
+    return scan_wait_requests(1, &req, deadline, why, len);
+}
+
+static int send_to(const struct scan_run *r, const void *buf, size_t n, int peer, int tag, double deadline,
+                   char *why, size_t len)
+{
+    if (r->w.nccl != NULL)
+        return fb_wn_send(r->w.nccl, buf, n, peer, deadline);
+    MPI_Request req;
+    MPI_Isend(buf, (int)n, MPI_BYTE, peer, tag, r->w.comm, &req);
+    return scan_wait_requests(1, &req, deadline, why, len);
+}
+
 /* ---- the other ranks: follow orders until told to stop -------------------- */
 
 static double order_wait_s(const struct scan_run *r) { return 2 * r->o.test_timeout + 4 * SLACK_S; }
@@ -83,21 +111,19 @@ static enum fb_status follow_orders(struct scan_run *r, struct fb_err *err)
     for (;;) {
         struct order o;
         struct report_msg rep;
-        MPI_Request req;
         char why[SCAN_TEXT_MAX] = "";
-        MPI_Irecv(&o, sizeof o, MPI_BYTE, 0, TAG_ORDER, r->w.comm, &req);
-        if (scan_wait_requests(1, &req, fb_now() + order_wait_s(r), why, sizeof why) != 1)
+        if (recv_from(r, &o, sizeof o, 0, TAG_ORDER, fb_now() + order_wait_s(r), why, sizeof why) != 1)
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "rank 0 (%s), the scan's coordinator, sent no order for %.0f s%s%s: it is lost "
                            "(killed, stopped or cut off); its results file holds the rounds it finished",
                            r->w.hosts[0], order_wait_s(r), why[0] ? ": " : "", why);
         if (o.kind == ORDER_STOP) {
             r->abandoned = o.round; /* rank 0 is about to MPI_Abort (stop_followers) */
+            r->stop_code = o.tag;   /* rank 0's exit code, the env launch's own */
             return FB_OK;
         }
         run_order(r, &o, &rep);
-        MPI_Isend(&rep, sizeof rep, MPI_BYTE, 0, TAG_REPORT, r->w.comm, &req);
-        if (scan_wait_requests(1, &req, fb_now() + order_wait_s(r), why, sizeof why) != 1)
+        if (send_to(r, &rep, sizeof rep, 0, TAG_REPORT, fb_now() + order_wait_s(r), why, sizeof why) != 1)
             return fb_fail(err, FB_ERR_TIMEOUT, "rank 0 (%s), the scan's coordinator, took no report for %.0f s: it is lost "
                            "(killed, stopped or cut off); its results file holds the rounds it finished",
                            r->w.hosts[0], order_wait_s(r));
@@ -202,7 +228,9 @@ static void collect_reports(struct scan_run *r, const struct round_plan *plan, c
     for (int x = 0; x < y->nnodes; x++)
         for (int l = 0; l < y->per_node && !node_lost(r, x); l++) {
             int rank = y->ranks[x * y->per_node + l];
-            if (rank != 0) {
+            if (rank != 0 && r->w.nccl != NULL) {
+                waiting[rank] = 1; /* received in turn below */
+            } else if (rank != 0) {
                 MPI_Irecv(&reps[rank], sizeof reps[rank], MPI_BYTE, rank, TAG_REPORT, r->w.comm, &req[rank]);
                 waiting[rank] = 1;
             }
@@ -214,7 +242,9 @@ static void collect_reports(struct scan_run *r, const struct round_plan *plan, c
             continue;
         int x = y->node_of[k];
         struct scan_test *t = test_of[x] >= 0 ? &r->tests[test_of[x]] : NULL;
-        if (scan_wait_requests(1, &req[k], deadline, why, sizeof why) == 1 && reps[k].round == plan->round) {
+        int got = r->w.nccl != NULL ? fb_wn_recv(r->w.nccl, &reps[k], sizeof reps[k], k, deadline)
+                                    : scan_wait_requests(1, &req[k], deadline, why, sizeof why);
+        if (got == 1 && reps[k].round == plan->round) {
             if (t != NULL)
                 fold_report(t, &reps[k], k, r->w.hosts[k]);
         } else {
@@ -277,7 +307,9 @@ static enum fb_status run_round(struct scan_run *r, const struct round_plan *pla
     double start = fb_now();
     for (int k = 1; k < r->w.size; k++) {
         int x = y->node_of[k];
-        if (!node_lost(r, x)) {
+        if (!node_lost(r, x) && r->w.nccl != NULL) {
+            fb_wn_send(r->w.nccl, &orders[k], sizeof orders[k], k, start + r->o.test_timeout); /* shows in the report */
+        } else if (!node_lost(r, x)) {
             MPI_Request req;
             MPI_Isend(&orders[k], sizeof orders[k], MPI_BYTE, k, TAG_ORDER, r->w.comm, &req);
             MPI_Request_free(&req); /* completion shows in the report */
@@ -447,10 +479,9 @@ static void stop_followers(struct scan_run *r, enum fb_status end)
         static struct order stop; /* outlives the sends: the process ends soon after */
         stop.kind = ORDER_STOP;
         stop.round = r->abandoned || end != FB_OK;
-        MPI_Request req;
-        MPI_Isend(&stop, sizeof stop, MPI_BYTE, k, TAG_ORDER, r->w.comm, &req);
+        stop.tag = (int32_t)end;
         char why[SCAN_TEXT_MAX];
-        scan_wait_requests(1, &req, fb_now() + SLACK_S, why, sizeof why);
+        send_to(r, &stop, sizeof stop, k, TAG_ORDER, fb_now() + SLACK_S, why, sizeof why);
     }
 }
 
@@ -505,6 +536,8 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
 {
     fflush(stdout);
     fflush(stderr);
+    if (r->w.nccl != NULL) /* the env launch: no MPI to end; a follower takes rank 0's code */
+        exit(r->w.rank != 0 && r->abandoned && st == FB_OK ? r->stop_code : (int)st);
     if (r->w.rank == 0 && (r->abandoned || st != FB_OK)) {
         /* A stopped or half-finished rank would hold MPI_Finalize (and
          * mpirun) forever; MPI_Abort ends every process, stopped ones too.

@@ -45,6 +45,7 @@ struct scan_run {
     int abandoned; /* a test timed out or a node was lost: end with MPI_Abort
                       (a follower: rank 0 said it ends the job so) */
     int alone_skipped;
+    int stop_code; /* a follower: the code rank 0 ends with (its stop order) */
     char path[PATH_MAX];
     int path_taken;
 };

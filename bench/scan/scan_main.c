@@ -8,6 +8,7 @@
 
 #include "core/envelope.h"
 #include "core/version.h"
+#include "core/world_env.h"
 #include "scan/run.h"
 
 static struct scan_estimate estimate(const struct scan_opts *o, int nodes)
@@ -44,6 +45,9 @@ static enum fb_status choose_engine(struct scan_run *r, struct fb_err *err)
         struct fb_err quiet = {0};
         name = nccl != NULL && nccl->available(&quiet) == FB_OK ? "nccl" : "mpi";
     }
+    if (r->w.nccl != NULL && strcmp(name, "mpi") == 0)
+        return fb_fail(err, FB_ERR_USAGE, "--backend mpi measures MPI in host memory and needs an MPI launch; this "
+                       "process was started by the env launch (no MPI): use --backend nccl, or launch with mpirun");
     r->e.ops = scan_engine_find(name, &compiled);
     if (r->e.ops == NULL)
         return fb_fail(err, FB_ERR_UNAVAIL, "--backend %s is not built in (no CUDA/NCCL at build time); use "
@@ -86,16 +90,42 @@ static void report_error(const struct scan_run *r, const struct fb_err *err)
         fprintf(stderr, "fabric-scan: %s\n", err->msg);
 }
 
+/* The world: MPI's, or under the env launch NCCL's, set up within four
+ * test bounds. Returns 0 or the exit code, said on every process that
+ * could not join. */
+static int make_world(struct scan_run *r, enum fb_launcher mode, int argc, char **argv)
+{
+    struct fb_err err = {0};
+    if (mode == FB_LAUNCH_MPI) {
+        MPI_Init(&argc, &argv);
+        if (fb_world_init(&r->w, MPI_COMM_WORLD, &err) != FB_OK) {
+            fprintf(stderr, "fabric-scan: %s\n", err.msg);
+            MPI_Abort(MPI_COMM_WORLD, err.code);
+        }
+        return 0;
+    }
+    const char *bound = fb_argv_value(argc, argv, "--test-timeout");
+    struct fb_env_launch l;
+    if (fb_env_launch_read(&l, 4 * (bound ? strtod(bound, NULL) : 30), &err) == FB_OK)
+        fb_world_init_env(&r->w, &l, &err);
+    if (err.code != FB_OK)
+        fprintf(stderr, "fabric-scan: %s\n", err.msg);
+    return (int)err.code;
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     static struct scan_run r;
     struct fb_err err = {0};
+    enum fb_launcher mode = FB_LAUNCH_MPI;
     r.invoked_as = argv[0];
-    if (fb_world_init(&r.w, MPI_COMM_WORLD, &err) != FB_OK) {
+    if (fb_launcher_pick(argc, argv, &mode, &err) != FB_OK) {
         fprintf(stderr, "fabric-scan: %s\n", err.msg);
-        MPI_Abort(MPI_COMM_WORLD, err.code);
+        return (int)err.code;
     }
+    int code = make_world(&r, mode, argc, argv);
+    if (code != 0)
+        return code;
     enum fb_status st = scan_opts_parse(&r.o, argc, argv, &err);
     if (st == FB_OK && (r.o.help || r.o.version || r.o.estimate_nodes > 0)) {
         if (r.w.rank == 0 && r.o.help)
@@ -104,7 +134,8 @@ int main(int argc, char **argv)
             printf("fabric-scan %s\n", FB_VERSION);
         else if (r.w.rank == 0)
             print_estimate_only(&r.o);
-        MPI_Finalize();
+        if (mode == FB_LAUNCH_MPI)
+            MPI_Finalize();
         return 0;
     }
     if (st == FB_OK)

@@ -23,6 +23,19 @@
 #   get pods -A -o json                $FBL_ALL_PODS, else no pods
 #   delete KIND/NAME ...               records the names in $FBL_STATE/deleted
 #   patch --local ...                  (real kubectl, offline)
+#   kustomize DIR                      (real kubectl, offline)
+#   logs POD [-c C]                    an env pod's output
+#
+# Once an Indexed Job, JobSet or PyTorchJob is applied (launch/kubectl.sh
+# --launcher env), its pods start as the kubelet would start them: pod K's
+# worker container (FBL_CONTAINER, else pytorch in a PyTorchJob, else the
+# first with a command) runs its command and args in host K+1 with its env values and
+# the variables the controller gives (JOB_COMPLETION_INDEX; a PyTorchJob's
+# RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), under scripts/gpu-standin.sh.
+# A pod beyond the hosts stays Pending (unschedulable). The Secrets it
+# mounts are files under FBL_STATE (env values under the mount path follow
+# them), and pod 0's name under its headless Service resolves to host 1, as
+# the cluster's DNS would answer: any other name is left as given.
 #
 # Once a StatefulSet is applied (launch/kubectl.sh --from), the pods are
 # named after it and have its pod template's containers and sidecars.
@@ -57,8 +70,15 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || die "no command"
 
-pod_host() { # <statefulset>-K -> K+1
-  local k=${1##*-}
+pod_host() { # <statefulset>-K -> K+1; an env pod -> its host
+  local k=${1##*-} h
+  if [ -s "$state/envpods" ]; then
+    h=$(awk -v p="$1" '$1 == p { print $2 }' "$state/envpods")
+    [ -n "$h" ] || die "pods \"$1\" not found"
+    [ "$h" != - ] || die "pod $1 is Pending: it has no node"
+    echo "$h"
+    return
+  fi
   if ! [[ $k =~ ^[0-9]+$ ]] || [ "$k" -ge "$count" ]; then die "pods \"$1\" not found"; fi
   echo $((k + 1))
 }
@@ -135,6 +155,107 @@ pod_json() { # pod_json K: one pod object
         state: (if $phase == "Pending" then {waiting: {reason: "ContainerCreating"}} else {running: {}} end)}]}'
 }
 
+# ---- env-launched workloads ------------------------------------------------------
+# env_pods: one line per pod of the applied workload, as JSON:
+# {name, rank, hostname, labels, annotations, template, env: [{name, value}]}.
+env_pods() {
+  jq -c --arg c "${FBL_CONTAINER:-}" '
+    [(.items // [.])[]] as $all
+    | ($all[] | select(.kind == "Job" or .kind == "JobSet" or .kind == "PyTorchJob")) as $w
+    | $w.metadata.name as $n
+    | if $w.kind == "Job" then
+        range($w.spec.completions // 1) as $k
+        | {name: "\($n)-\($k)", rank: $k, hostname: "\($n)-\($k)", sub: $w.spec.template.spec.subdomain,
+           labels: {"batch.kubernetes.io/job-name": $n, "job-name": $n},
+           annotations: {"batch.kubernetes.io/job-completion-index": "\($k)"},
+           template: $w.spec.template, env: [{name: "JOB_COMPLETION_INDEX", value: "\($k)"}]}
+      elif $w.kind == "JobSet" then
+        $w.spec.replicatedJobs[0] as $rj
+        | range($rj.template.spec.completions // 1) as $k
+        | {name: "\($n)-\($rj.name)-0-\($k)", rank: $k, hostname: "\($n)-\($rj.name)-0-\($k)",
+           sub: ($w.spec.network.subdomain // $n),
+           labels: {"jobset.sigs.k8s.io/jobset-name": $n, "jobset.sigs.k8s.io/job-index": "0"},
+           annotations: {"batch.kubernetes.io/job-completion-index": "\($k)"},
+           template: $rj.template.spec.template, env: [{name: "JOB_COMPLETION_INDEX", value: "\($k)"}]}
+      else
+        $w.spec.pytorchReplicaSpecs as $s
+        | (($s.Master.replicas // 1) + ($s.Worker.replicas // 0)) as $size
+        | ([$s.Master.template.spec.containers[] | select(.name == "pytorch") | .ports[]? | select(.name == "pytorchjob-port") | .containerPort][0] // 23456) as $port
+        | range($size) as $k
+        | (if $k == 0 then {t: "master", i: 0, tpl: $s.Master.template} else {t: "worker", i: ($k - 1), tpl: $s.Worker.template} end) as $r
+        | {name: "\($n)-\($r.t)-\($r.i)", rank: $k, hostname: "\($n)-\($r.t)-\($r.i)", sub: null,
+           labels: {"training.kubeflow.org/job-name": $n, "training.kubeflow.org/replica-type": $r.t,
+                    "training.kubeflow.org/replica-index": "\($r.i)"},
+           annotations: {}, template: $r.tpl,
+           env: [{name: "RANK", value: "\($k)"}, {name: "WORLD_SIZE", value: "\($size)"},
+                 {name: "MASTER_ADDR", value: "\($n)-master-0"}, {name: "MASTER_PORT", value: "\($port)"},
+                 {name: "PYTHONUNBUFFERED", value: "1"}]}
+      end
+    | .container = (if $c != "" then $c elif $w.kind == "PyTorchJob" then "pytorch"
+                    else ([.template.spec.containers[] | select(.command) | .name][0] // "fabric-bench") end)
+    | .secrets = [$all[] | select(.kind == "Secret") | {key: .metadata.name,
+                   value: ((.stringData // {}) + ((.data // {}) | map_values(@base64d)))}] ' "$state/applied.yaml"
+}
+
+# start_env_pods: runs every pod of the applied workload that has a host.
+start_env_pods() {
+  local line k host name pod0 rundir
+  : >"$state/envpods"
+  pod0=""
+  while IFS= read -r line; do
+    k=$(jq -r .rank <<<"$line") name=$(jq -r .name <<<"$line")
+    [ -n "$pod0" ] || pod0=$(jq -r 'if .sub then "\(.hostname).\(.sub)" else .hostname end' <<<"$line")
+    if [ "$k" -ge "$count" ]; then echo "$name -" >>"$state/envpods"; continue; fi
+    host=$((k + 1))
+    echo "$name $host" >>"$state/envpods"
+    rundir=$state/mnt/$k
+    mkdir -p "$rundir"
+    # The Secrets the worker mounts, as files; env values under a mount
+    # path point into them.
+    local mounts
+    mounts=$(jq -c '. as $p | [.template.spec.containers[] | select(.name == $p.container) | .volumeMounts[]?
+      | .name as $v | ($p.template.spec.volumes[]? | select(.name == $v) | .secret.secretName // empty) as $s
+      | {path: .mountPath, files: ([$p.secrets[] | select(.key == $s) | .value][0] // {})}]' <<<"$line")
+    jq -r --arg d "$rundir" '.[] | .path as $p | .files | to_entries[] | "\($d)\($p)/\(.key)\u001f\(.value | @base64)"' <<<"$mounts" |
+      while IFS=$'\x1f' read -r f v; do mkdir -p "$(dirname "$f")" && base64 -d <<<"$v" >"$f"; done
+    local envs=() cmd=()
+    while IFS= read -r kv; do envs+=("$kv"); done < <(jq -r --arg d "$rundir" --argjson mounts "$mounts" --arg pod0 "$pod0" --arg host0 "${set_name}1" '
+      . as $p | ([.template.spec.containers[] | select(.name == $p.container) | .env[]? | select(.value != null)] + $p.env)
+      | .[] | .value as $v
+      | "\(.name)=\(if .name == "MASTER_ADDR" and $v == $pod0 then $host0
+                     elif any($mounts[]; . as $m | $v | startswith($m.path)) then $d + $v else $v end)"' <<<"$line")
+    while IFS= read -r a; do cmd+=("$a"); done < <(jq -r '. as $p | .template.spec.containers[] | select(.name == $p.container) | (.command // []) + (.args // []) | .[]' <<<"$line")
+    [ ${#cmd[@]} -gt 0 ] || die "pod $name: its container has no command"
+    (
+      setsid "$root/scripts/gpu-standin.sh" "$root/scripts/testhosts.sh" exec "$set_name" "$host" \
+        env "${envs[@]}" "${cmd[@]}" </dev/null >"$state/envpod-$k.log" 2>&1
+      echo $? >"$state/envpod-$k.rc"
+    ) >/dev/null 2>&1 &
+    echo $! >"$state/envpod-$k.pid"
+  done < <(env_pods)
+}
+
+# env_pod_json LINE: the pod in its state now.
+env_pod_json() {
+  local k phase=Running rc="" name
+  k=$(jq -r .rank <<<"$1") name=$(jq -r .name <<<"$1")
+  if [ "$(awk -v p="$name" '$1 == p { print $2 }' "$state/envpods")" = - ]; then phase=Pending
+  elif [ -s "$state/envpod-$k.rc" ]; then rc=$(cat "$state/envpod-$k.rc"); if [ "$rc" = 0 ]; then phase=Succeeded; else phase=Failed; fi
+  fi
+  jq -c --arg phase "$phase" --arg rc "$rc" --arg node "$(pod_node "$k")" '{
+    metadata: {name, labels: ((.template.metadata.labels // {}) + .labels),
+               annotations: ((.template.metadata.annotations // {}) + .annotations)},
+    spec: ((.template.spec | {containers, initContainers}) + {hostname: .hostname, subdomain: .sub}
+           + (if $phase == "Pending" then {} else {nodeName: $node} end)),
+    status: {phase: $phase,
+      conditions: (if $phase == "Pending" then [{type: "PodScheduled", status: "False", reason: "Unschedulable",
+        message: "0/\(.rank) nodes are available: \(.rank) Insufficient nvidia.com/gpu."}] else [] end),
+      containerStatuses: [.template.spec.containers[] | {name, ready: ($phase == "Running"),
+        state: (if $phase == "Pending" then {waiting: {reason: "ContainerCreating"}}
+                elif $rc != "" then {terminated: {exitCode: ($rc | tonumber), reason: (if $rc == "0" then "Completed" else "Error" end)}}
+                else {running: {}} end)}]}}' <<<"$1"
+}
+
 # mark_node label|taint NODE ARGS...: the change, applied to $FBL_NODES.
 mark_node() {
   local what=$1 node=$2 a prog
@@ -188,6 +309,10 @@ case $1 in
     polls=$(cat "$state/polls" 2>/dev/null || echo 0)
     echo $((polls + 1)) >"$state/polls"
     [ "$scenario" = hang ] && exec sleep 3600
+    if [ -s "$state/envpods" ]; then
+      env_pods | while IFS= read -r line; do env_pod_json "$line"; done | jq -s '{apiVersion: "v1", kind: "List", items: .}'
+      exit 0
+    fi
     if [ "$scenario" = none ]; then
       echo '{"apiVersion":"v1","kind":"List","items":[]}'
       exit 0
@@ -225,6 +350,18 @@ case $1 in
   apply)
     if [ "${2:-}" != -f ] || [ "${3:-}" != - ]; then die "unsupported: $*"; fi
     cat >"$state/applied.yaml"
+    if jq -e '[(.items // [.])[] | select(.kind == "Job" or .kind == "JobSet" or .kind == "PyTorchJob")] | length > 0' \
+      "$state/applied.yaml" >/dev/null 2>&1; then
+      start_env_pods
+    fi
+    ;;
+  logs)
+    k=$(awk -v p="$2" '$1 == p { print NR - 1 }' "$state/envpods" 2>/dev/null)
+    [ -n "$k" ] || die "pods \"$2\" not found"
+    cat "$state/envpod-$k.log" 2>/dev/null
+    ;;
+  kustomize)
+    /usr/bin/kubectl "$@"
     ;;
   delete)
     shift

@@ -5,8 +5,12 @@
 // RENDER_DIR holds `kubectl kustomize` output named <variant>.<fabric>.yaml,
 // variant one of workers (manifests/overlays), mpijob (manifests/mpijob/
 // overlays), trainer (manifests/trainer/overlays), pytorchjob
-// (manifests/pytorchjob/overlays), volcano and volcano-mpijob (manifests/
-// volcano/*), trigger (manifests/overlays/policy-<fabric>), scan (manifests/scan), policies
+// (manifests/pytorchjob/overlays), envjob (the env launch's Indexed Job,
+// manifests/envjob/overlays), envpytorch (the env launch's PyTorchJob,
+// manifests/pytorchjob/overlays-env), envjobset (the env launch's JobSet,
+// manifests/jobset/overlays), volcano and volcano-mpijob (manifests/
+// volcano/*), trigger (manifests/overlays/policy-<fabric>), envtrigger
+// (manifests/envjob/overlays/policy-<fabric>), scan (manifests/scan), policies
 // (manifests/policies/<engine>, schemas only) or cluster (manifests/cluster). Prints one test-protocol line per
 // check ("ok - NAME" / "not ok - NAME: why"); exits 1 when any check failed.
 //
@@ -95,12 +99,15 @@ const allContainers = (spec) => [...(spec.initContainers || []), ...(spec.contai
 // Pod templates of an object: [label, template] (label ends in the role).
 function objectPodTemplates(o) {
   const label = `${o.kind}/${o.metadata.name}`;
-  if (o.kind === "StatefulSet") return [[label, o.spec.template]];
+  if (o.kind === "StatefulSet" || o.kind === "Job") return [[label, o.spec.template]];
   if (o.kind === "MPIJob") {
     return Object.entries(o.spec.mpiReplicaSpecs).map(([role, rs]) => [`${label}/${role}`, rs.template]);
   }
   if (o.kind === "PyTorchJob") {
     return Object.entries(o.spec.pytorchReplicaSpecs).map(([role, rs]) => [`${label}/${role}`, rs.template]);
+  }
+  if (o.kind === "JobSet") {
+    return o.spec.replicatedJobs.map((rj) => [`${label}/${rj.name}`, rj.template.spec.template]);
   }
   if (o.kind === "ClusterTrainingRuntime") {
     return o.spec.template.spec.replicatedJobs.map((rj) => [`${label}/${rj.name}`, rj.template.spec.template]);
@@ -199,8 +206,9 @@ function checkPodTemplate(label, fabric, tpl, objs) {
     const p = [];
     if (!main) return [`no container named ${mainNames.join(" or ")}`];
     // The Trainer writes the job's key to its own Secret, <TrainJob>-mpi-ssh-auth.
+    // The env launch has no sshd: the watchdog's secret takes the key's place.
     const secret = label.includes("ClusterTrainingRuntime/")
-      ? `${find(objs, "TrainJob")?.metadata.name}-mpi-ssh-auth` : "fabric-bench-ssh";
+      ? `${find(objs, "TrainJob")?.metadata.name}-mpi-ssh-auth` : label.startsWith("env") ? "fabric-bench-job" : "fabric-bench-ssh";
     const ssh = spec.volumes.find((v) => v.secret?.secretName === secret);
     if (!ssh) p.push(`no volume from Secret ${secret}`);
     const shm = mountOf(spec, main, "/dev/shm");
@@ -435,6 +443,95 @@ function checkPytorchjob(name, objs, sts) {
     if (Master.restartPolicy !== "Never" || Worker.restartPolicy !== "Never") p.push("restartPolicy is not Never");
     if (!(job.spec.runPolicy?.activeDeadlineSeconds > 0)) p.push("no activeDeadlineSeconds");
     if (job.metadata.namespace !== envNamespace(objs)) p.push("PyTorchJob is not in the environment's namespace");
+    return p;
+  });
+}
+
+// The env launch: fabric-coll is the command, under --launcher env, with
+// the job's secret mounted 0400 where FB_JOB_SECRET_FILE says; nothing of
+// sshd is left. The Indexed Job gives rank 0's name and the node count
+// itself; the Training Operator does for a PyTorchJob.
+function checkEnvLaunch(name, variant, objs, sts) {
+  const env = (c, k) => (c.env || []).find((e) => e.name === k)?.value;
+  check(`${name}: every pod runs fabric-coll --launcher env with the job's secret, no sshd`, () => {
+    const p = [];
+    const tpls = podTemplates(objs);
+    if (tpls.length === 0) return ["no pod template"];
+    for (const [label, tpl] of tpls) {
+      const c = mainContainer(tpl.spec);
+      if (!c) { p.push(`${label}: no main container`); continue; }
+      const args = c.args || [];
+      if (c.command?.[0] !== "/opt/fabric-bench/bin/fabric-coll") p.push(`${label}: command ${c.command}`);
+      if (args[args.indexOf("--launcher") + 1] !== "env" || !args.includes("--launcher")) p.push(`${label}: no --launcher env`);
+      const file = env(c, "FB_JOB_SECRET_FILE");
+      const m = (c.volumeMounts || []).find((v) => file?.startsWith(`${v.mountPath}/`));
+      const vol = (tpl.spec.volumes || []).find((v) => v.name === m?.name);
+      if (vol?.secret?.secretName !== "fabric-bench-job" || vol.secret.defaultMode !== 256) {
+        p.push(`${label}: FB_JOB_SECRET_FILE ${file} is not in a 0400 volume of Secret fabric-bench-job`);
+      }
+      if (JSON.stringify(tpl).includes("ssh")) p.push(`${label}: something of sshd is left`);
+      if (c.readinessProbe) p.push(`${label}: a readiness probe (sshd's) is left`);
+      if (tpl.spec.restartPolicy !== "Never" && variant !== "envpytorch") p.push(`${label}: restartPolicy is not Never`);
+    }
+    return p;
+  });
+  if (variant === "envjob") check(`${name}: an Indexed Job of the StatefulSet's size, rank 0 named by the headless Service`, () => {
+    const job = find(objs, "Job");
+    const svc = find(objs, "Service");
+    if (!job || !svc) return ["no Job or no Service"];
+    const p = [];
+    const c = mainContainer(job.spec.template.spec);
+    if (job.spec.completionMode !== "Indexed") p.push("not Indexed");
+    if (!sts) p.push("no workers render to compare with");
+    else if (job.spec.completions !== sts.spec.replicas || job.spec.parallelism !== sts.spec.replicas) p.push("completions or parallelism differ from the StatefulSet's replicas");
+    if (env(c, "WORLD_SIZE") !== String(job.spec.completions)) p.push(`WORLD_SIZE ${env(c, "WORLD_SIZE")} != completions ${job.spec.completions}`);
+    if (svc.spec.clusterIP !== "None") p.push("the Service is not headless");
+    if (job.spec.template.spec.subdomain !== svc.metadata.name) p.push("the pods' subdomain is not the Service");
+    if (env(c, "MASTER_ADDR") !== `${job.metadata.name}-0.${svc.metadata.name}`) p.push(`MASTER_ADDR ${env(c, "MASTER_ADDR")} is not pod 0`);
+    const port = (c.ports || []).find((x) => String(x.containerPort) === env(c, "MASTER_PORT"));
+    if (!port || !svc.spec.ports.some((x) => x.targetPort === port.name)) p.push("MASTER_PORT is not the Service's port");
+    const labels = job.spec.template.metadata.labels;
+    if (!Object.entries(svc.spec.selector).every(([k, v]) => labels[k] === v)) p.push("the Service does not select the pods");
+    if (job.spec.backoffLimit !== 0 || !(job.spec.activeDeadlineSeconds > 0)) p.push("backoffLimit not 0 or no activeDeadlineSeconds");
+    if (find(objs, "StatefulSet")) p.push("StatefulSet left over");
+    return p;
+  });
+  if (variant === "envjobset") check(`${name}: one Indexed Job of the StatefulSet's size, rank 0 named under the JobSet's headless Service`, () => {
+    const js = find(objs, "JobSet");
+    if (!js) return ["no JobSet"];
+    const p = [];
+    if (js.spec.replicatedJobs.length !== 1) return [`${js.spec.replicatedJobs.length} replicated jobs`];
+    const rj = js.spec.replicatedJobs[0];
+    const job = rj.template.spec;
+    const c = mainContainer(job.template.spec);
+    if (rj.replicas !== 1) p.push(`replicas ${rj.replicas}`);
+    if (job.completionMode !== "Indexed") p.push("not Indexed");
+    if (!sts) p.push("no workers render to compare with");
+    else if (job.completions !== sts.spec.replicas || job.parallelism !== sts.spec.replicas) p.push("completions or parallelism differ from the StatefulSet's replicas");
+    if (env(c, "WORLD_SIZE") !== String(job.completions)) p.push(`WORLD_SIZE ${env(c, "WORLD_SIZE")} != completions ${job.completions}`);
+    if (!js.spec.network?.enableDNSHostnames) p.push("no DNS host names (network.enableDNSHostnames)");
+    const sub = js.spec.network?.subdomain || js.metadata.name;
+    if (env(c, "MASTER_ADDR") !== `${js.metadata.name}-${rj.name}-0-0.${sub}`) p.push(`MASTER_ADDR ${env(c, "MASTER_ADDR")} is not pod 0`);
+    if (!(c.ports || []).some((x) => String(x.containerPort) === env(c, "MASTER_PORT"))) p.push("MASTER_PORT is not a port of the container");
+    if (job.backoffLimit !== 0 || !(job.activeDeadlineSeconds > 0)) p.push("backoffLimit not 0 or no activeDeadlineSeconds");
+    if (js.spec.failurePolicy?.maxRestarts !== 0) p.push("failurePolicy.maxRestarts is not 0");
+    if (find(objs, "StatefulSet") || find(objs, "Service")) p.push("StatefulSet or Service left over (the JobSet makes its own)");
+    if (js.metadata.namespace !== envNamespace(objs)) p.push("JobSet is not in the environment's namespace");
+    return p;
+  });
+  if (variant === "envpytorch") check(`${name}: the Training Operator sets rank, size and rank 0's address`, () => {
+    const job = find(objs, "PyTorchJob");
+    if (!job) return ["no PyTorchJob"];
+    const p = [];
+    for (const [role, rs] of Object.entries(job.spec.pytorchReplicaSpecs)) {
+      const c = rs.template.spec.containers.find((x) => x.name === "pytorch");
+      if (!c) { p.push(`${role}: no pytorch container`); continue; }
+      for (const k of ["RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]) if (env(c, k) !== undefined) p.push(`${role} sets ${k}`);
+      if (!(c.ports || []).some((x) => x.name === "pytorchjob-port")) p.push(`${role}: no pytorchjob-port`);
+      if (rs.restartPolicy !== "Never") p.push(`${role}: restartPolicy is not Never`);
+    }
+    if (sts && job.spec.pytorchReplicaSpecs.Master.replicas + job.spec.pytorchReplicaSpecs.Worker.replicas !== sts.spec.replicas) p.push("Master + Worker replicas differ from the StatefulSet's");
+    if (find(objs, "StatefulSet") || find(objs, "Service")) p.push("StatefulSet or Service left over");
     return p;
   });
 }
@@ -699,6 +796,16 @@ for (const [name, { variant, fabric, objs }] of Object.entries(renders)) {
     checkTrigger(name, fabric, objs);
     continue;
   }
+  if (variant === "envtrigger") {
+    // The env launch's Indexed Job of plain pods for the Kyverno policy:
+    // no fabric wiring, the trigger, and the env launch itself.
+    const job = find(objs, "Job");
+    if (job) checkPodTemplate(`${name} Job/fabric-bench`, "none", job.spec.template, objs);
+    check(`${name}: plain env pods with the trigger annotation`, () =>
+      job?.spec.template.metadata.annotations?.["fabric-bench/inject"] === fabric ? [] : ["no Job or no trigger annotation"]);
+    checkEnvLaunch(name, "envjob", objs, find(renders[`trigger.${fabric}`]?.objs || [], "StatefulSet"));
+    continue;
+  }
   const cluster = renders[`cluster.${fabric}`]?.objs || [];
   for (const [label, tpl] of podTemplates(objs)) {
     checkPodTemplate(`${variant} ${label}`, fabric, tpl, objs);
@@ -725,6 +832,7 @@ for (const [name, { variant, fabric, objs }] of Object.entries(renders)) {
   const sts = find(renders[`workers.${fabric}`]?.objs || [], "StatefulSet");
   if (variant === "trainer") checkTrainer(name, objs, sts);
   if (variant === "pytorchjob") checkPytorchjob(name, objs, sts);
+  if (variant.startsWith("env")) checkEnvLaunch(name, variant, objs, sts);
   if (variant.startsWith("volcano")) checkVolcano(name, objs, sts);
 }
 

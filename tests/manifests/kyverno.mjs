@@ -210,9 +210,11 @@ function preconditionsHold(rule, scope) {
 // ---- the plain pod and the wiring ---------------------------------------------------
 // The pod the StatefulSet controller creates from the template (the fields a
 // policy sees on CREATE that matter here).
+// The env launch's Indexed Job (manifests/envjob) makes its pods from its
+// template the same way.
 function podFromRender(objs) {
-  const sts = find(objs, "StatefulSet");
-  if (!sts) throw new Error("no StatefulSet in the render");
+  const sts = find(objs, "StatefulSet") || find(objs, "Job");
+  if (!sts) throw new Error("no StatefulSet or Job in the render");
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -225,6 +227,11 @@ function podFromRender(objs) {
     spec: structuredClone(sts.spec.template.spec),
   };
 }
+// A check's name: the fabric, and the workload when it is not the StatefulSet.
+const labelOf = (fabric, renderFile) => {
+  const variant = path.basename(renderFile).split(".")[0];
+  return variant === "trigger" || variant === "workers" ? fabric : `${fabric} (${variant})`;
+};
 
 // The wiring of a pod: metadata and spec less the trigger, each container's
 // environment resolved (envFrom ConfigMaps of the render, then env), lists
@@ -290,7 +297,7 @@ function validate(files) {
 
 function prepare(policyFile, triggerFile, outDir) {
   const policy = loadAll(policyFile)[0];
-  const fabric = path.basename(policyFile, ".yaml");
+  const fabric = labelOf(path.basename(policyFile, ".yaml"), triggerFile);
   const pod = podFromRender(loadAll(triggerFile));
   const rules = policy.spec.rules.filter((r) => r.mutate);
   check(`${fabric}: one mutate rule with a patchStrategicMerge`, () =>
@@ -298,10 +305,11 @@ function prepare(policyFile, triggerFile, outDir) {
   const rule = rules[0];
   check(`${fabric}: the match block selects only pods annotated ${triggerAnnotation}: ${fabric}`, () => {
     const p = [];
-    const other = fabric === "aws-efa" ? "gke-tcpxo" : "aws-efa";
+    const own = path.basename(policyFile, ".yaml");
+    const other = own === "aws-efa" ? "gke-tcpxo" : "aws-efa";
     const variant = (annotations) => ({ ...pod, metadata: { ...pod.metadata, annotations } });
     const { [triggerAnnotation]: _t, ...rest } = pod.metadata.annotations;
-    if (pod.metadata.annotations[triggerAnnotation] !== fabric) p.push("the trigger render lacks the annotation");
+    if (pod.metadata.annotations[triggerAnnotation] !== own) p.push("the trigger render lacks the annotation");
     if (!ruleMatches(rule, pod)) p.push("does not match the trigger pod");
     if (ruleMatches(rule, variant(rest))) p.push("matches a pod without the annotation");
     if (ruleMatches(rule, variant({ ...rest, [triggerAnnotation]: other }))) p.push(`matches a pod annotated for ${other}`);
@@ -327,7 +335,7 @@ function prepare(policyFile, triggerFile, outDir) {
 }
 
 function compare(mutatedFile, triggerFile, overlayFile) {
-  const fabric = path.basename(overlayFile).split(".")[1];
+  const fabric = labelOf(path.basename(overlayFile).split(".")[1], overlayFile);
   const trigger = loadAll(triggerFile);
   const overlay = loadAll(overlayFile);
   const mutated = JSON.parse(fs.readFileSync(mutatedFile, "utf8"));

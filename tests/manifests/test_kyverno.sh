@@ -26,6 +26,9 @@ for f in "${FABRICS[@]}"; do
   policies+=("$P/$f.yaml")
   render "$M/overlays/policy-$f" "$R/trigger.$f.yaml"
   render "$M/overlays/$f" "$R/workers.$f.yaml"
+  # The env launch's Indexed Job of plain pods, and of the component's wiring.
+  render "$M/envjob/overlays/policy-$f" "$R/envtrigger.$f.yaml"
+  render "$M/envjob/overlays/$f" "$R/envjob.$f.yaml"
 done
 # One policy per fabric, no stray file: a policy the test does not know
 # would go unchecked.
@@ -58,6 +61,7 @@ wire() {
 }
 for f in "${FABRICS[@]}"; do
   wire "$P/$f.yaml" "$R/trigger.$f.yaml" "$R/workers.$f.yaml" "$T_DIR/wire.$f"
+  wire "$P/$f.yaml" "$R/envtrigger.$f.yaml" "$R/envjob.$f.yaml" "$T_DIR/wire-env.$f"
 done
 
 # ---- the comparison catches a broken policy ------------------------------------

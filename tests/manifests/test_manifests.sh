@@ -23,9 +23,15 @@ for f in "${FABRICS[@]}"; do
   render "$M/mpijob/overlays/$f" "$R/mpijob.$f.yaml"
   render "$M/trainer/overlays/$f" "$R/trainer.$f.yaml"
   render "$M/pytorchjob/overlays/$f" "$R/pytorchjob.$f.yaml"
+  render "$M/envjob/overlays/$f" "$R/envjob.$f.yaml"
+  render "$M/pytorchjob/overlays-env/$f" "$R/envpytorch.$f.yaml"
+  render "$M/jobset/overlays/$f" "$R/envjobset.$f.yaml"
 done
 for f in "${CLUSTER[@]}"; do render "$M/cluster/$f" "$R/cluster.$f.yaml"; done
-for f in "${POLICY[@]}"; do render "$M/overlays/policy-$f" "$R/trigger.$f.yaml"; done
+for f in "${POLICY[@]}"; do
+  render "$M/overlays/policy-$f" "$R/trigger.$f.yaml"
+  render "$M/envjob/overlays/policy-$f" "$R/envtrigger.$f.yaml"
+done
 render "$M/volcano/workers-gke-tcpxo" "$R/volcano.gke-tcpxo.yaml"
 render "$M/volcano/mpijob-aws-efa" "$R/volcano-mpijob.aws-efa.yaml"
 render "$M/policies/kyverno" "$R/policies.kyverno.yaml"
@@ -166,3 +172,15 @@ mutate "admission policy on another ServiceAccount" "CEL allows the scan's marks
   "s/endsWith(':fabric-bench-scan')/endsWith(':fabric-bench-scanner')/" scan.none.yaml
 mutate "scans may overlap" "CronJob one at a time" 's/concurrencyPolicy: Forbid/concurrencyPolicy: Allow/' scan.none.yaml
 mutate "nodes marked by default" "CronJob one at a time" 's/MARK_NODES: "false"/MARK_NODES: "true"/' scan.none.yaml
+mutate "env launch (JobSet): MASTER_ADDR not pod 0" "rank 0 named under the JobSet's headless Service" \
+  's/value: fabric-bench-workers-0-0.fabric-bench$/value: fabric-bench-workers-0-1.fabric-bench/' envjobset.sriov-rdma.yaml
+mutate "env launch (JobSet): WORLD_SIZE not the node count" "one Indexed Job of the StatefulSet's size" \
+  '/name: WORLD_SIZE/{n;s/value: "2"/value: "4"/}' envjobset.azure-ib.yaml
+mutate "env launch: MASTER_ADDR not pod 0" "rank 0 named by the headless Service" \
+  's/value: fabric-bench-0.fabric-bench$/value: fabric-bench-1.fabric-bench/' envjob.gke-tcpxo.yaml
+mutate "env launch: WORLD_SIZE not the node count" "Indexed Job of the StatefulSet's size" \
+  '/name: WORLD_SIZE/{n;s/value: "2"/value: "3"/}' envjob.aws-efa.yaml
+mutate "env launch: the secret readable by all" "with the job's secret" \
+  '/secretName: fabric-bench-job/{x;s/.*//;x};s/defaultMode: 256/defaultMode: 292/' envpytorch.oci-roce.yaml
+mutate "env launch: the operator's variables overridden" "Training Operator sets rank" \
+  's/- name: FB_JOB_SECRET_FILE/- name: RANK\n              value: "0"\n            - name: FB_JOB_SECRET_FILE/' envpytorch.sriov-rdma.yaml

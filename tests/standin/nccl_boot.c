@@ -1,8 +1,17 @@
 /* NCCL stand-in, set-up: the unique id carries rank 0's addresses and the
  * port it listens on; every rank connects to rank 0, which checks that all
  * belong to the same communicator and hands out the table of ranks; then
- * each pair of other ranks connects directly (the lower listens). */
+ * each pair of other ranks connects directly (the lower listens).
+ *
+ * With NCCL_COMM_ID=HOST:PORT set, as in NCCL, ncclGetUniqueId only
+ * encodes that address (every process makes the same id) and rank 0
+ * creates the root there inside ncclCommInitRank: a port already taken or
+ * an address that is not rank 0's fails there, at once. The other ranks
+ * try to connect until rank 0 answers, and rank 0 waits for every rank:
+ * neither wait is bounded, as in NCCL. */
+#include <netdb.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +29,7 @@
 
 struct unique_id {
     uint32_t magic;
-    uint8_t naddr, pad;
+    uint8_t naddr, from_env; /* from_env: NCCL_COMM_ID's address, no root yet */
     uint16_t port;
     uint64_t nonce;
     uint32_t addr[MAX_ADDRS];
@@ -73,8 +82,53 @@ static uint64_t fresh_nonce(void)
     return n | 1;
 }
 
+/* NCCL_COMM_ID=HOST:PORT as an id: the same in every process. */
+static ncclResult_t id_from_env(const char *env, ncclUniqueId *out)
+{
+    struct unique_id id = {.magic = ID_MAGIC, .naddr = 1, .from_env = 1, .nonce = 1469598103934665603ULL};
+    char host[256];
+    const char *colon = strrchr(env, ':');
+    long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (colon == NULL || (size_t)(colon - env) >= sizeof host || port < 1 || port > 65535) {
+        fbsi_set_error(NULL, "NCCL_COMM_ID=%s is not <host>:<port>", env);
+        return ncclInvalidArgument;
+    }
+    snprintf(host, sizeof host, "%.*s", (int)(colon - env), env);
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL) {
+        fbsi_set_error(NULL, "NCCL_COMM_ID: cannot resolve '%s'", host);
+        return ncclSystemError;
+    }
+    id.addr[0] = ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr;
+    id.port = (uint16_t)port;
+    freeaddrinfo(res);
+    for (const char *p = env; *p; p++)
+        id.nonce = (id.nonce ^ (unsigned char)*p) * 1099511628211ULL;
+    id.nonce |= 1;
+    memset(out, 0, sizeof *out);
+    memcpy(out, &id, sizeof id);
+    return ncclSuccess;
+}
+
+/* Rank 0 of an id from NCCL_COMM_ID: the root at that very address. */
+static int listen_at(const struct unique_id *id)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(id->port), .sin_addr.s_addr = id->addr[0]};
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as NCCL: a port in TIME_WAIT is free */
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 256) == 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
 ncclResult_t fbsi_unique_id(ncclUniqueId *out)
 {
+    const char *env = getenv("NCCL_COMM_ID");
+    if (env != NULL && *env != '\0')
+        return id_from_env(env, out);
     struct unique_id id = {.magic = ID_MAGIC, .nonce = fresh_nonce()};
     int fd = fbsi_listen(&id.port);
     if (fd < 0) {
@@ -175,7 +229,7 @@ static ncclResult_t gather_ranks(struct ncclComm *c, int lfd, struct entry *tabl
 
 static int connect_root(const struct unique_id *id)
 {
-    for (int t = 0; t < CONNECT_TRIES; t++) {
+    for (int t = 0; t < CONNECT_TRIES || id->from_env; t++) {
         for (int i = 0; i < id->naddr; i++) {
             int fd = fbsi_connect(id->addr[i], id->port);
             if (fd >= 0)
@@ -268,9 +322,15 @@ ncclResult_t fbsi_bootstrap(struct ncclComm *c, const ncclUniqueId *raw, int fai
     if (table == NULL)
         return ncclSystemError;
     ncclResult_t r = ncclSuccess;
-    int lfd = c->rank == 0 ? take_root(id.nonce) : -1;
+    int lfd = c->rank != 0 ? -1 : id.from_env ? listen_at(&id) : take_root(id.nonce);
     uint16_t port = 0;
-    if (c->rank == 0 && lfd < 0) {
+    if (c->rank == 0 && lfd < 0 && id.from_env) {
+        char ip[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &id.addr[0], ip, sizeof ip);
+        fbsi_set_error(c, "bootstrap: cannot create the root at NCCL_COMM_ID's %s:%u: %s", ip, id.port,
+                       strerror(errno));
+        r = ncclSystemError;
+    } else if (c->rank == 0 && lfd < 0) {
         fbsi_set_error(c, "rank 0 must be the process that called ncclGetUniqueId (a stand-in limit)");
         r = ncclInvalidUsage;
     } else if (c->rank != 0 && (lfd = fbsi_listen(&port)) < 0) {
