@@ -5,6 +5,7 @@
  * wait as a verbs target does: providers with manual progress (tcp, efa
  * emulating RMA) need it to poll, so it serves until the active end says,
  * over MPI, that it is through. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,9 @@ static enum fb_status serve(const struct probe_rank_env *env, struct serving *sv
         }
         if (pending < 0)
             return FB_OK;
+        /* A passive end sees no completion of its own to tell work from
+         * idling: it polls, then lets any rank that wants the core run. */
+        sched_yield();
         if ((spin & 255) == 0 && MPI_Wtime() - since > limit)
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "%s did not finish its RMA into %s within %.0f s; the peer or the path "
