@@ -46,6 +46,7 @@ struct probe_driver {
     struct probe_opts o;
     struct fb_world w;
     struct probe_ctx c;
+    struct probe_alive alive;
     struct probe_schedule sched;
     struct probe_endpoint me, *all_eps;
     struct probe_rank_env env;

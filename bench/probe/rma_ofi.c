@@ -439,6 +439,7 @@ static enum fb_status reap(struct sender *s, const struct probe_size_spec *r, st
     double now = fb_now();
     s->messages += done;
     s->t_last = s->last_progress = now;
+    probe_size_spec_progress(r);
     if (s->samples != NULL)
         probe_samples_add(s->samples, now, (double)(done * r->size));
     return FB_OK;

@@ -10,6 +10,12 @@ double probe_size_spec_bound_s(const struct probe_size_spec *r, int lanes)
     return messages * ((double)r->size * 8.0 / (PROBE_FLOOR_GBPS * 1e9) + 1e-3) + 1.0;
 }
 
+void probe_size_spec_progress(const struct probe_size_spec *r)
+{
+    if (r->progress != NULL)
+        r->progress(r->progress_arg);
+}
+
 enum fb_status probe_stopped(const volatile sig_atomic_t *stop, struct fb_err *err)
 {
     if (stop == NULL || *stop == 0)

@@ -22,7 +22,14 @@ struct probe_size_spec {
     double interval;     /* first sample interval, seconds */
     double timeout;      /* seconds of silence before the peer is declared gone */
     const volatile sig_atomic_t *stop;
+    /* Called when the transfers completed something: the word that the
+     * measurement moves (probe_alive_progress); NULL: nobody listens. */
+    void (*progress)(void *arg);
+    void *progress_arg;
 };
+
+/* Calls the spec's progress hook, if any. */
+void probe_size_spec_progress(const struct probe_size_spec *r);
 
 /* Slowest rate a wait for someone else's measurement allows before calling
  * it a hang: a link this slow is broken anyway. */

@@ -204,6 +204,8 @@ static enum fb_status serve(const struct probe_rank_env *env, struct serving *sv
         /* A passive end sees no completion of its own to tell work from
          * idling: it polls, then lets any rank that wants the core run. */
         sched_yield();
+        if ((spin & 255) == 0 && probe_alive_heard(env->c))
+            since = MPI_Wtime(); /* the job moves: a slow peer is still at it */
         if ((spin & 255) == 0 && MPI_Wtime() - since > limit)
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "%s did not finish its RMA into %s within %.0f s; the peer or the path "
