@@ -70,7 +70,8 @@ int probe_driver_rounds(struct probe_driver *d);
  * returns the exit code. */
 int probe_driver_finish(struct probe_driver *d);
 
-/* Releases what prepare and the rounds hold; safe at any point. */
+/* Releases what prepare and the rounds hold but the world (the job's end
+ * needs it); safe at any point. */
 void probe_driver_release(struct probe_driver *d);
 
 /* Everyone reports, rank 0 records (the rows of `round` when >= 0) and

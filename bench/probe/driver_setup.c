@@ -206,5 +206,4 @@ void probe_driver_release(struct probe_driver *d)
     free(d->local_of);
     if (d->c.comm != MPI_COMM_NULL)
         MPI_Comm_free(&d->c.comm);
-    fb_world_free(&d->w);
 }
