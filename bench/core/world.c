@@ -270,7 +270,7 @@ void fb_world_end(const struct fb_world *w, MPI_Comm comm, double limit_s, int c
      * exchange: the watchdog bounds that too. */
     end_code = code;
     signal(SIGALRM, end_watchdog);
-    alarm((unsigned)(2 * limit_s) + 1);
+    alarm((unsigned)limit_s + 1);
     MPI_Finalize();
     alarm(0);
 }

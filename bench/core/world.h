@@ -56,9 +56,9 @@ _Noreturn void fb_world_await_abort(int code);
  * rank, so one stopped after its last step (SIGSTOP, a hung driver) would
  * hold the job forever. Every rank tells rank 0 over `comm` that it is at
  * the end; rank 0 answers once all have, and only then do they enter
- * MPI_Finalize, each under a watchdog of 2 x limit_s that ends the process
- * with `code` (a rank that stops inside MPI_Finalize: mpirun then ends the
- * rest). A rank not heard from within limit_s is named on stderr and rank
+ * MPI_Finalize, each under a watchdog of limit_s + 1 s that ends the
+ * process with `code` (a rank that stops inside MPI_Finalize: mpirun then
+ * ends the rest). A rank not heard from within limit_s is named on stderr and rank
  * 0 ends the job with MPI_Abort (FB_ERR_TIMEOUT), which ends stopped ranks
  * too; ranks that hear no answer from rank 0 within 2 x limit_s abort the
  * same way. A rank that stops once it is past MPI_Finalize's own exchange
