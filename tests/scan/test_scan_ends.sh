@@ -37,8 +37,8 @@ rank_pid() {
   local p
   for p in /proc/[0-9]*; do
     case $(cat "$p/comm" 2>/dev/null) in fabric-scan | fabric-rdma) ;; *) continue ;; esac
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$T_DIR" || continue
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "${p#/proc/}" && return
+    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$T_DIR" || continue
+    { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "${p#/proc/}" && return
   done
 }
 
@@ -47,7 +47,7 @@ running() {
   local p n=0
   for p in /proc/[0-9]*; do
     case $(cat "$p/comm" 2>/dev/null) in fabric-scan | fabric-rdma) ;; *) continue ;; esac
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$T_DIR" || continue
+    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$T_DIR" || continue
     grep -q '^State:.*(stopped)' "$p/status" 2>/dev/null || n=$((n + 1))
   done
   echo "$n"
