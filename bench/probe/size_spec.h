@@ -28,6 +28,13 @@ struct probe_size_spec {
     void *progress_arg;
 };
 
+/* How long a sender may hear nothing before its peer counts as gone:
+ * --timeout, plus the time the next completion's bytes take at the rate
+ * measured so far (`done` bytes in `seconds`). A slow link with completions
+ * moderated (one per -Q writes) completes seldom, and is still alive. */
+double probe_silence_allowed(const struct probe_size_spec *r, double done, double seconds,
+                             double bytes_per_completion);
+
 /* Calls the spec's progress hook, if any. */
 void probe_size_spec_progress(const struct probe_size_spec *r);
 
