@@ -153,16 +153,25 @@ static void test_flags_fall_back_to_median(void)
     CHECK_INT(probe_flag_links(v, 1, 0.9, NULL, 0, f), 0);
 }
 
+/* Every ordered pair of `nodes` nodes, one link each: those touching node
+ * `bad` at `slow`, the rest at `fast`, all with line rate `line`. */
+static int both_ways_fleet(struct probe_link_score *v, int nodes, int bad, double slow, double fast,
+                           double line)
+{
+    int n = 0;
+    for (int a = 0; a < nodes; a++)
+        for (int c = 0; c < nodes; c++)
+            if (a != c)
+                v[n++] = (struct probe_link_score){a, c, (a == bad || c == bad) ? slow : fast, line};
+    return n;
+}
+
 /* All-pairs over 5 nodes, one rail, both directions: node 2's NIC is bad,
  * so its 8 links are slow; every other node is in two slow links of 8. */
 static void test_suspect_is_the_common_endpoint(void)
 {
     struct probe_link_score v[20];
-    int n = 0;
-    for (int a = 0; a < 5; a++)
-        for (int c = 0; c < 5; c++)
-            if (a != c)
-                v[n++] = (struct probe_link_score){a, c, (a == 2 || c == 2) ? 150.0 : 392.0, 400.0};
+    int n = both_ways_fleet(v, 5, 2, 150.0, 392.0, 400.0);
     struct probe_suspect s[5];
     int ns = probe_suspects(v, n, 0.9, 5, s);
     CHECK_INT(ns, 1);
@@ -221,11 +230,7 @@ static void test_slow_path_is_named_with_its_direction(void)
 static void test_slow_node_in_most_links_of_a_small_fleet(void)
 {
     struct probe_link_score v[6];
-    int n = 0;
-    for (int a = 0; a < 3; a++)
-        for (int c = 0; c < 3; c++)
-            if (a != c)
-                v[n++] = (struct probe_link_score){a, c, (a == 1 || c == 1) ? 0.3 : 10.0, 0};
+    int n = both_ways_fleet(v, 3, 1, 0.3, 10.0, 0);
     struct probe_suspect s[3];
     int ns = probe_suspects(v, n, 0.9, 3, s);
     CHECK_INT(ns, 1);
