@@ -12,8 +12,8 @@
 # 2. One link, one figure: every host's eth0 (the stand-in's ports) held
 #    to a rate the 2 cores reach with every link of a round at once, so the
 #    pattern is all that changes: fbh1 -> fbh2 alone, in pairs, in a ring
-#    of 5 and in all-pairs of 5 measures within 10 % of its median (each
-#    shape's best of two runs).
+#    of 5 and in all-pairs of 5 measures within 10 % of its median (ofi:
+#    each shape's best of two runs).
 # 3. A slow link is a result: 300 Mbit/s between 2 hosts, with a run longer
 #    than any bound set from 1 Gb/s and a --timeout of 1 s: measured (exit
 #    0), at its rate, flagged against the line rate or not at all (a lone
@@ -143,11 +143,13 @@ slow every 0 200mbit
 export FB_STANDIN_IB_RATE_GBPS=1
 for t in "${transports[@]}"; do
   : >"$T_DIR/figures"
-  # Each shape twice, in the order A B C D D C B A, its best figure kept:
-  # a run that other tests' load starved of CPU says nothing of the pattern.
-  for shape in "alone 2 pairs fbh1,fbh2" "pairs 4 pairs fbh1,fbh3,fbh2,fbh4" "ring 5 ring fbh1,fbh2,fbh3,fbh4,fbh5" \
-    "all-pairs 5 all-pairs fbh1,fbh2,fbh3,fbh4,fbh5" "all-pairs 5 all-pairs fbh1,fbh2,fbh3,fbh4,fbh5" \
-    "ring 5 ring fbh1,fbh2,fbh3,fbh4,fbh5" "pairs 4 pairs fbh1,fbh3,fbh2,fbh4" "alone 2 pairs fbh1,fbh2"; do
+  shapes=("alone 2 pairs fbh1,fbh2" "pairs 4 pairs fbh1,fbh3,fbh2,fbh4" "ring 5 ring fbh1,fbh2,fbh3,fbh4,fbh5"
+    "all-pairs 5 all-pairs fbh1,fbh2,fbh3,fbh4,fbh5")
+  # libfabric's tcp provider moves bytes only while its ends get the CPU:
+  # each shape twice, in the order A B C D D C B A, its best figure kept (a
+  # run that other tests' load starved says nothing of the pattern).
+  [ "$t" = ofi ] && shapes+=("${shapes[3]}" "${shapes[2]}" "${shapes[1]}" "${shapes[0]}")
+  for shape in "${shapes[@]}"; do
     read -r label np pattern hosts <<<"$shape"
     # shellcheck disable=SC2046
     fr "$t" "$np" --pattern "$pattern" $(size_args "$t") -J "$T_DIR/o.json"
