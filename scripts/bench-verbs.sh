@@ -120,7 +120,7 @@ def report(title, ours_name, theirs_name, lo, hi, unit, goal):
         size *= 2
     return misses
 ports = f"ports capped at {cap} Gb/s" if float(cap) > 0 else "ports uncapped (memory copies set the pace)"
-print(f"== fabric-rdma (verbs) vs perftest on the RDMA stand-in: 2 namespace hosts, {ports}, one core per host, median of {rounds} paired rounds ==")
+print(f"== fabric-rdma (verbs) vs perftest on the RDMA stand-in: 2 namespace hosts, {ports}, nothing pinned, median of {rounds} paired rounds ==")
 report("bandwidth: fabric-rdma -q 1 -t 128 -Q 100 average vs ib_write_bw BW average (Gb/s), goal 0.95..1.05",
        "ours", "theirs", 65536, 8 << 20, "Gb/s", (0.95, 1.05))
 report("latency: fabric-rdma --latency median vs ib_write_lat t_typical (us), goal 0.90..1.10",
