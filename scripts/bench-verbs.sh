@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fabric-rdma's verbs transport against perftest's ib_write_bw and
 # ib_write_lat on the same link of the RDMA stand-in (docs/standin.md):
-# two namespace hosts (root only, host set "fbvb"), each side pinned to a
-# core of its own (host 1 to core 0, host 2 to core 1), the ports capped at
+# two namespace hosts (root only, host set "fbvb"), nothing pinned (users
+# do not pin, and a probe must not need it), the ports capped at
 # FB_BENCH_VERBS_CAP Gb/s so both tools have a line rate to meet. The same
 # method: one RC queue pair, 128 writes outstanding, a completion every 100,
 # 5000 writes per size, 64 KiB .. 8 MiB (fabric-rdma -q 1 -t 128 -Q 100
@@ -35,10 +35,10 @@ skip() { echo "fabric-rdma (verbs) vs ib_write_bw on the RDMA stand-in: skipped 
 . "$root/scripts/bench/hosts.sh"
 export FB_STANDIN_IB_RATE_GBPS=$cap FB_STANDIN_IB_DIR=$work/registry
 
-# on HOST CMD...: CMD on namespace host HOST, pinned, on the stand-in.
+# on HOST CMD...: CMD on namespace host HOST, on the stand-in.
 on() {
   local h=$1; shift
-  "$th" exec "$hostset" "$h" taskset -c "$(core_of_host "$h")" "$standin" "$@"
+  "$th" exec "$hostset" "$h" "$standin" "$@"
 }
 
 # pair OUT CMD ARGS...: a perftest server on host 1 and its client on host
@@ -60,7 +60,7 @@ pair() {
 probe_run() {
   local out=$1; shift
   timeout 300 "$standin" "$th" mpirun "$hostset" -q -np 2 --map-by node --bind-to none \
-    -x LD_LIBRARY_PATH -x FB_STANDIN_IB_RATE_GBPS -x FB_STANDIN_IB_DIR "$work/pin" "$probe" \
+    -x LD_LIBRARY_PATH -x FB_STANDIN_IB_RATE_GBPS -x FB_STANDIN_IB_DIR "$probe" \
     -q 1 "$@" -J "$out" >/dev/null
 }
 
@@ -120,7 +120,7 @@ def report(title, ours_name, theirs_name, lo, hi, unit, goal):
         size *= 2
     return misses
 ports = f"ports capped at {cap} Gb/s" if float(cap) > 0 else "ports uncapped (memory copies set the pace)"
-print(f"== fabric-rdma (verbs) vs perftest on the RDMA stand-in: 2 namespace hosts, {ports}, one core per host, median of {rounds} paired rounds ==")
+print(f"== fabric-rdma (verbs) vs perftest on the RDMA stand-in: 2 namespace hosts, {ports}, nothing pinned, median of {rounds} paired rounds ==")
 report("bandwidth: fabric-rdma -q 1 -t 128 -Q 100 average vs ib_write_bw BW average (Gb/s), goal 0.95..1.05",
        "ours", "theirs", 65536, 8 << 20, "Gb/s", (0.95, 1.05))
 report("latency: fabric-rdma --latency median vs ib_write_lat t_typical (us), goal 0.90..1.10",

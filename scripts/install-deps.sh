@@ -17,6 +17,9 @@ test_pkgs=(iproute2 openssh-server openssh-client procps jq shellcheck
   prometheus prometheus-node-exporter)
 # fabric-report html opened in a headless browser (tests/report/test_html.sh).
 test_pkgs+=(chromium)
+# make bench builds fabtests' fi_rma_bw (not packaged) from libfabric's
+# sources at the installed version (scripts/bench-ofi.sh).
+test_pkgs+=(autoconf automake libtool)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do

@@ -1,11 +1,14 @@
 #include "core/world.h"
 
 #include "core/coord.h"
+#include <signal.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/clock.h"
 
 uint64_t fb_hash_bytes(uint64_t h, const void *data, size_t len)
 {
@@ -185,4 +188,87 @@ enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err)
     if (w->rank != teller && w->rank != 0)
         err->msg[0] = '\0';
     return (enum fb_status)worst;
+}
+
+/* Tag of the end handshake: above every tag the programs use. */
+#define END_TAG 32000
+
+/* Polls `n` requests until all completed or the deadline passed; returns
+ * the index of the first still pending, -1 when all completed. */
+static int wait_all_until(int n, MPI_Request *req, double deadline)
+{
+    for (;;) {
+        int pending = -1;
+        for (int i = n - 1; i >= 0; i--) {
+            int done = 1;
+            if (req[i] != MPI_REQUEST_NULL && (MPI_Test(&req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS))
+                done = 1; /* a broken connection: MPI_Finalize will not wait for that process */
+            if (!done)
+                pending = i;
+        }
+        if (pending < 0 || fb_now() > deadline)
+            return pending;
+        usleep(1000);
+    }
+}
+
+static volatile sig_atomic_t end_code;
+
+static void end_watchdog(int sig)
+{
+    (void)sig;
+    _exit(end_code);
+}
+
+static _Noreturn void end_by_abort(MPI_Comm comm, int code)
+{
+    fflush(NULL);
+    MPI_Abort(comm, code);
+    _exit(code); /* MPI_Abort does not return; this keeps _Noreturn honest */
+}
+
+void fb_world_end(const struct fb_world *w, MPI_Comm comm, double limit_s, int code)
+{
+    int word = code, go = 1;
+    double deadline = fb_now() + limit_s;
+    fflush(NULL);
+    if (w->rank != 0) {
+        MPI_Request req[2];
+        MPI_Isend(&word, 1, MPI_INT, 0, END_TAG, comm, &req[0]);
+        MPI_Irecv(&go, 1, MPI_INT, 0, END_TAG, comm, &req[1]);
+        /* Rank 0 answers once it heard everyone, limit_s at most. */
+        if (wait_all_until(2, req, deadline + limit_s) >= 0) {
+            fprintf(stderr, "fabric-bench: rank 0 (%s) did not answer at the end of the job within "
+                    "%.0f s; ending it\n", w->hosts[0], limit_s);
+            end_by_abort(comm, FB_ERR_TIMEOUT);
+        }
+    } else {
+        int n = w->size - 1;
+        MPI_Request *req = malloc((size_t)(n > 0 ? 2 * n : 1) * sizeof *req);
+        int *words = malloc((size_t)(n > 0 ? n : 1) * sizeof *words);
+        if (req == NULL || words == NULL)
+            end_by_abort(comm, FB_ERR_INTERNAL);
+        for (int r = 1; r <= n; r++)
+            MPI_Irecv(&words[r - 1], 1, MPI_INT, r, END_TAG, comm, &req[r - 1]);
+        int silent = wait_all_until(n, req, deadline);
+        if (silent >= 0) {
+            fprintf(stderr, "fabric-bench: rank %d (%s) did not reach the end of the job within %.0f s "
+                    "after its last step (stopped or hung?); check that host. Everything measured "
+                    "is kept; ending the job\n", silent + 1, w->hosts[silent + 1], limit_s);
+            end_by_abort(comm, FB_ERR_TIMEOUT);
+        }
+        for (int r = 1; r <= n; r++)
+            MPI_Isend(&go, 1, MPI_INT, r, END_TAG, comm, &req[n + r - 1]);
+        if (wait_all_until(n, req + n, fb_now() + limit_s) >= 0)
+            end_by_abort(comm, FB_ERR_TIMEOUT);
+        free(req);
+        free(words);
+    }
+    /* A rank may still stop between the answer and MPI_Finalize's own
+     * exchange: the watchdog bounds that too. */
+    end_code = code;
+    signal(SIGALRM, end_watchdog);
+    alarm((unsigned)limit_s + 1);
+    MPI_Finalize();
+    alarm(0);
 }

@@ -58,6 +58,21 @@ enum fb_status fb_world_agree(const struct fb_world *w, struct fb_err *err);
  * 139 or 137 seen on a busy machine) instead of giving the code. */
 _Noreturn void fb_world_await_abort(int code);
 
+/* The end of a job that went well, bounded: MPI_Finalize waits for every
+ * rank, so one stopped after its last step (SIGSTOP, a hung driver) would
+ * hold the job forever. Every rank tells rank 0 over `comm` that it is at
+ * the end; rank 0 answers once all have, and only then do they enter
+ * MPI_Finalize, each under a watchdog of limit_s + 1 s that ends the
+ * process with `code` (a rank that stops inside MPI_Finalize: mpirun then
+ * ends the rest). A rank not heard from within limit_s is named on stderr and rank
+ * 0 ends the job with MPI_Abort (FB_ERR_TIMEOUT), which ends stopped ranks
+ * too; ranks that hear no answer from rank 0 within 2 x limit_s abort the
+ * same way. A rank that stops once it is past MPI_Finalize's own exchange
+ * is out of the job's reach: the others end, and only the launcher, which
+ * waits for every process it started, still waits for it. Returns after
+ * MPI_Finalize. */
+void fb_world_end(const struct fb_world *w, MPI_Comm comm, double limit_s, int code);
+
 /* FNV-1a, for option hashes. */
 uint64_t fb_hash_bytes(uint64_t h, const void *data, size_t len);
 #define FB_HASH_SEED 1469598103934665603ULL

@@ -42,6 +42,58 @@ static void backoff_pause(struct backoff *b)
         b->ns *= 2;
 }
 
+static void send_word(const struct probe_ctx *c, int to)
+{
+    MPI_Request req;
+    if (MPI_Isend(&c->alive->word, 1, MPI_INT32_T, to, PROBE_TAG_ALIVE, c->comm, &req) == MPI_SUCCESS)
+        MPI_Request_free(&req); /* a word lost with a broken connection is no loss */
+}
+
+static void pass_word_on(const struct probe_ctx *c, double now)
+{
+    struct probe_alive *a = c->alive;
+    a->last_sent = now;
+    a->progressed = 0;
+    if (c->w->rank != 0) {
+        send_word(c, 0);
+        return;
+    }
+    for (int r = 1; r < c->w->size; r++)
+        send_word(c, r);
+}
+
+void probe_alive_progress(const struct probe_ctx *c)
+{
+    if (c == NULL || c->alive == NULL)
+        return;
+    c->alive->progressed = 1;
+    double now = fb_now();
+    if (now - c->alive->last_sent >= c->alive->period)
+        pass_word_on(c, now);
+}
+
+void probe_alive_hook(void *ctx) { probe_alive_progress(ctx); }
+
+int probe_alive_heard(const struct probe_ctx *c)
+{
+    if (c->alive == NULL)
+        return 0;
+    int heard = 0;
+    for (;;) {
+        int flag = 0;
+        MPI_Message msg;
+        if (MPI_Improbe(MPI_ANY_SOURCE, PROBE_TAG_ALIVE, c->comm, &flag, &msg, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS || !flag)
+            break;
+        int32_t word;
+        MPI_Mrecv(&word, 1, MPI_INT32_T, &msg, MPI_STATUS_IGNORE);
+        heard = 1;
+    }
+    if (heard && c->w->rank == 0)
+        probe_alive_progress(c);
+    return heard;
+}
+
 static enum fb_status wait_status(const struct probe_ctx *c, MPI_Request *req, MPI_Status *status,
                                   double limit_s, int peer, const char *what, struct fb_err *err)
 {
@@ -58,6 +110,8 @@ static enum fb_status wait_status(const struct probe_ctx *c, MPI_Request *req, M
             return FB_OK;
         if (probe_check_stop(c, err) != FB_OK)
             return err->code;
+        if (probe_alive_heard(c))
+            deadline = fb_now() + limit_s;
         if (fb_now() > deadline) {
             char who[FB_HOST_MAX + 32];
             probe_rank_name(c, peer, who, sizeof who);
@@ -141,7 +195,8 @@ enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather
         MPI_Irecv((char *)all + (size_t)r * g->len, (int)g->len, MPI_BYTE, r, PROBE_TAG_REPORT,
                   c->comm, &reqs[r - 1]);
     struct backoff b = {fb_now(), 10000};
-    double deadline = b.started + (g->failed(mine) ? g->grace_s : g->limit_s);
+    int failing = g->failed(mine);
+    double deadline = b.started + (failing ? g->grace_s : g->limit_s);
     int left = n;
     enum fb_status st = FB_OK;
     while (left > 0 && st == FB_OK) {
@@ -161,6 +216,7 @@ enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather
             double grace = fb_now() + g->grace_s;
             if (g->failed((char *)all + (size_t)r * g->len) && grace < deadline)
                 deadline = grace;
+            failing |= g->failed((char *)all + (size_t)r * g->len);
         }
         if (got == MPI_UNDEFINED || st != FB_OK)
             break;
@@ -172,6 +228,10 @@ enum fb_status probe_gather(const struct probe_ctx *c, const struct probe_gather
         if (left == 0 || got > 0)
             continue;
         st = probe_check_stop(c, err);
+        /* A rank still measuring says so: its report may take as long as
+         * its link needs, as long as the job keeps moving. */
+        if (st == FB_OK && probe_alive_heard(c) && !failing && fb_now() + g->limit_s > deadline)
+            deadline = fb_now() + g->limit_s;
         if (st == FB_OK && fb_now() > deadline) {
             int first = 1;
             while (arrived[first])

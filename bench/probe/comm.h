@@ -13,11 +13,24 @@
 #include "core/status.h"
 #include "core/world.h"
 
+/* Word that a measurement is moving: a slow link's run may take far longer
+ * than any bound set in advance, so every wait on another rank's work ends
+ * after --timeout of silence from the job instead. A rank whose transfers
+ * complete tells rank 0 every quarter --timeout; rank 0 passes the word on
+ * to every rank (its own progress too), so the ranks waiting for a verdict
+ * or for a peer's word hear that the job is alive. */
+struct probe_alive {
+    double period, last_sent;
+    int progressed;          /* since the last word sent */
+    int32_t word;            /* what a word carries (its send buffer) */
+};
+
 struct probe_ctx {
     const struct fb_world *w;
     MPI_Comm comm;
     double timeout_s;                  /* --timeout: how long a silent peer is waited for */
     const volatile sig_atomic_t *stop; /* signal number once SIGINT/SIGTERM arrived */
+    struct probe_alive *alive;         /* NULL: no word is sent or heard */
 };
 
 /* Message kinds, used as tags; ranks run rounds in lockstep, so a kind
@@ -32,7 +45,20 @@ enum probe_tag {
     PROBE_TAG_OFIINFO,
     PROBE_TAG_OFI_DONE, /* ofi: the active end is through with a size (its status) */
     PROBE_TAG_VERDICT,  /* rank 0's verdict on a step */
+    PROBE_TAG_ALIVE,    /* a measurement is moving (struct probe_alive) */
 };
+
+/* A measuring loop calls it when its transfers completed something: at most
+ * every period it sends the word on (rank 0: to every rank; others: to
+ * rank 0). Cheap enough to call on every completion. */
+void probe_alive_progress(const struct probe_ctx *c);
+
+/* Takes in the words that arrived; 1 when there was one (rank 0 then
+ * passes it on). Waits call it and count a word as an answer. */
+int probe_alive_heard(const struct probe_ctx *c);
+
+/* The same as probe_alive_progress, for a spec's progress hook. */
+void probe_alive_hook(void *ctx);
 
 /* "rank 3 (host-b)" */
 void probe_rank_name(const struct probe_ctx *c, int rank, char *buf, size_t len);
@@ -41,8 +67,9 @@ void probe_rank_name(const struct probe_ctx *c, int rank, char *buf, size_t len)
  * FB_OK. Long loops call it. */
 enum fb_status probe_check_stop(const struct probe_ctx *c, struct fb_err *err);
 
-/* Waits for `req` at most limit_s seconds. A timeout names `peer` and says
- * what was awaited; the request is left pending (the job is ending). */
+/* Waits for `req` at most limit_s seconds, counted from the last word that
+ * the job is alive. A timeout names `peer` and says what was awaited; the
+ * request is left pending (the job is ending). */
 enum fb_status probe_wait(const struct probe_ctx *c, MPI_Request *req, double limit_s, int peer,
                           const char *what, struct fb_err *err);
 

@@ -46,6 +46,7 @@ struct probe_driver {
     struct probe_opts o;
     struct fb_world w;
     struct probe_ctx c;
+    struct probe_alive alive;
     struct probe_schedule sched;
     struct probe_endpoint me, *all_eps;
     struct probe_rank_env env;
@@ -69,7 +70,8 @@ int probe_driver_rounds(struct probe_driver *d);
  * returns the exit code. */
 int probe_driver_finish(struct probe_driver *d);
 
-/* Releases what prepare and the rounds hold; safe at any point. */
+/* Releases what prepare and the rounds hold but the world (the job's end
+ * needs it); safe at any point. */
 void probe_driver_release(struct probe_driver *d);
 
 /* Everyone reports, rank 0 records (the rows of `round` when >= 0) and

@@ -166,7 +166,8 @@ int probe_driver_prepare(struct probe_driver *d, int argc, char **argv,
     if (rc != FB_OK)
         return rc;
     struct fb_err err = {0};
-    d->c = (struct probe_ctx){&d->w, MPI_COMM_NULL, d->o.timeout, stop};
+    d->alive = (struct probe_alive){.period = d->o.timeout / 4};
+    d->c = (struct probe_ctx){&d->w, MPI_COMM_NULL, d->o.timeout, stop, &d->alive};
     MPI_Comm_dup(d->w.comm, &d->c.comm);
     MPI_Comm_set_errhandler(d->c.comm, MPI_ERRORS_RETURN);
     /* The label and the results path first: a mistake there costs no
@@ -205,5 +206,4 @@ void probe_driver_release(struct probe_driver *d)
     free(d->local_of);
     if (d->c.comm != MPI_COMM_NULL)
         MPI_Comm_free(&d->c.comm);
-    fb_world_free(&d->w);
 }

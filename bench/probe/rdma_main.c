@@ -47,6 +47,9 @@ int main(int argc, char **argv)
             rc = probe_driver_finish(&d);
     }
     probe_driver_release(&d);
-    MPI_Finalize();
+    /* Bounded like every other wait: a rank stopped after its last size
+     * would hold MPI_Finalize forever. */
+    fb_world_end(&d.w, d.w.comm, d.o.timeout > 0 ? d.o.timeout : 30, rc);
+    fb_world_free(&d.w);
     return rc;
 }

@@ -116,8 +116,9 @@ int probe_analyze(const struct probe_results *r, struct probe_analysis *a)
     if (avg != NULL)
         a->median_gbps = probe_median(avg, a->n);
     free(avg);
-    a->nflags = probe_flag_links(a->scores, a->n, r->o->threshold, a->flags);
-    a->nsuspects = probe_suspects(a->scores, a->n, a->flags, a->nflags, r->nranks, a->suspects);
+    a->nsuspects = probe_suspects(a->scores, a->n, r->o->threshold, r->nranks, a->suspects);
+    a->nflags = probe_flag_links(a->scores, a->n, r->o->threshold, a->suspects, a->nsuspects,
+                                 a->flags);
     return 0;
 }
 
@@ -315,6 +316,50 @@ static json_object *row_json(const struct probe_results *r, const struct probe_r
     return o;
 }
 
+static json_object *path_json(const struct probe_path *p)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "links", json_object_new_int(p->links));
+    json_object_object_add(o, "slow_links", json_object_new_int(p->slow));
+    json_object_object_add(o, "ratio", fb_json_number(p->ratio));
+    json_object_object_add(o, "slow", json_object_new_boolean(p->suspect));
+    return o;
+}
+
+/* ["send"], ["receive"] or both: the paths this suspect's slow links share. */
+static json_object *slow_paths_json(const struct probe_suspect *su)
+{
+    json_object *a = json_object_new_array();
+    if (su->send.suspect)
+        json_object_array_add(a, json_object_new_string("send"));
+    if (su->recv.suspect)
+        json_object_array_add(a, json_object_new_string("receive"));
+    return a;
+}
+
+/* The paths no link of the schedule measured: [{rank, host, device,
+ * direction}], empty when every endpoint sent and received. */
+static json_object *unmeasured_json(const struct probe_results *r)
+{
+    json_object *a = json_object_new_array();
+    int *sends = calloc((size_t)r->nranks * 2, sizeof *sends);
+    if (sends == NULL)
+        return a;
+    int *recvs = sends + r->nranks;
+    probe_schedule_paths(r->sched, r->nranks, sends, recvs);
+    for (int k = 0; k < r->nranks; k++) {
+        for (int dir = 0; dir < 2; dir++) {
+            if ((dir == 0 ? sends : recvs)[k] > 0)
+                continue;
+            json_object *o = end_json(r, k);
+            json_object_object_add(o, "direction", json_object_new_string(dir == 0 ? "send" : "receive"));
+            json_object_array_add(a, o);
+        }
+    }
+    free(sends);
+    return a;
+}
+
 static json_object *analysis_json(const struct probe_results *r, const struct probe_analysis *a,
                                   json_object *doc)
 {
@@ -336,9 +381,15 @@ static json_object *analysis_json(const struct probe_results *r, const struct pr
     json_object_object_add(doc, "flags", flags);
     json_object *sus = json_object_new_array();
     for (int i = 0; i < a->nsuspects; i++) {
-        json_object *o = end_json(r, a->suspects[i].endpoint);
-        json_object_object_add(o, "slow_links", json_object_new_int(a->suspects[i].flagged));
-        json_object_object_add(o, "links", json_object_new_int(a->suspects[i].links));
+        const struct probe_suspect *su = &a->suspects[i];
+        json_object *o = end_json(r, su->endpoint);
+        json_object_object_add(o, "slow_links", json_object_new_int(su->flagged));
+        json_object_object_add(o, "links", json_object_new_int(su->links));
+        json_object_object_add(o, "paths", slow_paths_json(su));
+        json_object_object_add(o, "send", path_json(&su->send));
+        json_object_object_add(o, "receive", path_json(&su->recv));
+        json_object_object_add(o, "reference", json_object_new_string(su->by_line_rate ? "line-rate" : "median-of-others"));
+        json_object_object_add(o, "reference_Gbps", su->by_line_rate ? NULL : fb_json_number(su->reference_gbps));
         json_object_array_add(sus, o);
     }
     json_object_object_add(doc, "suspects", sus);
@@ -386,6 +437,7 @@ static json_object *summary_json(const struct probe_results *r, const struct pro
     json_object_object_add(s, "median_avg_Gbps", fb_json_number(a->median_gbps));
     json_object_object_add(s, "max_avg_Gbps", fb_json_number(hi));
     json_object_object_add(s, "flagged", json_object_new_int(a->nflags));
+    json_object_object_add(s, "paths_unmeasured", unmeasured_json(r));
     return s;
 }
 
@@ -588,6 +640,58 @@ static void print_matrix(FILE *out, const struct probe_results *r, const struct 
     free(first);
 }
 
+/* "# SUSPECT h:dev[k] (host h, device dev): send path slow (2 of 2 links
+ * from it at 0.03x the median of the links not touching it, 11.20 Gb/s)",
+ * one line per slow path. */
+static void print_suspect(FILE *out, const struct probe_results *r, const struct probe_suspect *su)
+{
+    char who[FB_HOST_MAX + 80], ref[96];
+    probe_endpoint_label(r, su->endpoint, who, sizeof who);
+    if (su->by_line_rate)
+        snprintf(ref, sizeof ref, "the line rate");
+    else
+        snprintf(ref, sizeof ref, "the median of the links not touching it, %.2f Gb/s",
+                 su->reference_gbps);
+    for (int dir = 0; dir < 2; dir++) {
+        const struct probe_path *p = dir == 0 ? &su->send : &su->recv;
+        if (!p->suspect)
+            continue;
+        fprintf(out, "# SUSPECT %s (host %s, device %s): %s path slow (%d of %d link%s %s it at "
+                "%.2fx %s)\n", who, r->hosts[su->endpoint], r->ep[su->endpoint].device,
+                dir == 0 ? "send" : "receive", p->slow, p->links, p->links == 1 ? "" : "s",
+                dir == 0 ? "from" : "to", p->ratio, ref);
+    }
+}
+
+/* Which paths the pattern left out (pairs: the sources' receive paths and
+ * the destinations' send paths; all-pairs of 2 nodes likewise). */
+static void print_unmeasured(FILE *out, const struct probe_results *r)
+{
+    int *sends = calloc((size_t)r->nranks * 2, sizeof *sends);
+    if (sends == NULL)
+        return;
+    int *recvs = sends + r->nranks, missing = 0;
+    probe_schedule_paths(r->sched, r->nranks, sends, recvs);
+    for (int k = 0; k < r->nranks; k++)
+        missing += (sends[k] == 0) + (recvs[k] == 0);
+    if (missing == 0) {
+        fprintf(out, "# paths: every endpoint's send and receive path measured\n");
+    } else {
+        fprintf(out, "# paths not measured (%s):", r->o->bidirectional
+                ? "the pattern has no link there" : "one direction per link; -b measures both");
+        for (int k = 0; k < r->nranks; k++) {
+            char who[FB_HOST_MAX + 80];
+            probe_endpoint_label(r, k, who, sizeof who);
+            if (sends[k] == 0)
+                fprintf(out, " %s send", who);
+            if (recvs[k] == 0)
+                fprintf(out, " %s receive", who);
+        }
+        fprintf(out, "\n");
+    }
+    free(sends);
+}
+
 void probe_print_summary(FILE *out, const struct probe_results *r)
 {
     struct probe_analysis a;
@@ -611,13 +715,9 @@ void probe_print_summary(FILE *out, const struct probe_results *r)
                 size, s->avg_gbps, 100 * s->avg_gbps / fl->reference_gbps,
                 fl->by_line_rate ? "line rate" : "median link", fl->reference_gbps);
     }
-    for (int i = 0; i < a.nsuspects; i++) {
-        const struct probe_suspect *su = &a.suspects[i];
-        char who[FB_HOST_MAX + 80];
-        probe_endpoint_label(r, su->endpoint, who, sizeof who);
-        fprintf(out, "# SUSPECT %s (host %s, device %s): slow in %d of its %d links\n", who,
-                r->hosts[su->endpoint], r->ep[su->endpoint].device, su->flagged, su->links);
-    }
+    for (int i = 0; i < a.nsuspects; i++)
+        print_suspect(out, r, &a.suspects[i]);
+    print_unmeasured(out, r);
     probe_analysis_free(&a);
     fflush(out);
 }

@@ -5,6 +5,7 @@
  * progress move bytes only while someone reads their queues, so every wait
  * here polls the CQ, and passive ends are driven by probe_ofi_progress. */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,8 +353,15 @@ struct sender {
     int started;
     double t_first, t_last, last_progress;
     uint64_t messages;
+    uint64_t reaped; /* completions the last poll found */
     struct probe_samples *samples; /* NULL while warming up */
 };
+
+/* A poll that found nothing gives the core away if anyone else wants it:
+ * on a link slower than the CPU, spinning ends would starve the ranks of
+ * other links (and the kernel's network work) sharing the cores. Polls
+ * that find work never yield. */
+#define IDLE_SPINS_BEFORE_YIELD 64
 
 static void note_first_post(struct sender *s, const struct probe_size_spec *r)
 {
@@ -425,11 +433,13 @@ static enum fb_status reap(struct sender *s, const struct probe_size_spec *r, st
     for (int q = 0; q < s->l->nlanes; q++)
         if (reap_lane(s, q, &done, err) != FB_OK)
             return err->code;
+    s->reaped = done;
     if (done == 0)
         return FB_OK;
     double now = fb_now();
     s->messages += done;
     s->t_last = s->last_progress = now;
+    probe_size_spec_progress(r);
     if (s->samples != NULL)
         probe_samples_add(s->samples, now, (double)(done * r->size));
     return FB_OK;
@@ -489,12 +499,14 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_size
 {
     reset_senders(s, n, target, fb_now());
     double stop_at = INFINITY;
+    unsigned idle_spins = 0;
     for (unsigned long spin = 0;; spin++) {
-        int all_done = 1;
+        int all_done = 1, found = 0;
         double now = fb_now();
         for (int i = 0; i < n; i++) {
             if (step_sender(&s[i], r, now, stop_at, err) != FB_OK)
                 return err->code;
+            found |= s[i].reaped > 0;
             /* The measured window runs from the first post. */
             if (!target && stop_at == INFINITY && s[i].started)
                 stop_at = s[i].t_first + seconds;
@@ -504,6 +516,9 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_size
             return err->code;
         if (all_done)
             return FB_OK;
+        idle_spins = found ? 0 : idle_spins + 1;
+        if (idle_spins > IDLE_SPINS_BEFORE_YIELD)
+            sched_yield();
         if ((spin & 1023) == 0 && probe_stopped(r->stop, err) != FB_OK)
             return err->code;
     }

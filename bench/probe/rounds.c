@@ -49,6 +49,8 @@ enum fb_status probe_round_measure(const struct probe_rank_env *env, struct prob
 {
     struct probe_size_spec spec;
     probe_size_spec_for(env->o, size, env->c->stop, &spec);
+    spec.progress = probe_alive_hook;
+    spec.progress_arg = (void *)env->c;
     *nout = 0;
     if (rd->nends == 0)
         return FB_OK;

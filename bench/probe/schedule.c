@@ -71,6 +71,13 @@ static int build_ring(struct builder *b, int n, int bidirectional)
     return 0;
 }
 
+/* Which way a node pair's links run: the lower node writes to the higher
+ * when their distance is odd, the higher to the lower when it is even. Every
+ * node of three or more then sends on some links and receives on others
+ * (odd counts: exactly half each way), so one direction per pair still
+ * measures every node's send and receive path in the same rounds. */
+static int lower_sends(int lo, int hi) { return (hi - lo) % 2 == 1; }
+
 /* Circle method: node m-1 stays put while the others rotate; each round
  * pairs m-1 with r and (r+k) with (r-k) for k = 1 .. m/2-1 (mod m-1). An odd
  * node count gets a dummy node m-1 whose partner sits the round out. */
@@ -85,8 +92,9 @@ static int build_all_pairs(struct builder *b, int nnodes, int rails, const int *
             if (a >= nnodes || c >= nnodes)
                 continue;
             int lo = a < c ? a : c, hi = a < c ? c : a;
+            int from = lower_sends(lo, hi) ? lo : hi, to = from == lo ? hi : lo;
             for (int l = 0; l < rails; l++)
-                if (add_pair(b, r, rank_at[lo * rails + l], rank_at[hi * rails + l], bidirectional) != 0)
+                if (add_pair(b, r, rank_at[from * rails + l], rank_at[to * rails + l], bidirectional) != 0)
                     return -1;
         }
     }
@@ -204,6 +212,19 @@ int probe_schedule_max_ends(const struct probe_schedule *s, int nranks)
     }
     free(ends);
     return best;
+}
+
+void probe_schedule_paths(const struct probe_schedule *s, int nranks, int *sends, int *recvs)
+{
+    memset(sends, 0, (size_t)nranks * sizeof *sends);
+    memset(recvs, 0, (size_t)nranks * sizeof *recvs);
+    for (int i = 0; i < s->nlinks; i++) {
+        const struct probe_link *l = &s->links[i];
+        if (l->src >= 0 && l->src < nranks && l->dst >= 0 && l->dst < nranks) {
+            sends[l->src]++;
+            recvs[l->dst]++;
+        }
+    }
 }
 
 int probe_pattern_max_ends(enum probe_pattern p, int bidirectional)

@@ -6,7 +6,9 @@
  *   all-pairs  every pair of nodes once, no node in two pairs of a round
  *              (circle method: N-1 rounds for N even, N for N odd); a node
  *              pair runs one link per rail, local rank l -> local rank l,
- *              from the lower node index to the higher.
+ *              the lower node writing to the higher when their distance
+ *              is odd, the higher to the lower when it is even (with 3 or
+ *              more nodes every node both sends and receives).
  * Bidirectional adds the reverse of every link to the same round. */
 #ifndef FB_PROBE_SCHEDULE_H
 #define FB_PROBE_SCHEDULE_H
@@ -49,6 +51,10 @@ void probe_schedule_free(struct probe_schedule *s);
 /* Largest number of link ends (as source or destination) any one rank has
  * in any round: how many buffer slots a rank needs. */
 int probe_schedule_max_ends(const struct probe_schedule *s, int nranks);
+
+/* How many links each rank sends on (sends[rank]) and receives on
+ * (recvs[rank]) over the whole schedule: which paths the run measures. */
+void probe_schedule_paths(const struct probe_schedule *s, int nranks, int *sends, int *recvs);
 
 /* The same bound from the pattern alone, before the job's layout is known:
  * one end per rank, two in a ring, doubled by -b. */

@@ -10,6 +10,20 @@ double probe_size_spec_bound_s(const struct probe_size_spec *r, int lanes)
     return messages * ((double)r->size * 8.0 / (PROBE_FLOOR_GBPS * 1e9) + 1e-3) + 1.0;
 }
 
+double probe_silence_allowed(const struct probe_size_spec *r, double done, double seconds,
+                             double bytes_per_completion)
+{
+    if (done <= 0 || seconds <= 0)
+        return r->timeout;
+    return r->timeout + bytes_per_completion / (done / seconds);
+}
+
+void probe_size_spec_progress(const struct probe_size_spec *r)
+{
+    if (r->progress != NULL)
+        r->progress(r->progress_arg);
+}
+
 enum fb_status probe_stopped(const volatile sig_atomic_t *stop, struct fb_err *err)
 {
     if (stop == NULL || *stop == 0)

@@ -22,7 +22,21 @@ struct probe_size_spec {
     double interval;     /* first sample interval, seconds */
     double timeout;      /* seconds of silence before the peer is declared gone */
     const volatile sig_atomic_t *stop;
+    /* Called when the transfers completed something: the word that the
+     * measurement moves (probe_alive_progress); NULL: nobody listens. */
+    void (*progress)(void *arg);
+    void *progress_arg;
 };
+
+/* How long a sender may hear nothing before its peer counts as gone:
+ * --timeout, plus the time the next completion's bytes take at the rate
+ * measured so far (`done` bytes in `seconds`). A slow link with completions
+ * moderated (one per -Q writes) completes seldom, and is still alive. */
+double probe_silence_allowed(const struct probe_size_spec *r, double done, double seconds,
+                             double bytes_per_completion);
+
+/* Calls the spec's progress hook, if any. */
+void probe_size_spec_progress(const struct probe_size_spec *r);
 
 /* Slowest rate a wait for someone else's measurement allows before calling
  * it a hang: a link this slow is broken anyway. */

@@ -83,6 +83,7 @@ struct flow_ctl {
     int sampling;
     uint64_t sampled;              /* bytes handed to the samples so far */
     double last_progress;
+    double progress_told; /* the flow's progress the spec's hook last heard of */
 };
 
 /* ---- workers ------------------------------------------------------------- */
@@ -435,6 +436,10 @@ static int control_step(const struct probe_ctx *c, struct flow_ctl *x, int n,
             sample(&x[i], now);
         if (*st == FB_OK)
             *st = advance_control(c, &x[i], now, err);
+        if (*st == FB_OK && flow_last_progress(&x[i]) > x[i].progress_told) {
+            x[i].progress_told = flow_last_progress(&x[i]);
+            probe_size_spec_progress(r);
+        }
         if (*st == FB_OK && !x[i].done) {
             all_done = 0;
             if (now - flow_last_progress(&x[i]) > r->timeout)

@@ -5,6 +5,7 @@
  * wait as a verbs target does: providers with manual progress (tcp, efa
  * emulating RMA) need it to poll, so it serves until the active end says,
  * over MPI, that it is through. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,12 +145,18 @@ static enum fb_status ofi_connect_round(const struct probe_rank_env *env, struct
     return FB_OK;
 }
 
-/* The passive ends of a step and the word each awaits from its peer. */
+/* The passive ends of a step and the word each awaits from its peer; and
+ * the words this rank's active ends send, in flight while the passive ends
+ * are served (a word may need the peer to make progress, and the peer's
+ * writes need ours). */
 struct serving {
     struct probe_end *ends[PROBE_ENDS_MAX];
     MPI_Request req[PROBE_ENDS_MAX];
     int32_t status[PROBE_ENDS_MAX];
     int n;
+    MPI_Request sent[PROBE_ENDS_MAX];
+    int32_t word;
+    int nsent;
 };
 
 static void await_words(const struct probe_rank_env *env, struct serving *sv)
@@ -190,7 +197,7 @@ static enum fb_status serve(const struct probe_rank_env *env, struct serving *sv
     for (unsigned long spin = 0;; spin++) {
         if (progress_all(sv, err) != FB_OK)
             return err->code;
-        int pending = -1;
+        int pending = -1, sending = 0;
         for (int i = 0; i < sv->n; i++) {
             int flag = 1;
             if (sv->req[i] != MPI_REQUEST_NULL)
@@ -198,35 +205,48 @@ static enum fb_status serve(const struct probe_rank_env *env, struct serving *sv
             if (!flag)
                 pending = i;
         }
-        if (pending < 0)
+        for (int i = 0; i < sv->nsent; i++) {
+            int flag = 1;
+            if (sv->sent[i] != MPI_REQUEST_NULL)
+                MPI_Test(&sv->sent[i], &flag, MPI_STATUS_IGNORE);
+            sending |= !flag;
+        }
+        if (pending < 0 && !sending)
             return FB_OK;
-        if ((spin & 255) == 0 && MPI_Wtime() - since > limit)
+        /* A passive end sees no completion of its own to tell work from
+         * idling: it polls, then lets any rank that wants the core run. */
+        sched_yield();
+        if ((spin & 255) == 0 && probe_alive_heard(env->c))
+            since = MPI_Wtime(); /* the job moves: a slow peer is still at it */
+        if ((spin & 255) == 0 && MPI_Wtime() - since > limit && pending >= 0)
             return fb_fail(err, FB_ERR_TIMEOUT,
                            "%s did not finish its RMA into %s within %.0f s; the peer or the path "
                            "stopped answering (check that host and the link), or raise --timeout",
                            sv->ends[pending]->peer_name, env->me, limit);
+        if ((spin & 255) == 0 && MPI_Wtime() - since > limit)
+            return fb_fail(err, FB_ERR_TIMEOUT, "a peer of %s did not take its word that an RMA "
+                           "run is through within %.0f s; check the hosts of its links",
+                           env->me, limit);
         if ((spin & 1023) == 0 && probe_check_stop(env->c, err) != FB_OK)
             return err->code;
     }
 }
 
 /* Tells each active end's peer that this rank is through with the size
- * (with how it went, so a failure ends the peer's wait at once). */
-static enum fb_status say_done(const struct probe_rank_env *env, struct probe_end **ends, int n,
-                               enum fb_status st, struct fb_err *err)
+ * (with how it went, so a failure ends the peer's wait at once). The words
+ * stay in flight in `sv` while serve() drives the passive ends: waiting
+ * for them without polling the provider stalled a bidirectional run (the
+ * peer, still writing into this rank, needed its progress). */
+static enum fb_status say_done(const struct probe_rank_env *env, struct serving *sv,
+                               struct probe_end **ends, int n, enum fb_status st)
 {
-    int32_t word = (int32_t)st;
-    MPI_Request req[PROBE_ENDS_MAX];
-    for (int i = 0; i < n; i++)
-        MPI_Isend(&word, 1, MPI_INT32_T, ends[i]->peer, PROBE_TAG_OFI_DONE, env->c->comm, &req[i]);
+    sv->word = (int32_t)st;
+    sv->nsent = n;
     for (int i = 0; i < n; i++) {
-        if (st != FB_OK) {
-            MPI_Request_free(&req[i]); /* the job is ending; do not wait on a broken path */
-            continue;
-        }
-        if (probe_wait(env->c, &req[i], env->o->timeout, ends[i]->peer,
-                       "saying an RMA run is through", err) != FB_OK)
-            return err->code;
+        MPI_Isend(&sv->word, 1, MPI_INT32_T, ends[i]->peer, PROBE_TAG_OFI_DONE, env->c->comm,
+                  &sv->sent[i]);
+        if (st != FB_OK) /* the job is ending; do not wait on a broken path */
+            MPI_Request_free(&sv->sent[i]);
     }
     return st;
 }
@@ -252,7 +272,7 @@ static enum fb_status ofi_bandwidth(const struct probe_rank_env *env, struct pro
     await_words(env, &sv);
     struct probe_ofi_idle idle = {progress_owners, &sv};
     enum fb_status st = na > 0 ? probe_ofi_bw(links, na, spec, &idle, tmp, err) : FB_OK;
-    if (say_done(env, active, na, st, err) != FB_OK)
+    if (say_done(env, &sv, active, na, st) != FB_OK)
         return err->code;
     if (serve(env, &sv, spec, err) != FB_OK)
         return err->code;
@@ -269,12 +289,16 @@ static enum fb_status ofi_latency(const struct probe_rank_env *env, struct probe
 {
     if (!env->o->op_read)
         return probe_ofi_write_lat(e->ol, spec, e->is_src, out, err);
+    struct serving sv = {.n = 0};
     if (e->is_src) {
         enum fb_status st = probe_ofi_read_lat(e->ol, spec, out, err);
-        return say_done(env, &e, 1, st, err);
+        if (say_done(env, &sv, &e, 1, st) != FB_OK)
+            return err->code;
+        return serve(env, &sv, spec, err);
     }
     memset(out, 0, sizeof *out);
-    struct serving sv = {.ends = {e}, .n = 1};
+    sv.ends[0] = e;
+    sv.n = 1;
     await_words(env, &sv);
     return serve(env, &sv, spec, err);
 }

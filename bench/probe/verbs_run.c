@@ -148,6 +148,7 @@ static enum fb_status reap(struct sender *s, const struct probe_size_spec *r, st
     double now = fb_now();
     s->messages += done;
     s->t_last = s->last_progress = now;
+    probe_size_spec_progress(r);
     if (s->samples != NULL)
         probe_samples_add(s->samples, now, (double)(done * r->size));
     return FB_OK;
@@ -194,8 +195,11 @@ static enum fb_status run_phase(struct sender *s, int n, const struct probe_size
             if (sender_done(x))
                 continue;
             all_done = 0;
-            if (now - x->last_progress > r->timeout)
-                return silence(x->l, r->timeout, "RDMA completion", err);
+            double allowed = probe_silence_allowed(
+                r, (double)x->messages * (double)r->size, x->last_progress - x->t_first,
+                (double)r->cq_mod * (double)r->size * x->l->nqp);
+            if (now - x->last_progress > allowed)
+                return silence(x->l, allowed, "RDMA completion", err);
         }
         if (all_done)
             return FB_OK;

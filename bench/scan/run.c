@@ -553,5 +553,7 @@ void scan_run_end(struct scan_run *r, enum fb_status st)
         fb_world_await_abort((int)st);
     if (st == FB_ERR_TIMEOUT) /* the coordinator is lost: MPI_Finalize would wait for it */
         MPI_Abort(r->w.comm, (int)st);
-    MPI_Finalize();
+    /* Every rank healthy when last heard of; one may still have stopped
+     * since its last test, which MPI_Finalize would wait for forever. */
+    fb_world_end(&r->w, r->w.comm, r->o.test_timeout, (int)st);
 }

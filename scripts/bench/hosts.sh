@@ -1,10 +1,9 @@
 # shellcheck shell=bash
 # What the bench scripts that pair two namespace hosts share (bench-ofi.sh,
-# bench-verbs.sh): hosts HOSTSET1 and HOSTSET2 up with 2 slots each, a
-# scratch directory $work, both removed at exit, and $work/pin, through
-# which mpirun starts rank r on core r; core_of_host I is the core host I's
-# tools are pinned to. Source it after setting th (scripts/testhosts.sh)
-# and hostset.
+# bench-verbs.sh): hosts HOSTSET1 and HOSTSET2 up with 2 slots each and a
+# scratch directory $work, both removed at exit. Nothing is pinned: users
+# do not pin, and a probe must not need it. Source it after setting th
+# (scripts/testhosts.sh) and hostset.
 # shellcheck disable=SC2154 # th and hostset: set by the script that sources this
 work=$(mktemp -d)
 # shellcheck disable=SC2154
@@ -14,9 +13,3 @@ bench_hosts_cleanup() {
 }
 trap bench_hosts_cleanup EXIT
 "$th" up "$hostset" 2 2 >/dev/null
-cat >"$work/pin" <<'SH'
-#!/bin/sh
-exec taskset -c "$((OMPI_COMM_WORLD_RANK % $(nproc)))" "$@"
-SH
-chmod +x "$work/pin"
-core_of_host() { echo $(( ($1 - 1) % $(nproc) )); }

@@ -54,7 +54,10 @@ jq_ok "6 links in 3 rounds, the line rate 2 Gb/s (1X SDR)" "$T_DIR/ap.json" \
 jq_ok "the flagged links are fbw3's 3, against the line rate" "$T_DIR/ap.json" \
   '.summary.flagged == 3 and all(.flags[]; (.src.host == "fbw3" or .dst.host == "fbw3") and .reference == "line-rate")'
 jq_is "the one suspect is fbw3's HCA" "$T_DIR/ap.json" '[.suspects[] | .host + ":" + .device]' '["fbw3:mlx5_0"]'
-expect_grep "the text names the suspect" '^# SUSPECT fbw3:mlx5_0\[2\] \(host fbw3, device mlx5_0\): slow in 3 of its 3 links' "$T_OUT"
+# fbw3 (the third of 4 nodes) writes to fbw1 and fbw4 and is written to
+# by fbw2: its port is slow both ways, both paths named.
+expect_grep "the text names the suspect's send path" '^# SUSPECT fbw3:mlx5_0\[2\] \(host fbw3, device mlx5_0\): send path slow \(2 of 2 links from it at 0\.20x the line rate\)' "$T_OUT"
+expect_grep "the text names the suspect's receive path" '^# SUSPECT fbw3:mlx5_0\[2\] \(host fbw3, device mlx5_0\): receive path slow \(1 of 1 link to it at 0\.20x the line rate\)' "$T_OUT"
 run "$FB_BIN/fabric-report" check "$T_DIR/ap.json"
 if [ "$T_RC" -eq 20 ] && grep -q 'fbw3' "$T_OUT"; then ok "fabric-report check: DEGRADED (exit 20) naming fbw3"
 else not_ok "fabric-report check: DEGRADED (exit 20) naming fbw3" "exit $T_RC: $(head -c 400 "$T_OUT")"; fi

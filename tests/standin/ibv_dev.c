@@ -230,6 +230,14 @@ static int describe_port(struct sib_dev *d)
     p->cap_gbps = strtod(v, &end);
     if (*end != '\0' || p->cap_gbps < 0)
         return bad_knob("FB_STANDIN_IB_RATE_GBPS", name, v, "a rate in Gb/s");
+    v = knob("FB_STANDIN_IB_TX_RATE_GBPS", name, "0", b, sizeof b);
+    p->tx_gbps = strtod(v, &end);
+    if (*end != '\0' || p->tx_gbps < 0)
+        return bad_knob("FB_STANDIN_IB_TX_RATE_GBPS", name, v, "a rate in Gb/s");
+    v = knob("FB_STANDIN_IB_RX_RATE_GBPS", name, "0", b, sizeof b);
+    p->rx_gbps = strtod(v, &end);
+    if (*end != '\0' || p->rx_gbps < 0)
+        return bad_knob("FB_STANDIN_IB_RX_RATE_GBPS", name, v, "a rate in Gb/s");
     char dflt[16];
     uint64_t h = fnv1a(name, fnv1a("/", fnv1a(g.host, 0xcbf29ce484222325ull)));
     snprintf(dflt, sizeof dflt, "%u", 1 + (unsigned)(h % 0xbffe));

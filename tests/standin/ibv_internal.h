@@ -35,6 +35,7 @@ struct sib_port {
     enum ibv_mtu mtu;     /* active MTU */
     uint8_t speed, width; /* active_speed / active_width codes */
     double cap_gbps;      /* 0: no cap */
+    double tx_gbps, rx_gbps; /* caps of one direction only (0: none): a slow send or receive path */
     uint16_t lid, sm_lid;
     int gid_tbl_len, ngid;
     uint8_t gid[SIB_GIDS_MAX][16];
@@ -145,6 +146,7 @@ struct sib_shqp {
     uint16_t lid, pad2;
     uint8_t gid[SIB_GIDS_MAX][16];
     double cap_gbps;
+    double rx_gbps; /* the port's receive cap */
     char dev[64], host[64];
     uint32_t rq_size; /* power of two */
     _Atomic uint32_t rq_head;  /* owner: posted */

@@ -199,6 +199,7 @@ static int publish(struct sib_qp *q)
     s->ngid = (uint8_t)d->port.ngid;
     memcpy(s->gid, d->port.gid, sizeof s->gid);
     s->cap_gbps = d->port.cap_gbps;
+    s->rx_gbps = d->port.rx_gbps;
     snprintf(s->dev, sizeof s->dev, "%s", d->dev.name);
     snprintf(s->host, sizeof s->host, "%s", sib_host());
     s->rq_size = rq;

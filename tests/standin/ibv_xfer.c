@@ -83,8 +83,18 @@ static double wire_start(const struct sib_port *p, const struct sib_wqe *w, doub
     return fmax(p->next_free, w->rnr_deadline > 0 ? now : w->posted_at);
 }
 
+/* The lowest of the caps given (0: none), 0 when none is. */
+static double lowest_cap(const double *caps, int n)
+{
+    double rate = 0;
+    for (int i = 0; i < n; i++)
+        if (caps[i] > 0 && (rate <= 0 || caps[i] < rate))
+            rate = caps[i];
+    return rate;
+}
+
 /* The wire: bytes leave this process's port no faster than the lower cap
- * of the two ends. A message occupies the link for bytes/rate from its
+ * of the two ends (and this port's send cap, the peer's receive cap). A message occupies the link for bytes/rate from its
  * start: when the one before it has left, or when it was posted if the link
  * was idle then. The times are the wire's, not the process's: an HCA works
  * through its send queue while the process that posted sleeps, so a process
@@ -95,8 +105,9 @@ static double wire_start(const struct sib_port *p, const struct sib_wqe *w, doub
 static int wire_slot(struct sib_qp *q, const struct sib_wqe *w, uint64_t bytes, const struct sib_shqp *peer,
                      double now, double *end)
 {
-    double mine = q->ctx->dev->port.cap_gbps, theirs = peer->cap_gbps;
-    double rate = mine > 0 && theirs > 0 ? fmin(mine, theirs) : fmax(mine, theirs);
+    const struct sib_port *port = &q->ctx->dev->port;
+    double caps[4] = {port->cap_gbps, port->tx_gbps, peer->cap_gbps, peer->rx_gbps};
+    double rate = lowest_cap(caps, 4);
     *end = now;
     if (rate <= 0 || bytes == 0)
         return 1;

@@ -131,7 +131,7 @@ static void test_flags_use_line_rate_when_known(void)
         {0, 1, 390.0, 400.0}, {2, 3, 350.0, 400.0}, {4, 5, 380.0, 400.0},
     };
     struct probe_flag f[3];
-    int n = probe_flag_links(v, 3, 0.9, f);
+    int n = probe_flag_links(v, 3, 0.9, NULL, 0, f);
     CHECK_INT(n, 1);
     CHECK_INT(f[0].index, 1);
     CHECK(f[0].by_line_rate);
@@ -144,43 +144,112 @@ static void test_flags_fall_back_to_median(void)
         {0, 1, 10.0, 0}, {1, 2, 11.0, 0}, {2, 3, 12.0, 0}, {3, 0, 7.0, 0},
     };
     struct probe_flag f[4];
-    int n = probe_flag_links(v, 4, 0.9, f);
+    int n = probe_flag_links(v, 4, 0.9, NULL, 0, f);
     CHECK_INT(n, 1);
     CHECK_INT(f[0].index, 3);
     CHECK(!f[0].by_line_rate);
     CHECK_NEAR(f[0].reference_gbps, 10.5, 1e-12);
     /* One link alone is its own median: never slow. */
-    CHECK_INT(probe_flag_links(v, 1, 0.9, f), 0);
+    CHECK_INT(probe_flag_links(v, 1, 0.9, NULL, 0, f), 0);
 }
 
-/* All-pairs over 5 nodes, one rail: node 2's NIC is bad, so its 4 links are
- * slow; every other node is in exactly one slow link. */
+/* Every ordered pair of `nodes` nodes, one link each: those touching node
+ * `bad` at `slow`, the rest at `fast`, all with line rate `line`. */
+static int both_ways_fleet(struct probe_link_score *v, int nodes, int bad, double slow, double fast,
+                           double line)
+{
+    int n = 0;
+    for (int a = 0; a < nodes; a++)
+        for (int c = 0; c < nodes; c++)
+            if (a != c)
+                v[n++] = (struct probe_link_score){a, c, (a == bad || c == bad) ? slow : fast, line};
+    return n;
+}
+
+/* All-pairs over 5 nodes, one rail, both directions: node 2's NIC is bad,
+ * so its 8 links are slow; every other node is in two slow links of 8. */
 static void test_suspect_is_the_common_endpoint(void)
 {
-    struct probe_link_score v[10];
-    int n = 0;
-    for (int a = 0; a < 5; a++)
-        for (int c = a + 1; c < 5; c++)
-            v[n++] = (struct probe_link_score){a, c, (a == 2 || c == 2) ? 150.0 : 392.0, 400.0};
-    struct probe_flag f[10];
-    int nf = probe_flag_links(v, n, 0.9, f);
-    CHECK_INT(nf, 4);
+    struct probe_link_score v[20];
+    int n = both_ways_fleet(v, 5, 2, 150.0, 392.0, 400.0);
     struct probe_suspect s[5];
-    int ns = probe_suspects(v, n, f, nf, 5, s);
+    int ns = probe_suspects(v, n, 0.9, 5, s);
     CHECK_INT(ns, 1);
     CHECK_INT(s[0].endpoint, 2);
-    CHECK_INT(s[0].flagged, 4);
-    CHECK_INT(s[0].links, 4);
+    CHECK_INT(s[0].flagged, 8);
+    CHECK_INT(s[0].links, 8);
+    CHECK(s[0].send.suspect && s[0].recv.suspect && s[0].by_line_rate);
+    CHECK_NEAR(s[0].send.ratio, 150.0 / 400, 1e-12);
+    struct probe_flag f[20];
+    CHECK_INT(probe_flag_links(v, n, 0.9, s, ns, f), 8);
 }
 
+/* One link per pair, oriented as all-pairs orients them (odd distance:
+ * lower to higher), no line rate: `slow_send` or `slow_recv` makes the
+ * links from (or to) that node 40x slower than the rest. */
+static int oriented_fleet(struct probe_link_score *v, int nodes, int slow_send, int slow_recv)
+{
+    int n = 0;
+    for (int a = 0; a < nodes; a++)
+        for (int c = a + 1; c < nodes; c++) {
+            int src = (c - a) % 2 ? a : c, dst = src == a ? c : a;
+            double gbps = 10.0 + 0.1 * n; /* a little spread, as measured */
+            if (src == slow_send || dst == slow_recv)
+                gbps = 0.25;
+            v[n++] = (struct probe_link_score){src, dst, gbps, 0};
+        }
+    return n;
+}
+
+static void test_slow_path_is_named_with_its_direction(void)
+{
+    struct probe_link_score v[10];
+    struct probe_suspect s[5];
+    struct probe_flag f[10];
+    /* Each of first and last node, send and receive path, over 5 nodes. */
+    int cases[4][2] = {{0, -1}, {4, -1}, {-1, 0}, {-1, 4}};
+    for (int k = 0; k < 4; k++) {
+        int n = oriented_fleet(v, 5, cases[k][0], cases[k][1]);
+        int ns = probe_suspects(v, n, 0.9, 5, s);
+        CHECK_INT(ns, 1);
+        int who = cases[k][0] >= 0 ? cases[k][0] : cases[k][1];
+        CHECK_INT(s[0].endpoint, who);
+        CHECK_INT(s[0].send.suspect, cases[k][0] >= 0);
+        CHECK_INT(s[0].recv.suspect, cases[k][1] >= 0);
+        const struct probe_path *p = cases[k][0] >= 0 ? &s[0].send : &s[0].recv;
+        CHECK_INT(p->links, 2);
+        CHECK_INT(p->slow, 2);
+        CHECK(p->ratio < 0.05);
+        CHECK_INT(probe_flag_links(v, n, 0.9, s, ns, f), 2);
+    }
+}
+
+/* Three nodes both ways: the slow node's send and receive paths touch 4 of
+ * the 6 links, so the median of all links is its own; the link that does
+ * not touch it is the reference. */
+static void test_slow_node_in_most_links_of_a_small_fleet(void)
+{
+    struct probe_link_score v[6];
+    int n = both_ways_fleet(v, 3, 1, 0.3, 10.0, 0);
+    struct probe_suspect s[3];
+    int ns = probe_suspects(v, n, 0.9, 3, s);
+    CHECK_INT(ns, 1);
+    CHECK_INT(s[0].endpoint, 1);
+    CHECK_NEAR(s[0].reference_gbps, 10.0, 1e-12);
+    struct probe_flag f[6];
+    CHECK_INT(probe_flag_links(v, n, 0.9, s, ns, f), 4);
+    CHECK_NEAR(f[0].reference_gbps, 10.0, 1e-12);
+}
+
+/* One slow link between two nodes that have no other link that way: it
+ * cannot say which end is to blame, so neither is a suspect. */
 static void test_single_slow_pair_names_no_suspect(void)
 {
     struct probe_link_score v[2] = {{0, 2, 390.0, 400.0}, {1, 3, 100.0, 400.0}};
-    struct probe_flag f[2];
-    int nf = probe_flag_links(v, 2, 0.9, f);
     struct probe_suspect s[4];
-    CHECK_INT(nf, 1);
-    CHECK_INT(probe_suspects(v, 2, f, nf, 4, s), 0);
+    CHECK_INT(probe_suspects(v, 2, 0.9, 4, s), 0);
+    struct probe_flag f[2];
+    CHECK_INT(probe_flag_links(v, 2, 0.9, s, 0, f), 1);
 }
 
 static void test_wait_bound_covers_the_slowest_acceptable_run(void)
@@ -207,6 +276,8 @@ int main(void)
     RUN(test_flags_use_line_rate_when_known);
     RUN(test_flags_fall_back_to_median);
     RUN(test_suspect_is_the_common_endpoint);
+    RUN(test_slow_path_is_named_with_its_direction);
+    RUN(test_slow_node_in_most_links_of_a_small_fleet);
     RUN(test_single_slow_pair_names_no_suspect);
     RUN(test_wait_bound_covers_the_slowest_acceptable_run);
     return fbt_done();

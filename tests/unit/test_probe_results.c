@@ -147,11 +147,22 @@ static void test_slow_nic_is_flagged_and_suspected(void)
     int64_t slow = 0;
     CHECK(fb_json_get_int64(s0, "slow_links", &slow));
     CHECK_INT(slow, 3);
-    /* The matrix shows the slowest link per host pair: node-c's row. */
+    /* node-c sends to node-a and node-d and receives from node-b: both its
+     * paths are slow, named together. */
+    json_object *paths = get(s0, "paths");
+    CHECK_INT(json_object_array_length(paths), 2);
+    CHECK_STR(json_object_get_string(json_object_array_get_idx(paths, 0)), "send");
+    int64_t n_send = 0;
+    CHECK(fb_json_get_int64(get(s0, "send"), "links", &n_send));
+    CHECK_INT(n_send, 2);
+    /* The matrix shows the slowest link per host pair, rows sending: node-c
+     * writes to node-a (an even distance), node-a to node-b. */
     json_object *rows = get(get(d, "matrix"), "avg_Gbps");
-    CHECK_NEAR(json_object_get_double(json_object_array_get_idx(json_object_array_get_idx(rows, 0), 2)), 181.0, 1e-6);
+    CHECK_NEAR(json_object_get_double(json_object_array_get_idx(json_object_array_get_idx(rows, 2), 0)), 181.0, 1e-6);
     CHECK_NEAR(json_object_get_double(json_object_array_get_idx(json_object_array_get_idx(rows, 0), 1)), 392.0, 1e-6);
     CHECK(json_object_get_type(json_object_array_get_idx(json_object_array_get_idx(rows, 1), 0)) == json_type_null);
+    /* 4 nodes: every endpoint sends and receives somewhere. */
+    CHECK_INT(json_object_array_length(get(get(d, "summary"), "paths_unmeasured")), 0);
     int64_t flagged = 0;
     CHECK(fb_json_get_int64(get(d, "summary"), "flagged", &flagged));
     CHECK_INT(flagged, 3);
@@ -182,8 +193,10 @@ static void test_text_names_host_and_hca(void)
     CHECK_CONTAINS(text, "rdma all-pairs bandwidth, 8 ranks on 4 nodes, 12 links in 3 rounds");
     CHECK_CONTAINS(text, "3 RoCE v2 ::ffff:10.0.2.1 auto");
     CHECK_CONTAINS(text, "gpu 1 0000:19:00.0 dmabuf");
-    CHECK_CONTAINS(text, "# SLOW node-a:mlx5_1[1] -> node-c:mlx5_1[5] at 8M: 181.00 Gb/s, 45% of the line rate (400.00 Gb/s)");
-    CHECK_CONTAINS(text, "# SUSPECT node-c:mlx5_1[5] (host node-c, device mlx5_1): slow in 3 of its 3 links");
+    CHECK_CONTAINS(text, "# SLOW node-c:mlx5_1[5] -> node-a:mlx5_1[1] at 8M: 181.00 Gb/s, 45% of the line rate (400.00 Gb/s)");
+    CHECK_CONTAINS(text, "# SUSPECT node-c:mlx5_1[5] (host node-c, device mlx5_1): send path slow (2 of 2 links from it at 0.45x the line rate)");
+    CHECK_CONTAINS(text, "# SUSPECT node-c:mlx5_1[5] (host node-c, device mlx5_1): receive path slow (1 of 1 link to it at 0.45x the line rate)");
+    CHECK_CONTAINS(text, "# paths: every endpoint's send and receive path measured");
     CHECK_CONTAINS(text, "# host matrix at 8M");
     CHECK_CONTAINS(text, "392.00");
     free(text);

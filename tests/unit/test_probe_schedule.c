@@ -21,6 +21,15 @@ static void blocked(struct layout_buf *b, int nodes, int rails)
     b->lay = (struct probe_layout){nodes * rails, nodes, b->node_of, b->local_of};
 }
 
+/* The orientation of a node pair: a writes to c when the lower node's
+ * distance to the higher is odd and a is the lower, or even and a is the
+ * higher. */
+static int writes_first(int a, int c)
+{
+    int lo = a < c ? a : c, hi = a < c ? c : a;
+    return ((hi - lo) % 2 == 1) == (a == lo);
+}
+
 /* Every node pair exactly once, no node twice in a round, one link per
  * rail between the same local ranks. Returns 0 when all hold. */
 static int check_all_pairs(const struct probe_schedule *s, const struct layout_buf *b, int nodes,
@@ -37,7 +46,7 @@ static int check_all_pairs(const struct probe_schedule *s, const struct layout_b
             bad |= a == c;
             bad |= b->local_of[l->src] != b->local_of[l->dst];
             bad |= l->round != r;
-            if (b->local_of[l->src] == 0 && (bidirectional ? a < c : 1)) {
+            if (b->local_of[l->src] == 0 && (bidirectional ? writes_first(a, c) : 1)) {
                 bad |= busy[a]++ != 0;
                 bad |= busy[c]++ != 0;
             }
@@ -46,7 +55,7 @@ static int check_all_pairs(const struct probe_schedule *s, const struct layout_b
     }
     for (int a = 0; a < nodes; a++)
         for (int c = 0; c < nodes; c++) {
-            int want = a == c ? 0 : bidirectional ? rails : (a < c ? rails : 0);
+            int want = a == c ? 0 : bidirectional ? rails : (writes_first(a, c) ? rails : 0);
             bad |= met[a * nodes + c] != want;
         }
     int rounds_expected = nodes % 2 ? nodes : nodes - 1;
@@ -96,7 +105,49 @@ static void test_all_pairs_with_interleaved_ranks(void)
     CHECK_INT(s.nlinks, 6);
     CHECK_INT(check_all_pairs(&s, &b, 3, 2, 0), 0);
     for (int i = 0; i < s.nlinks; i++)
-        CHECK(b.node_of[s.links[i].src] < b.node_of[s.links[i].dst]);
+        CHECK(writes_first(b.node_of[s.links[i].src], b.node_of[s.links[i].dst]));
+    probe_schedule_free(&s);
+}
+
+/* One direction per pair, yet from 3 nodes on every node sends on some
+ * links and receives on others; odd counts split each node's links evenly. */
+static void test_all_pairs_measures_every_send_and_receive_path(void)
+{
+    struct layout_buf b;
+    for (int nodes = 2; nodes <= 17; nodes++) {
+        blocked(&b, nodes, 2);
+        struct probe_schedule s;
+        struct fb_err err = {0};
+        CHECK_INT(probe_schedule_build(PROBE_PATTERN_ALL_PAIRS, 0, &b.lay, &s, &err), FB_OK);
+        int sends[34], recvs[34];
+        probe_schedule_paths(&s, nodes * 2, sends, recvs);
+        for (int r = 0; r < nodes * 2; r++) {
+            if (nodes == 2) {
+                CHECK_INT(sends[r] + recvs[r], 1); /* one link: one direction */
+                continue;
+            }
+            CHECK(sends[r] > 0 && recvs[r] > 0);
+            CHECK_INT(sends[r] + recvs[r], nodes - 1);
+            if (nodes % 2)
+                CHECK_INT(sends[r], recvs[r]);
+            else
+                CHECK(abs(sends[r] - recvs[r]) == 1);
+        }
+        probe_schedule_free(&s);
+    }
+    /* pairs: the first half sends, the second receives; -b both. */
+    blocked(&b, 4, 1);
+    struct probe_schedule s;
+    struct fb_err err = {0};
+    int sends[4], recvs[4];
+    CHECK_INT(probe_schedule_build(PROBE_PATTERN_PAIRS, 0, &b.lay, &s, &err), FB_OK);
+    probe_schedule_paths(&s, 4, sends, recvs);
+    CHECK(sends[0] == 1 && recvs[0] == 0 && sends[3] == 0 && recvs[3] == 1);
+    probe_schedule_free(&s);
+    CHECK_INT(probe_schedule_build(PROBE_PATTERN_RING, 0, &b.lay, &s, &err), FB_OK);
+    probe_schedule_paths(&s, 4, sends, recvs);
+    for (int r = 0; r < 4; r++)
+        CHECK(sends[r] == 1 && recvs[r] == 1);
     probe_schedule_free(&s);
 }
 
@@ -205,6 +256,7 @@ int main(void)
 {
     RUN(test_all_pairs_for_2_to_33_nodes);
     RUN(test_all_pairs_with_interleaved_ranks);
+    RUN(test_all_pairs_measures_every_send_and_receive_path);
     RUN(test_pairs_halves);
     RUN(test_ring_wraps_and_bidirectional_adds_reverse);
     RUN(test_launch_shapes_that_cannot_work);
