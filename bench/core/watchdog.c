@@ -62,11 +62,14 @@ void fb_watchdog_let_end(struct fb_watchdog *wd)
     if (wd == NULL || !atomic_load(&wd->ending))
         return;
     /* The thread exits the process within a few writes; the bound only
-     * keeps a main thread from waiting on a thread that cannot finish. */
-    nanosleep(&(struct timespec){LET_END_WAIT_S, 0}, NULL);
+     * keeps a main thread from waiting on a thread that cannot finish. A
+     * signal cuts nanosleep short: the rest is slept again. */
+    struct timespec left = {LET_END_WAIT_S, 0};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
 }
 
-static void let_end_hook(void *wd) { fb_watchdog_let_end(wd); }
+
 
 double fb_watchdog_bound(double ops, double bytes, double floor_Bps)
 {
@@ -279,6 +282,26 @@ static double armed_deadline(struct fb_watchdog *wd)
     double d = wd->deadline;
     pthread_mutex_unlock(&wd->lock);
     return d;
+}
+
+/* Under the env launch a peer's end (its own watchdog fired, or it was
+ * told to end) fails this rank's NCCL call a moment before this rank's
+ * watchdog sees the same wait expire; each process exits on its own, so
+ * the first to exit would set the code. The failing call leaves this
+ * rank's watchdog until its armed deadline and the grace other ranks give
+ * rank 0 to end the job with its own code and report; a call failing with
+ * nothing armed, or past that, ends the process as before. */
+#define LET_END_POLL_NS 50000000L
+
+static void let_end_hook(void *arg)
+{
+    struct fb_watchdog *wd = arg;
+    double until = armed_deadline(wd);
+    if (until > 0)
+        until += GRACE_S + 1.0;
+    while (!atomic_load(&wd->ending) && fb_now() < until)
+        nanosleep(&(struct timespec){0, LET_END_POLL_NS}, NULL);
+    fb_watchdog_let_end(wd);
 }
 
 static void check_deadlines(struct fb_watchdog *wd, double now)
