@@ -12,6 +12,8 @@
 # FB_COLLECT_WAIT seconds, default 600) and exits with that code. Every
 # other rank runs CMD as it is. CMD writes its result into DIR (-J
 # DIR/result.json).
+# Exit 10 (docs/exit-codes.md) when rank 0 cannot make DIR, 2 for a bad
+# usage or FB_COLLECT_WAIT.
 set -u
 [ $# -ge 2 ] || { echo "env-pod.sh: usage: env-pod.sh DIR CMD..." >&2; exit 2; }
 dir=$1

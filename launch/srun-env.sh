@@ -8,6 +8,8 @@
 #
 # MASTER_PORT is FB_MASTER_PORT, else 20000 + the job id modulo 10000, so
 # that two jobs sharing a node do not take each other's port.
+# Exit 10 (docs/exit-codes.md) when it is not a task of srun or the step's
+# first node cannot be named; CMD's exit code otherwise.
 set -u
 nodes=${SLURM_STEP_NODELIST:-${SLURM_JOB_NODELIST:-}}
 if [ -z "$nodes" ] || [ -z "${SLURM_JOB_ID:-}" ]; then

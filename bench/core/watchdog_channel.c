@@ -658,6 +658,43 @@ static void report_missing(const struct fb_wd_channel *ch, struct fb_err *err)
         }
 }
 
+struct fb_wd_channel *fb_wd_roll_take(int lfd, int size, const uint8_t secret[FB_WD_KEY_LEN], double deadline)
+{
+    struct fb_wd_channel *ch = calloc(1, sizeof *ch);
+    if (ch == NULL || (ch->lines = calloc((size_t)size, sizeof *ch->lines)) == NULL) {
+        free(ch);
+        return NULL;
+    }
+    ch->nlines = size;
+    for (int i = 0; i < size; i++)
+        ch->lines[i].fd = -1;
+    accept_ranks(ch, lfd, secret, NULL, NULL, deadline);
+    return ch;
+}
+
+int fb_wd_channel_has(const struct fb_wd_channel *ch, int r) { return r == 0 || ch->lines[r].fd >= 0; }
+
+int fb_wd_hear(int fd, const uint8_t key[FB_WD_KEY_LEN], double deadline, struct fb_wd_msg *m)
+{
+    struct line l = {.fd = fd};
+    int closed = 0, got = 0;
+    while (!got && !closed) {
+        double left = deadline - fb_now();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+            break;
+        got = read_frame(&l, &closed);
+    }
+    close_line(&l);
+    if (!got)
+        return closed ? -1 : 0;
+    if (!fb_wd_unseal(&l.in, key, FB_WD_FROM_RANK0, 1))
+        return -1;
+    fb_wd_msg_clean(&l.in.m);
+    *m = l.in.m;
+    return 1;
+}
+
 /* The env launch: rank 0's contact (its secret wiped) to every rank, and
  * each rank's own copy of the secret from the launcher. */
 static void open_env_contact(const struct fb_world *w, struct contact *c, struct fb_err *err)

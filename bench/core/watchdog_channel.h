@@ -72,6 +72,23 @@ void fb_wd_channel_poll(struct fb_wd_channel *ch, double seconds, fb_wd_on_msg o
 int fb_wd_dial(const struct sockaddr_in *addrs, int n, const uint8_t secret[FB_WD_KEY_LEN], int32_t rank,
                double seconds, uint8_t key[FB_WD_KEY_LEN], char *why, size_t why_len);
 
+/* The env launch's roll call before NCCL's set-up (core/world_env.h),
+ * on the same handshake. Rank 0: takes connections on the listening
+ * socket `lfd` until ranks 1..size-1 have each proven they hold `secret`,
+ * or `deadline` (fb_now) passes; NULL when out of memory. The channel's
+ * lines are the proven ranks' (fb_wd_channel_has); fb_wd_channel_tell_all
+ * then tells them the count, fb_wd_channel_close ends it. */
+struct fb_wd_channel *fb_wd_roll_take(int lfd, int size, const uint8_t secret[FB_WD_KEY_LEN], double deadline);
+
+/* Rank 0: whether rank r's line is open (rank 0's own: always). */
+int fb_wd_channel_has(const struct fb_wd_channel *ch, int r);
+
+/* A rank, on the connection fb_wd_dial returned: rank 0's first record
+ * after its WELCOME, by `deadline`; the connection is closed then. 1 with
+ * it in `m` (cleaned), 0 when none came in time, -1 when the line closed
+ * or the record failed its check. */
+int fb_wd_hear(int fd, const uint8_t key[FB_WD_KEY_LEN], double deadline, struct fb_wd_msg *m);
+
 /* Parses HOST[:PORT] (PORT 1-65535; 0 when absent). IPv6 addresses are
  * refused with a usage error that says so: the channel is IPv4 only, since
  * rank 0 offers its addresses in a fixed IPv4 record (address and netmask,

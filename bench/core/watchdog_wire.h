@@ -37,6 +37,7 @@ enum fb_wd_kind {
     FB_WD_ABORT = 4,     /* 0 -> rank: the job ends now (timeout) */
     FB_WD_CHALLENGE = 5, /* 0 -> rank, first on every connection */
     FB_WD_WELCOME = 6,   /* 0 -> rank: the HELLO was proven, the line is the rank's */
+    FB_WD_ROLL = 7,      /* 0 -> rank: the env launch's roll call, how many joined (core/world_env.h) */
 };
 
 enum fb_wd_dir {

@@ -15,12 +15,16 @@
  * when an MPI launcher's variables are set (OMPI_COMM_WORLD_*, PMI_*,
  * PMIX_RANK), env when WORLD_SIZE is, MPI otherwise.
  *
- * Set-up is bounded: the world's communicator is made without blocking and
- * given up when the bound passes, on every process that started, each
- * saying how many ranks it saw join of how many and which address it
- * waited on. Under NCCL alone a process sees only itself, so the count
- * comes from the watchdog's channel when the job's secret is given
- * (core/watchdog_channel.h), else the message says it is not known. */
+ * Set-up is bounded: on every process that started it ends within the
+ * bound, each saying how many ranks joined of how many and which address
+ * it waited on. NCCL does not say who joined its bootstrap, so when the
+ * job's secret is given (fb_job_secret) a roll call comes first, at the
+ * bootstrap address itself (world_rollcall.c): rank 0 counts the ranks
+ * that prove they hold the secret and tells each the count; a rank that
+ * cannot reach rank 0 says so, naming the address. Then the world's
+ * communicator is made without blocking and given up when the bound
+ * passes. Without a secret NCCL alone sets up, and the message says the
+ * count is not known. */
 #ifndef FB_CORE_WORLD_ENV_H
 #define FB_CORE_WORLD_ENV_H
 
@@ -56,6 +60,12 @@ enum fb_status fb_env_launch_read(struct fb_env_launch *l, double setup_s, struc
  * FB_ERR_UNAVAIL when this build has no NCCL or no GPU is visible. Not
  * collective in the MPI sense: each process returns on its own. */
 enum fb_status fb_world_init_env(struct fb_world *w, const struct fb_env_launch *l, struct fb_err *err);
+
+/* The roll call (see above), by `deadline` (fb_now). FB_OK with *counted
+ * set when every rank joined, or with *counted 0 when it was not held (no
+ * job secret, one rank, an IPv6 bootstrap); FB_ERR_LAUNCH saying how many
+ * joined, or which address was not reached, otherwise. */
+enum fb_status fb_env_roll_call(const struct fb_env_launch *l, double deadline, int *counted, struct fb_err *err);
 
 /* The job's secret under the env launch (the watchdog's key): the bytes of
  * the file FB_JOB_SECRET_FILE names, else FB_JOB_SECRET, hashed into `out`.

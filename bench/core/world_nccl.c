@@ -352,21 +352,27 @@ _Noreturn void fb_wn_abort(struct fb_world_nccl *n, int code)
 
 /* ---- the env launch's world ------------------------------------------------ */
 
-static enum fb_status setup_failed(const struct fb_env_launch *l, const char *what, struct fb_err *err)
+static enum fb_status setup_failed(const struct fb_env_launch *l, int counted, const char *what, struct fb_err *err)
 {
+    if (counted)
+        return fb_fail(err, FB_ERR_LAUNCH,
+                       "set-up %s: all %d ranks joined at %s, then NCCL's set-up did not complete; rank %d of %d "
+                       "(%s=%d, %s=%d): a rank ended, or NCCL's own connections between the hosts are blocked",
+                       what, l->size, l->bootstrap, l->rank, l->size, l->rank_var, l->rank, l->size_var, l->size);
     return fb_fail(err, FB_ERR_LAUNCH,
                    "set-up %s: rank %d of %d (%s=%d, %s=%d) waited on NCCL's bootstrap at %s, which rank 0 serves; "
-                   "ranks joined: NCCL does not say (all %d must start); check that every rank was started, that "
-                   "%s reaches rank 0's host, and that its port is free there",
+                   "ranks joined: not known without the job's secret (all %d must start); check that every rank "
+                   "was started, that %s reaches rank 0's host, and that its port is free there",
                    what, l->rank, l->size, l->rank_var, l->rank, l->size_var, l->size, l->bootstrap, l->size,
                    l->bootstrap);
 }
 
 /* ncclCommInitRankConfig without blocking, polled until it is done, fails
- * or the set-up bound passes. The process keeps a communicator it gave up
- * on (ncclCommAbort could wait on the bootstrap it is stuck in): it is
+ * or the set-up deadline passes. The process keeps a communicator it gave
+ * up on (ncclCommAbort could wait on the bootstrap it is stuck in): it is
  * about to exit. */
-static enum fb_status join(struct fb_world_nccl *n, const struct fb_env_launch *l, struct fb_err *err)
+static enum fb_status join(struct fb_world_nccl *n, const struct fb_env_launch *l, double deadline, int counted,
+                           struct fb_err *err)
 {
     ncclUniqueId id;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -381,9 +387,9 @@ static enum fb_status join(struct fb_world_nccl *n, const struct fb_env_launch *
         snprintf(what, sizeof what, "failed (%s%s%.200s)", ncclGetErrorString(rc), last && *last ? ": " : "",
                  last ? last : "");
         n->comm = NULL;
-        return setup_failed(l, what, err);
+        return setup_failed(l, counted, what, err);
     }
-    int done = wait_done(n, rc, fb_now() + l->setup_s, &why);
+    int done = wait_done(n, rc, deadline, &why);
     if (done == 1)
         return FB_OK;
     char what[FB_ERR_MSG_MAX / 2];
@@ -392,7 +398,7 @@ static enum fb_status join(struct fb_world_nccl *n, const struct fb_env_launch *
     else
         snprintf(what, sizeof what, "failed (%s: %.200s)", why, ncclGetLastError(n->comm));
     n->comm = NULL;
-    return setup_failed(l, what, err);
+    return setup_failed(l, counted, what, err);
 }
 
 enum fb_status fb_world_init_env(struct fb_world *w, const struct fb_env_launch *l, struct fb_err *err)
@@ -403,12 +409,16 @@ enum fb_status fb_world_init_env(struct fb_world *w, const struct fb_env_launch 
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1)
         return fb_fail(err, FB_ERR_UNAVAIL, "the env launch coordinates its ranks through NCCL and needs a GPU; "
                        "none is visible here (CUDA_VISIBLE_DEVICES?); launch with mpirun for host memory");
+    double deadline = fb_now() + l->setup_s;
+    int counted = 0;
+    if (fb_env_roll_call(l, deadline, &counted, err) != FB_OK)
+        return err->code;
     struct fb_world_nccl *n = wn_new(l->local_rank % ndev);
     if (n == NULL)
         return fb_fail(err, FB_ERR_RUNTIME, "cannot create a CUDA stream on device %d", l->local_rank % ndev);
     n->rank = l->rank;
     n->size = l->size;
-    if (join(n, l, err) != FB_OK) {
+    if (join(n, l, deadline, counted, err) != FB_OK) {
         free(n); /* its stream and communicator go with the process */
         return err->code;
     }

@@ -75,12 +75,42 @@ if [ "$(rcs "$T_DIR/short" 2)" = "6 6 " ]; then ok "WORLD_SIZE 3, 2 started: exi
 # The bound is -T (6 s): both end within it plus start-up, measured
 # against the -g 2 run's whole sweep on this machine now.
 if [ "$took" -lt 40 ]; then ok "WORLD_SIZE 3, 2 started: both ended in ${took}s (-T 6)"; else not_ok "WORLD_SIZE 3: bounded" "${took}s"; fi
-# Rank 0 waits out the bound; rank 1 may see rank 0 leave first.
+# Rank 0 counts the ranks that prove the job's secret at the bootstrap
+# address and tells the others: both say how many joined, and which.
 for r in 0 1; do
-  expect_grep "WORLD_SIZE 3, 2 started: rank $r names the size, the bound and the address" \
-    "^fabric-coll: set-up (did not complete within 6 s|failed \\(.*\\)): rank $r of 3 \\(RANK=$r, WORLD_SIZE=3\\) waited on NCCL's bootstrap at $MASTER:$port" \
+  expect_grep "WORLD_SIZE 3, 2 started: rank $r says 2 of 3 joined, rank 2 missing, at the address" \
+    "^fabric-coll: set-up did not complete within 6 s: 2 of 3 ranks joined \\(missing: rank 2\\)(, rank 0 at $MASTER:$port says)?; rank $r of 3 \\(RANK=$r, WORLD_SIZE=3\\)" \
     "$T_DIR/short.$r.err"
 done
+expect_grep "WORLD_SIZE 3, 2 started: rank 0 names the address it waited at" "waited at $MASTER:$port;" "$T_DIR/short.0.err"
+
+# ---- a MASTER_ADDR that is not rank 0's: fbenv3's, where nobody serves ----
+start=$SECONDS
+MASTER=10.77.0.3 launch "$T_DIR/wrong" 2 "1:0:0 2:1:0" "$C" all_reduce -b 1K -e 1K -T 6
+took=$((SECONDS - start))
+if [ "$(rcs "$T_DIR/wrong" 2)" = "6 6 " ] && [ "$took" -lt 40 ]; then ok "a wrong MASTER_ADDR: exit 6 on both in ${took}s (-T 6)"; else not_ok "a wrong MASTER_ADDR: exit 6, bounded" "exits $(rcs "$T_DIR/wrong" 2) after ${took}s: $(head -c 400 "$T_DIR/wrong.0.err" "$T_DIR/wrong.1.err")"; fi
+expect_grep "a wrong MASTER_ADDR: rank 0 cannot serve it, and says so" \
+  "^fabric-coll: set-up failed: 1 of 2 ranks joined \\(this one\\): rank 0 of 2 .* cannot serve the bootstrap at 10\\.77\\.0\\.3:$port \\(Cannot assign" "$T_DIR/wrong.0.err"
+expect_grep "a wrong MASTER_ADDR: rank 1 names the address it did not reach" \
+  "^fabric-coll: set-up did not complete within 6 s: rank 0 was not reached at 10\\.77\\.0\\.3:$port \\(.*\\), so how many of 2 ranks joined is not known" "$T_DIR/wrong.1.err"
+
+# ---- the bootstrap port taken on rank 0's host: a listener that is not
+# fabric-bench holds it, so rank 1 reaches something that never answers ----
+taken=$((port + 1))
+"$th" exec "$SET" 1 timeout -k 5 300 /usr/bin/python3 -c 'import os, socket, sys, time
+s = socket.socket(); s.bind(("10.77.0.1", int(sys.argv[1]))); s.listen(16)
+open(sys.argv[2], "w").write(str(os.getpid())); time.sleep(300)' "$taken" "$T_DIR/holder.pid" 2>"$T_DIR/holder.err" &
+on_exit "kill \$(cat '$T_DIR/holder.pid' 2>/dev/null) 2>/dev/null"
+for _ in $(seq 300); do [ -s "$T_DIR/holder.pid" ] && break; sleep 0.1; done
+start=$SECONDS
+launch "$T_DIR/taken" 2 "1:0:0 2:1:0" "$C" all_reduce -b 1K -e 1K -T 6
+took=$((SECONDS - start))
+kill "$(cat "$T_DIR/holder.pid")" 2>/dev/null
+if [ "$port" = "$taken" ] && [ "$(rcs "$T_DIR/taken" 2)" = "6 6 " ] && [ "$took" -lt 40 ]; then ok "a port already taken: exit 6 on both in ${took}s (-T 6)"; else not_ok "a port already taken: exit 6, bounded" "port $port (held $taken), exits $(rcs "$T_DIR/taken" 2) after ${took}s: $(head -c 400 "$T_DIR/taken.0.err" "$T_DIR/taken.1.err")"; fi
+expect_grep "a port already taken: rank 0 says its port is taken" \
+  "^fabric-coll: set-up failed: 1 of 2 ranks joined \\(this one\\): rank 0 of 2 .* at $MASTER:$port, its port is taken on this host" "$T_DIR/taken.0.err"
+expect_grep "a port already taken: rank 1 names the address, where no rank 0 of this job answered" \
+  "^fabric-coll: set-up did not complete within 6 s: rank 0 was not reached at $MASTER:$port " "$T_DIR/taken.1.err"
 
 # ---- the watchdog under the env launch: a rank that hangs ----
 start=$SECONDS

@@ -138,8 +138,8 @@ reset_state
 start=$SECONDS
 run timeout 400 "$L" "${common[@]}" --pods 3 all_reduce -b 1K -e 1K -T 6
 took=$((SECONDS - start))
-if [ "$T_RC" -eq 6 ] && grep -q 'rank 0 of 3 (.*) waited on NCCL.s bootstrap at' "$T_ERR"; then
-  ok "a pod that never starts: exit 6, rank 0's line names the size and the address"
+if [ "$T_RC" -eq 6 ] && grep -Eq '2 of 3 ranks joined \(missing: rank 2\); rank 0 of 3 \(.*\) waited at ' "$T_ERR"; then
+  ok "a pod that never starts: exit 6, rank 0's line says 2 of 3 joined and names the address"
 else
   not_ok "a pod that never starts: exit 6, named" "exit $T_RC after ${took}s: $(head -c 500 "$T_ERR")"
 fi
