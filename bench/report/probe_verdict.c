@@ -42,6 +42,25 @@ static void describe_flags(json_object *flags, struct fb_str *out)
     }
 }
 
+/* "send path slow (4 of 4 links from it at 0.03x the median of the links
+ * not touching it)": one path of a suspect, as fabric-rdma prints it. */
+static void describe_path(json_object *s, const char *dir, struct fb_str *out)
+{
+    json_object *p = fb_json_member(s, dir);
+    int64_t slow = 0, links = 0;
+    double ratio = NAN;
+    bool is_slow = false;
+    if (!fb_json_get_bool(p, "slow", &is_slow) || !is_slow)
+        return;
+    fb_json_get_int64(p, "slow_links", &slow);
+    fb_json_get_int64(p, "links", &links);
+    fb_json_get_double(p, "ratio", &ratio);
+    const char *ref = fb_json_get_string(s, "reference");
+    fb_str_addf(out, "%s path slow (%lld of %lld link%s %s it at %.2fx %s)", dir, (long long)slow, (long long)links,
+                links == 1 ? "" : "s", strcmp(dir, "send") == 0 ? "from" : "into", ratio,
+                ref != NULL && strcmp(ref, "line-rate") == 0 ? "the line rate" : "the median of the links not touching it");
+}
+
 static void describe_suspects(json_object *suspects, struct fb_str *out)
 {
     size_t n = json_object_is_type(suspects, json_type_array) ? json_object_array_length(suspects) : 0;
@@ -49,11 +68,24 @@ static void describe_suspects(json_object *suspects, struct fb_str *out)
         json_object *s = json_object_array_get_idx(suspects, i);
         char who[160];
         end_label(s, who, sizeof who);
-        int64_t slow = 0, links = 0;
-        fb_json_get_int64(s, "slow_links", &slow);
-        fb_json_get_int64(s, "links", &links);
-        fb_str_addf(out, " Suspect: %s, slow in %lld of its %lld links: look at its cable, port and NIC first.",
-                    who, (long long)slow, (long long)links);
+        struct fb_str paths = {0};
+        describe_path(s, "send", &paths);
+        size_t send_len = paths.len;
+        struct fb_str recv = {0};
+        describe_path(s, "receive", &recv);
+        if (recv.len > 0)
+            fb_str_addf(&paths, "%s%s", send_len ? ", " : "", fb_str_get(&recv));
+        fb_str_free(&recv);
+        if (paths.len > 0) {
+            fb_str_addf(out, " Suspect: %s: %s: look at its cable, port and NIC first.", who, fb_str_get(&paths));
+        } else {
+            int64_t slow = 0, links = 0;
+            fb_json_get_int64(s, "slow_links", &slow);
+            fb_json_get_int64(s, "links", &links);
+            fb_str_addf(out, " Suspect: %s, slow in %lld of its %lld links: look at its cable, port and NIC first.",
+                        who, (long long)slow, (long long)links);
+        }
+        fb_str_free(&paths);
     }
 }
 

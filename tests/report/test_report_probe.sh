@@ -33,6 +33,13 @@ expect_exit "a probe with a slow link is DEGRADED" 20 "$R" check "$T_DIR/slow.js
 expect_grep "DEGRADED names the slow link and its share of the line rate" \
   'Slow: n1:mlx5_0\[0\] -> n2:mlx5_3\[1\] at 181.00 Gb/s, 45 % of its line rate \(400.00 Gb/s\)' "$T_OUT"
 expect_grep "DEGRADED names the suspect" 'Suspect: n2:mlx5_3\[1\], slow in 2 of its 2 links' "$T_OUT"
+# A suspect whose record says which of its paths is slow: named by it.
+jq '.suspects = [{"rank": 1, "host": "n2", "device": "mlx5_3", "slow_links": 2, "links": 4, "paths": ["receive"],
+                  "send": {"links": 2, "slow_links": 0, "ratio": 0.98, "slow": false},
+                  "receive": {"links": 2, "slow_links": 2, "ratio": 0.03, "slow": true},
+                  "reference": "median-of-others", "reference_Gbps": 9.5}]' "$T_DIR/slow.json" >"$T_DIR/slow-path.json"
+expect_exit "a suspect's slow receive path: DEGRADED" 20 "$R" check "$T_DIR/slow-path.json"
+expect_grep "  names the node and the path" 'Suspect: n2:mlx5_3\[1\]: receive path slow \(2 of 2 links into it at 0.03x the median of the links not touching it\)' "$T_OUT"
 
 jq '.complete = false | .fault = {"status": "timeout", "exit_code": 8, "message": "rank 2 on n3 stopped answering", "rank": 2, "host": "n3"}' \
   "$T_DIR/ring.json" >"$T_DIR/cut.json"
