@@ -57,11 +57,11 @@ jq_ok "2 rails x 3 host pairs: local rank l meets local rank l" "$T_DIR/rails.js
 run hosts_mpirun -np 5 --map-by node "$FB_BIN/fabric-rdma" "${OFI[@]}" --pattern all-pairs -b -s 1M -n 20 -w 5 \
   -J "$T_DIR/slow.json"
 "$th" exec fbo 3 tc qdisc del dev eth0 root
-# (A healthy link may be flagged too when its round shares the 2 cores
-# with fbo3's: the verdict that matters is the suspect.)
-jq_ok "slow host: the 4 links out of fbo3 are flagged and the slowest" "$T_DIR/slow.json" \
-  '.complete and (.links | length) == 20 and ([.flags[] | select(.src.host == "fbo3")] | length) == 4
-   and ([.links | sort_by(.avg_Gbps)[:4][] | .src.host] | unique) == ["fbo3"]'
+# (A healthy link may be flagged too, and measure below one of fbo3's,
+# when its round shares the 2 cores with fbo3's or with mpirun: the
+# verdict that matters is the suspect, below.)
+jq_ok "slow host: the 4 links out of fbo3 are flagged" "$T_DIR/slow.json" \
+  '.complete and (.links | length) == 20 and ([.flags[] | select(.src.host == "fbo3")] | length) == 4'
 # fbo3's send path is named, every one of its 4 links out slow, and it is
 # the most severe suspect (its receive path may be named too: the
 # provider's acknowledgements queue behind its writes).
