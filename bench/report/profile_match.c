@@ -233,7 +233,9 @@ const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const s
     return best;
 }
 
-bool fb_avg_range_parse(const char *text, unsigned long long *lo, unsigned long long *hi)
+/* "1K-16G" -> 1024 and 16 GiB: the sweep a profile's average covers;
+ * false when it is not such a range. */
+static bool avg_range_parse(const char *text, unsigned long long *lo, unsigned long long *hi)
 {
     const char *dash = strchr(text, '-');
     char first[16];
@@ -259,10 +261,10 @@ double fb_expect_avg_floor(const struct fb_expect *e)
     return isnan(e->avg_busbw) ? NAN : AVG_FLOOR_SHARE * e->avg_busbw;
 }
 
-static bool average_covers(const struct fb_expect *e, unsigned long long lo, unsigned long long hi)
+bool fb_expect_covers_sweep(const struct fb_expect *e, unsigned long long lo, unsigned long long hi)
 {
     unsigned long long plo = 0, phi = 0;
-    return e != NULL && !isnan(fb_expect_avg_floor(e)) && fb_avg_range_parse(e->avg_range, &plo, &phi) && plo == lo &&
+    return e != NULL && !isnan(fb_expect_avg_floor(e)) && avg_range_parse(e->avg_range, &plo, &phi) && plo == lo &&
            phi == hi;
 }
 
@@ -279,7 +281,7 @@ const struct fb_profile *fb_profile_with_average(const struct fb_profiles *ps, c
         bool exact = p->target && !p->per_nic && fb_profile_applies(p, r, why, sizeof why);
         bool family = !exact && family_fits(p, r, &assumed);
         fb_str_free(&assumed);
-        if (!(exact || family) || !average_covers(e, lo, hi))
+        if (!(exact || family) || !fb_expect_covers_sweep(e, lo, hi))
             continue;
         /* An exact fit wins over the family; among equals, the most lenient. */
         bool better = best == NULL || (best_family && exact) ||

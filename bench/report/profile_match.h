@@ -33,9 +33,10 @@ const struct fb_profile *fb_profile_pick(const struct fb_profiles *ps, const str
 const struct fb_profile *fb_profile_family(const struct fb_profiles *ps, const struct fb_result *r,
                                            char *assumed, size_t len);
 
-/* "1K-16G" -> 1024 and 16 GiB: the sweep a profile's average covers;
- * false when it is not such a range. */
-bool fb_avg_range_parse(const char *text, unsigned long long *lo, unsigned long long *hi);
+/* Whether e gives an average (a typical figure or a pass line) over the
+ * sweep lo..hi bytes, its avg_range: only then is it comparable with an
+ * nccl-tests average of that sweep. */
+bool fb_expect_covers_sweep(const struct fb_expect *e, unsigned long long lo, unsigned long long hi);
 
 /* The least the average of an nccl-tests sweep must reach under profile
  * expectation e: its pass line on the average, else 90 % of its typical

@@ -705,9 +705,7 @@ static void judge_summary_only(const struct fb_result *r, const struct fb_profil
         }
     }
     const struct fb_expect *e = p != NULL ? fb_profile_expect(p, r->collective) : NULL;
-    unsigned long long plo = 0, phi = 0;
-    bool comparable = e != NULL && !isnan(fb_expect_avg_floor(e)) && shown && fb_avg_range_parse(e->avg_range, &plo, &phi) &&
-                      plo == lo && phi == hi;
+    bool comparable = shown && fb_expect_covers_sweep(e, lo, hi);
     if (!comparable) {
         set_verdict(v, FB_VERDICT_INCOMPLETE);
         if (e == NULL || isnan(fb_expect_avg_floor(e)))
@@ -731,12 +729,6 @@ static void judge_summary_only(const struct fb_result *r, const struct fb_profil
                 band == FB_OK ? "" : band == FB_VERDICT_DEGRADED ? ", below the floor" : ", far below the profile");
 }
 
-/* The point physics reads: the best busBW at 64 MiB and above, where
- * bandwidth, not latency, sets the figure; NULL when the sweep stops below. */
-static const struct fb_point *physics_point(const struct fb_point *pts, size_t npts)
-{
-    return large_peak(pts, npts);
-}
 
 /* busBW above what the nodes' NICs carry by a ring, on 2 or more nodes: a
  * Tree or NVLS-Tree all_reduce moves each byte across the fabric once, not
@@ -768,7 +760,9 @@ static bool judge_physics(const struct fb_result *r, const struct fb_point *pts,
                           struct fb_str *out)
 {
     const struct fb_physics *ph = &v->physics;
-    const struct fb_point *pt = physics_point(pts, npts);
+    /* The best busBW at 64 MiB and above, where bandwidth, not latency,
+     * sets the figure; none when the sweep stops below. */
+    const struct fb_point *pt = large_peak(pts, npts);
     if (isnan(ph->bound) || pt == NULL)
         return false;
     char at[32];
