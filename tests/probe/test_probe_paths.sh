@@ -7,8 +7,9 @@
 #    FB_STANDIN_IB_TX_RATE_GBPS) or receive path (tbf on the switch port
 #    towards it; FB_STANDIN_IB_RX_RATE_GBPS) at 300 Mbit/s, the first host
 #    and the last, in an all-pairs run: that host, that path, is the one
-#    suspect (ofi: every path held at 500 Mbit/s, the slowed one at 50). All-pairs writes one way per node pair, oriented so that
-#    every host sends on two links and receives on two.
+#    suspect (ofi: every path held at 500 Mbit/s, the slowed one at 50).
+#    All-pairs writes one way per node pair, oriented so that every host
+#    sends on two links and receives on two.
 # 2. One link, one figure: every host's eth0 (the stand-in's ports) held
 #    to a rate the 2 cores reach with every link of a round at once, so the
 #    pattern is all that changes: fbh1 -> fbh2 alone, in pairs, in a ring
@@ -17,7 +18,8 @@
 # 3. A slow link is a result: 300 Mbit/s between 2 hosts, with a run longer
 #    than any bound set from 1 Gb/s and a --timeout of 1 s: measured (exit
 #    0), at its rate, flagged against the line rate or not at all (a lone
-#    link is its own median), never exit 8.
+#    link is its own median), never exit 8; and over libfabric both ways
+#    at once (-b), the fast end serving the slow one's writes to the end.
 # The attribution threshold is 0.25: beside a slowed link (whose ends poll
 # on the same 2 cores) a healthy link was measured at 0.43 of the others,
 # and the slowed ones run at 0.03 to 0.19. Needs root.
@@ -206,3 +208,25 @@ for t in "${transports[@]}"; do
     not_ok "$name: measured, exit 0" "exit $T_RC: $(grep -v setpgid "$T_ERR" | head -c 400)"
   fi
 done
+
+# ---- 3b. both ways over libfabric, one way slow -------------------------------
+# -b with counter completion and fbh1's send path at 300 Mbit/s: fbh2's
+# writes into fbh1 are through well before fbh1's into fbh2 (whose acks
+# share the slowed path, so fbh2's run is slowed too, less), and fbh2 must
+# drive its end of the shared connection until fbh1 is through, longer
+# than --timeout. A rank that stopped polling once its own writes were done
+# would leave fbh1's writes without completions: exit 8.
+if [[ " ${transports[*]} " == *" ofi "* ]]; then
+  name="ofi -b, counter completion, fbh1's send path at 300 Mbit/s, --timeout 1"
+  slow send 1 300mbit
+  fr ofi 2 -b --completion counter -s 4M -n 40 -w 2 -q 1 --timeout 1 -J "$T_DIR/b.json"
+  clear_paths
+  if [ "$T_RC" -eq 0 ]; then
+    jq_ok "$name: both ways measured, fbh1's at its rate, fbh2 served it for over --timeout after its own" "$T_DIR/b.json" \
+      '.complete and ([.links[] | .src.host + ">" + .dst.host] == ["fbh1>fbh2", "fbh2>fbh1"])
+       and all(.links[]; .messages == 40) and .links[0].avg_Gbps > 0.2 and .links[0].avg_Gbps < 0.32
+       and .links[0].time_s > .links[1].time_s + 1'
+  else
+    not_ok "$name: exit 0" "exit $T_RC: $(grep -v setpgid "$T_ERR" | head -c 400)"
+  fi
+fi
