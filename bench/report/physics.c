@@ -105,6 +105,7 @@ struct nic_families {
     double least, most;     /* per-GPU share, Gb/s */
     struct fb_str names, sources;
     int n;
+    bool on_net;            /* they were chosen by the run's network */
 };
 
 static bool family_of(const struct fb_profile *p, const char *model, const char *net, bool with_net)
@@ -121,12 +122,6 @@ static void add_source(struct fb_str *sources, const struct fb_profile *p)
         fb_str_addf(sources, "%s%s: %s", sources->len ? "; " : "", p->name, p->source);
 }
 
-static void add_source_line(struct fb_physics *ph, const struct fb_profile *p)
-{
-    size_t used = strlen(ph->source);
-    snprintf(ph->source + used, sizeof ph->source - used, "%s%s: %s", used ? "; " : "", p->name, p->source);
-}
-
 static void read_nic_families(const struct fb_profiles *ps, const char *model, const char *net, struct nic_families *f)
 {
     memset(f, 0, sizeof *f);
@@ -135,6 +130,7 @@ static void read_nic_families(const struct fb_profiles *ps, const char *model, c
             const struct fb_profile *p = &ps->p[i];
             if (!family_of(p, model, net, pass == 0))
                 continue;
+            f->on_net = pass == 0;
             double share = fb_profile_nic_per_gpu(p);
             if (f->n == 0 || share < f->least)
                 f->least = share;
@@ -182,28 +178,27 @@ static double family_floor(const struct fb_result *r, const struct fb_profiles *
  * NICs (two 200 Gb/s EFA or one 400 Gb/s RoCE NIC a GPU): the floor is the
  * most lenient of theirs, as the bound is the least of their shares. */
 static void nic_floor(const struct fb_result *r, const struct fb_profiles *ps, const char *model, const char *net,
-                      double share, struct fb_physics *ph)
+                      struct nic_families *f, struct fb_physics *ph)
 {
-    for (int pass = 0; pass < 2 && isnan(ph->floor); pass++)
-        for (size_t i = 0; i < ps->n; i++) {
-            const struct fb_profile *p = &ps->p[i];
-            if (!family_of(p, model, net, pass == 0) || fabs(fb_profile_nic_per_gpu(p) - share) > 0.5)
-                continue;
-            long nics = (long)lround(share * (double)ph->gpus_per_node / p->nics.gbps);
-            if (nics < 1)
-                nics = 1;
-            char rule[sizeof ph->floor_rule];
-            const struct fb_profile *from = NULL;
-            double floor = family_floor(r, ps, p, nics, rule, sizeof rule, &from);
-            if (isnan(ph->floor) || floor < ph->floor) {
-                ph->floor = floor;
-                ph->nics = nics;
-                ph->nic_gbps = p->nics.gbps;
-                snprintf(ph->floor_rule, sizeof ph->floor_rule, "%s", rule);
-                if (from != NULL)
-                    add_source_line(ph, from);
-            }
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct fb_profile *p = &ps->p[i];
+        if (!family_of(p, model, net, f->on_net) || fabs(fb_profile_nic_per_gpu(p) - f->least) > 0.5)
+            continue;
+        long nics = (long)lround(f->least * (double)ph->gpus_per_node / p->nics.gbps);
+        if (nics < 1)
+            nics = 1;
+        char rule[sizeof ph->floor_rule];
+        const struct fb_profile *from = NULL;
+        double floor = family_floor(r, ps, p, nics, rule, sizeof rule, &from);
+        if (isnan(ph->floor) || floor < ph->floor) {
+            ph->floor = floor;
+            ph->nics = nics;
+            ph->nic_gbps = p->nics.gbps;
+            snprintf(ph->floor_rule, sizeof ph->floor_rule, "%s", rule);
+            if (from != NULL)
+                add_source(&f->sources, from);
         }
+    }
 }
 
 static void read_across(const struct fb_result *r, const struct fb_profiles *ps, const char *model,
@@ -244,10 +239,9 @@ static void read_across(const struct fb_result *r, const struct fb_profiles *ps,
              model, f.least, spread, fb_str_get(&f.names), rpn, rpn == 1 ? "" : "s",
              ph->rpn_assumed ? " (assumed: the output does not show the nodes)" : "", f.least * (double)rpn,
              ph->bound, logged_note);
+    nic_floor(r, ps, model, net, &f, ph);
     snprintf(ph->source, sizeof ph->source, "%s", fb_str_get(&f.sources));
-    double least = f.least;
     free_nic_families(&f);
-    nic_floor(r, ps, model, net, least, ph);
 }
 
 static void read_within(const struct fb_profiles *ps, const char *model, struct fb_physics *ph)
