@@ -17,51 +17,13 @@
 # namespace): needs root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/ends.sh
+. "$(dirname "$0")/../ends.sh"
 
 if ! is_root; then
   skip "bounded ends with a stopped rank" "needs root for unshare --uts"
   exit 0
 fi
-
-# own_host -np N CMD...: mpirun (bounded) where rank K runs CMD on a host
-# named hK.
-own_host() {
-  # shellcheck disable=SC2016 # expands in the rank's shell
-  timeout -k 5 300 "${FB_MPIRUN[@]}" -q "${@:1:2}" bash -c 'exec unshare --uts bash -c "hostname h$OMPI_COMM_WORLD_RANK && exec \"\$@\"" own "$@"' \
-    own "${@:3}"
-}
-
-# rank_pid RANK: the process of this test's job (its command line names
-# $T_DIR) that is MPI rank RANK.
-rank_pid() {
-  local p
-  for p in /proc/[0-9]*; do
-    case $(cat "$p/comm" 2>/dev/null) in fabric-scan | fabric-rdma) ;; *) continue ;; esac
-    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$T_DIR" || continue
-    { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "${p#/proc/}" && return
-  done
-}
-
-# running: processes of this test's jobs that are not stopped.
-running() {
-  local p n=0
-  for p in /proc/[0-9]*; do
-    case $(cat "$p/comm" 2>/dev/null) in fabric-scan | fabric-rdma) ;; *) continue ;; esac
-    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$T_DIR" || continue
-    grep -q '^State:.*(stopped)' "$p/status" 2>/dev/null || n=$((n + 1))
-  done
-  echo "$n"
-}
-
-seconds_since() { awk -v s="$1" -v n="$(date +%s.%N)" 'BEGIN { print n - s }'; }
-
-# took NP CMD...: seconds an undisturbed run takes here, as a bound's base.
-took() {
-  local start
-  start=$(date +%s.%N)
-  own_host -np "$@" >/dev/null 2>&1
-  seconds_since "$start"
-}
 
 # ends_bounded NAME NP STOP_RANK LIMIT CMD...: runs CMD (whose results go
 # to $T_DIR/r.fifo) on NP ranks, stops rank STOP_RANK once rank 0 waits to
@@ -70,14 +32,14 @@ took() {
 ends_bounded() {
   local name=$1 np=$2 rank=$3 limit=$4 base bound start left t p0 victim i
   shift 4
-  base=$(took "$np" "${@/%r.fifo/base.json}")
+  base=$(took -np "$np" -- "${@/%r.fifo/base.json}")
   # The launcher's own start and teardown are in the base; tearing down a
   # job that MPI_Abort ends (a stopped process to kill) takes it longer:
   # measured here 2 to 3 s against a base of 0.5 to 1 s.
   bound=$(awk -v b="$base" -v l="$limit" 'BEGIN { print 6 * b + 2 * l + 1 }')
   rm -f "$T_DIR/r.fifo" "$T_DIR/r.json"
   mkfifo "$T_DIR/r.fifo"
-  own_host -np "$np" "$@" >"$T_DIR/end.out" 2>"$T_DIR/end.err" &
+  own_host -np "$np" -- "$@" >"$T_DIR/end.out" 2>"$T_DIR/end.err" &
   local job=$!
   for ((i = 0; i < 1200; i++)); do
     p0=$(rank_pid 0)
@@ -89,13 +51,7 @@ ends_bounded() {
   [ -n "$victim" ] && kill -STOP "$victim"
   start=$(date +%s.%N)
   [ -n "$victim" ] && timeout 60 cat "$T_DIR/r.fifo" >"$T_DIR/r.json"
-  while :; do
-    left=$(running)
-    t=$(seconds_since "$start")
-    [ "$left" -eq 0 ] && break
-    awk -v t="$t" -v b="$bound" 'BEGIN { exit !(t > b) }' && break
-    sleep 0.2
-  done
+  gone_within "$start" "$bound"
   [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null
   wait "$job"
   if [ -z "$victim" ]; then
