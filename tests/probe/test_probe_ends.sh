@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Bounded ends of fabric-rdma when a rank stops (SIGSTOP) or dies (SIGKILL)
 # at the last step of a run: before its last report reaches rank 0 (the
-# final gather), while it waits for the last verdict, and rank 0 while it
-# sends that verdict. The fault injector (tests/tools/mpi_fault.c) stops or
-# kills the rank at the very MPI call, counted in an undisturbed run of the
-# same job; the other rank must be gone within the bound docs/probe.md
-# states for that wait (Bounded waits), exit 8 naming the rank and host
-# that went silent, and the results must keep every size measured. Two
-# ranks on one machine, each on a host of its own (a UTS namespace): needs
-# root.
+# final gather), while it waits for the last verdict, rank 0 while it
+# sends that verdict (the fault injector, tests/tools/mpi_fault.c, at the
+# very MPI call: ends_at_fault in tests/ends.sh), and after its last size
+# (ends_bounded). The other rank must be gone within the bound
+# docs/probe.md states for that wait (Bounded waits), with its exit code,
+# naming the rank and host that went silent, and the results must keep
+# every size measured. Two ranks on one machine, each on a host of its own
+# (a UTS namespace): needs root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/ends.sh
@@ -69,3 +69,8 @@ ends_at_fault "rank 1 dies before its last report" 2 "1:isend:$REPORT:kill:last"
   'process rank 1 .* exited on signal 9' \
   "$before_last"' and .fault.exit_code == 143 and any(.warnings[]; test("rank 1 [(]h1[)].* had not reported when the job was stopped"))' \
   --mca orte_execute_quiet 0 -- "${rdma[@]}"
+
+# After its last size, while rank 0 writes the results: rank 0 hears
+# nothing at the end handshake within --timeout.
+ends_bounded "rank 1 stops after its last size" 2 1 3 \
+  "$FB_BIN/fabric-rdma" --transport tcp -a --min-size 256K --max-size 1M -D 0.2 --timeout 3 -J "$T_DIR/r.fifo"
