@@ -91,6 +91,18 @@ gone_within() {
 # every rank.
 FAULT_LIB=$FB_BUILD/tools/libmpifault.so
 
+# ends_ready WHAT: root (the hosts are UTS namespaces) and the injector
+# built; else says skip or not ok for WHAT and returns 1.
+ends_ready() {
+  if ! is_root; then
+    skip "$1" "needs root for unshare --uts"
+    return 1
+  fi
+  [ -e "$FAULT_LIB" ] && return 0
+  not_ok "$1" "the fault injector is not built: no $FAULT_LIB (make)"
+  return 1
+}
+
 # fault_opts RANK CALL TAG ACTION NTH FILE: the mpirun options that load the
 # injector with that fault.
 fault_opts() {

@@ -14,14 +14,7 @@
 # shellcheck source=tests/ends.sh
 . "$(dirname "$0")/../ends.sh"
 
-if ! is_root; then
-  skip "fabric-rdma's bounded ends at a fault" "needs root for unshare --uts"
-  exit 0
-fi
-if [ ! -e "$FAULT_LIB" ]; then
-  not_ok "the fault injector is built" "no $FAULT_LIB: make"
-  exit 0
-fi
+ends_ready "fabric-rdma's bounded ends" || exit 0
 
 # Tags of probe_tag (bench/probe/comm.h).
 REPORT=15

@@ -16,10 +16,7 @@
 # shellcheck source=tests/ends.sh
 . "$(dirname "$0")/../ends.sh"
 
-if ! is_root; then
-  skip "bounded ends with a stopped rank" "needs root for unshare --uts"
-  exit 0
-fi
+ends_ready "fabric-scan's bounded ends" || exit 0
 
 # A fault at the scan's last moments (tests/tools/mpi_fault.c), launched
 # as docs/scan.md launches a scan: a rank that exits does not end the job.
