@@ -107,6 +107,12 @@ RDMA_STANDIN_LINK   = $(STANDIN_CC) $(RDMA_STANDIN_FLAGS) -shared -Wl,-z,defs -W
                       -Wl,--version-script=$(filter %.map,$^) -o $@ $(filter %.c,$^)
 RDMA_STANDIN_LIBS  := $(addprefix $(RDMA_STANDIN_DIR)/,libibverbs.so.1 libmlx5.so.1 libefa.so.1 librdmacm.so.1)
 
+# The MPI fault injector (tests/tools/mpi_fault.c): a test loads it with
+# LD_PRELOAD to stop or kill one rank at one MPI call, through MPI's
+# profiling interface, so the programs carry no test hook. Built with
+# mpicc, no sanitizers (it is preloaded ahead of every other library).
+FAULT_LIB := $(BUILD)/tools/libmpifault.so
+
 # Each module names the layers it uses, nearest first, in its module.mk.
 include $(wildcard bench/*/module.mk)
 ALL_MODULES := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard bench/*/*.c)))))
@@ -120,6 +126,7 @@ override MODULES := $(call closure,$(MODULES))
 # The stand-in stands in for what coll and probe call.
 STANDIN := $(if $(and $(filter 1,$(HAVE_NCCL)),$(STANDIN_SRCS),$(CUDART_MAJOR),$(filter coll probe,$(MODULES))),$(STANDIN_CUDART) $(STANDIN_DIR)/libnccl.so.2 $(STANDIN_DIR)/libcuda.so.1)
 RDMA_STANDIN := $(if $(and $(HAVE_VERBS_H),$(wildcard tests/standin/ibv_*.c),$(filter probe,$(MODULES))),$(RDMA_STANDIN_LIBS))
+FAULT := $(if $(filter probe scan,$(MODULES)),$(FAULT_LIB))
 ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
   ALL_SRCS := $(filter-out %_nccl.c,$(ALL_SRCS))
@@ -152,7 +159,7 @@ PERF_LINKS := $(if $(filter %/coll_main.c,$(MAIN_SRCS)),$(foreach n,$(PERF_NAMES
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 .PHONY: all deps demo test bench check-asan check-valgrind clean lint help standin standin-rdma
-all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN) $(RDMA_STANDIN)
+all: $(BINS) $(PERF_LINKS) $(TESTS) $(STANDIN) $(RDMA_STANDIN) $(FAULT)
 standin: $(STANDIN) standin-rdma
 standin-rdma: $(RDMA_STANDIN)
 
@@ -251,6 +258,11 @@ $(RDMA_STANDIN_DIR)/libefa.so.1: tests/standin/efadv.c tests/standin/libefa.map
 $(RDMA_STANDIN_DIR)/librdmacm.so.1: tests/standin/rdmacm.c tests/standin/librdmacm.map
 	@mkdir -p $(@D)
 	$(RDMA_STANDIN_LINK)
+
+$(FAULT_LIB): tests/tools/mpi_fault.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g \
+	  -shared -Wl,-z,defs -o $@ $<
 
 demo: all
 	scripts/demo.sh

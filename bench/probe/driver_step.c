@@ -86,9 +86,10 @@ static int report_failed(const void *rec)
 }
 
 /* Rank 0: stands in for ranks that never reported, so the verdict can
- * weigh their silence against the errors others named. */
+ * weigh their silence against the errors others named. `stopped`: a stop
+ * signal ended the gather, so they were not waited for. */
 static void fill_silent(struct probe_driver *d, struct probe_report *all,
-                        const unsigned char *arrived, double limit_s)
+                        const unsigned char *arrived, double limit_s, int stopped)
 {
     for (int r = 1; r < d->w.size; r++) {
         if (arrived[r] == 1)
@@ -98,6 +99,10 @@ static void fill_silent(struct probe_driver *d, struct probe_report *all,
             snprintf(all[r].msg, sizeof all[r].msg,
                      "stopped answering: its MPI connection to rank 0 broke before it reported "
                      "(process killed, out of memory, host down?); check that host");
+        else if (stopped)
+            snprintf(all[r].msg, sizeof all[r].msg,
+                     "rank %d (%s) had not reported when the job was stopped; if a process "
+                     "died, the launcher's message names it", r, d->w.hosts[r]);
         else
             snprintf(all[r].msg, sizeof all[r].msg,
                      "rank %d (%s) did not report within %.0f s; check that host (process "
@@ -132,16 +137,23 @@ static int hear_all(struct probe_driver *d, const struct probe_gather_spec *g,
         fprintf(stderr, "fabric-rdma: out of memory\n");
         MPI_Abort(d->w.comm, FB_ERR_INTERNAL);
     }
-    int shared = probe_gather(&d->c, g, mine, all, arrived, err) == FB_OK;
-    fill_silent(d, all, arrived, g->limit_s);
+    enum fb_status heard = probe_gather(&d->c, g, mine, all, arrived, err);
+    int stopped = heard == FB_EXIT_SIGINT || heard == FB_EXIT_SIGTERM;
+    fill_silent(d, all, arrived, g->limit_s, stopped);
     decide(all, arrived, d->w.size, v);
+    /* A stop signal that ended the gather is the verdict, as it is when it
+     * lands while rank 0 measures (its own report): the ranks not heard
+     * from yet were not waited for, so their silence is no timeout. A
+     * failure another rank named still comes first. */
+    if (stopped && (v->code == FB_OK || timed_out(v->code)))
+        *v = probe_verdict_of(err, 0, v->abort_job);
     note_other_failures(d, all, v);
     fb_err_clear(err);
     if (round >= 0 && record_rows(d, all, round, err) != FB_OK && v->code == FB_OK)
         *v = probe_verdict_of(err, 0, 0);
     free(all);
     free(arrived);
-    return shared;
+    return heard == FB_OK;
 }
 
 int probe_driver_step(struct probe_driver *d, struct probe_report *mine, int round,
@@ -168,8 +180,8 @@ int probe_driver_step(struct probe_driver *d, struct probe_report *mine, int rou
         return 1;
     if (d->w.rank != 0)
         *v = probe_verdict_of(&err, d->w.rank, 1);
-    else if (v->code == FB_OK)
-        *v = probe_verdict_of(&err, 0, 1);
+    else if (v->code == FB_OK) /* the rank that did not take it is the one to look at */
+        *v = probe_verdict_of(&err, silent > 0 ? silent : 0, 1);
     else
         v->abort_job = 1; /* the failure stands; the silent rank is likely its cause's host */
     return 0;

@@ -469,19 +469,30 @@ static enum fb_status confirm_links(struct scan_run *r, struct scan_pair *pairs,
 /* The stop order's round says whether rank 0 ends the job with MPI_Abort
  * (a node lost, a test abandoned, or a code to hand to the shell): a
  * follower then waits for it instead of entering MPI_Finalize
- * (scan_run_end). */
+ * (scan_run_end). Under MPI the sends are not waited for: the end
+ * handshake (fb_world_end) hears from every follower within
+ * --test-timeout and names one that stopped before it took its order,
+ * or MPI_Abort ends them all. Waiting here, one follower at a time,
+ * would hold rank 0 past the bound the followers give it at the end, and
+ * they would name rank 0 for a follower's silence. */
 static void stop_followers(struct scan_run *r, enum fb_status end)
 {
+    static struct order stop; /* outlives the sends: the process ends soon after */
+    stop.kind = ORDER_STOP;
+    stop.round = r->abandoned || end != FB_OK;
+    stop.tag = (int32_t)end;
     for (int k = 1; k < r->w.size; k++) {
         int x = r->l.node_of[k];
         if (node_lost(r, x))
             continue;
-        static struct order stop; /* outlives the sends: the process ends soon after */
-        stop.kind = ORDER_STOP;
-        stop.round = r->abandoned || end != FB_OK;
-        stop.tag = (int32_t)end;
         char why[SCAN_TEXT_MAX];
-        send_to(r, &stop, sizeof stop, k, TAG_ORDER, fb_now() + SLACK_S, why, sizeof why);
+        if (r->w.nccl != NULL) {
+            send_to(r, &stop, sizeof stop, k, TAG_ORDER, fb_now() + SLACK_S, why, sizeof why);
+        } else {
+            MPI_Request req;
+            MPI_Isend(&stop, sizeof stop, MPI_BYTE, k, TAG_ORDER, r->w.comm, &req);
+            MPI_Request_free(&req);
+        }
     }
 }
 
