@@ -16,9 +16,17 @@
 
 ends_ready "fabric-rdma's bounded ends" || exit 0
 
-# Tags of probe_tag (bench/probe/comm.h).
-REPORT=15
-VERDICT=19
+# Tags of probe_tag (bench/probe/comm.h), read from the enum: it starts at
+# a given value and counts on by one.
+probe_tag() {
+  awk -v want="$1" '/^enum probe_tag/ { on = 1; next } on && /^}/ { exit }
+    on && match($0, /PROBE_TAG_[A-Z_]+/) {
+      name = substr($0, RSTART, RLENGTH)
+      if (match($0, /= *[0-9]+/)) v = substr($0, RSTART + 1) + 0; else v++
+      if (name == want) { print v; exit } }' "$FB_ROOT/bench/probe/comm.h"
+}
+REPORT=$(probe_tag PROBE_TAG_REPORT)
+VERDICT=$(probe_tag PROBE_TAG_VERDICT)
 # Two sizes, --timeout T: a size's bound is T + -D + --margin + 1 s (its
 # longest believable run, probe_size_spec_bound_s).
 T=2

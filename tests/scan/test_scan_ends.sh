@@ -23,8 +23,9 @@ ends_ready "fabric-scan's bounded ends" || exit 0
 # Tags of bench/scan/run.c: TAG_ORDER, TAG_REPORT. --threshold 0.01 and a
 # fixed seed: no figure is slow, so the undisturbed run passes and the
 # schedule is the same in every run. SLACK_S (run.c): 5 s.
-ORDER=11
-REPORT=12
+scan_tag() { sed -n "s/^#define $1 \([0-9]*\)$/\1/p" "$FB_ROOT/bench/scan/run.c"; }
+ORDER=$(scan_tag TAG_ORDER)
+REPORT=$(scan_tag TAG_REPORT)
 TT=2
 scan=(--mca orte_abort_on_non_zero_status 0 -- "$FB_BIN/fabric-scan" --backend mpi -b 64K -n 2 -w 1
   --threshold 0.01 --seed 1 --test-timeout "$TT" -J "$T_DIR/r.json")
