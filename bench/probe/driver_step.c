@@ -171,9 +171,12 @@ int probe_driver_step(struct probe_driver *d, struct probe_report *mine, int rou
     }
     if (d->w.rank == 0 && !hear_all(d, &g, mine, round, v, &err))
         return 0;
-    /* A failed verdict ends the job: delivering it gets --timeout, as every
-     * wait after a failure does. */
-    double bound = d->w.rank == 0 && v->code != FB_OK ? d->o.timeout : 2 * limit_s;
+    /* Every rank has reported and waits for the verdict, so delivering it
+     * takes rank 0 no time unless a rank stopped since: --timeout, as every
+     * wait after a failure gets. Within that, rank 0 names the stopped rank
+     * before the ranks already at the end handshake (2 x --timeout) name
+     * rank 0. The others allow for rank 0's gather. */
+    double bound = d->w.rank == 0 ? d->o.timeout : 2 * limit_s;
     int silent = -1;
     if (probe_bcast(&d->c, v, sizeof *v, bound, "waiting for rank 0's verdict", &silent, &err) ==
         FB_OK)

@@ -75,3 +75,17 @@ ends_at_fault "rank 1 dies before its last report" 2 "1:isend:$REPORT:kill:last"
 # nothing at the end handshake within --timeout.
 ends_bounded "rank 1 stops after its last size" 2 1 3 \
   "$FB_BIN/fabric-rdma" --transport tcp -a --min-size 256K --max-size 1M -D 0.2 --timeout 3 -J "$T_DIR/r.fifo"
+
+# Three ranks in a ring: rank 1 stops before it takes the last verdict
+# while rank 2, which took it, may already be at the end handshake
+# (waiting 2 x T for rank 0's answer). Rank 0 gives the delivery T, so
+# rank 1 is named, not rank 0: by the delivery or by the end handshake,
+# as MPI completes the send.
+ends_at_fault "rank 1 of 3 stops before it takes the last verdict" 3 "1:irecv:$VERDICT:stop:last" "$T" 8 \
+  '^fab[a-z-]+: rank 1 \(h1\)(: rank 1 \(h1\) did not answer .* verdict| did not reach the end of the job)' \
+  "$every_size"' and (.complete or (.fault.exit_code == 8 and .fault.host == "h1"))' -- "${rdma[@]}" --pattern ring
+if grep -q 'rank 0 (h0) did not answer' "$T_DIR/end.err"; then
+  not_ok "rank 1 of 3 stops before it takes the last verdict: rank 0 is not named for rank 1's silence" "$(head -c 400 "$T_DIR/end.err")"
+else
+  ok "rank 1 of 3 stops before it takes the last verdict: rank 0 is not named for rank 1's silence"
+fi
