@@ -126,7 +126,7 @@ override MODULES := $(call closure,$(MODULES))
 # The stand-in stands in for what coll and probe call.
 STANDIN := $(if $(and $(filter 1,$(HAVE_NCCL)),$(STANDIN_SRCS),$(CUDART_MAJOR),$(filter coll probe,$(MODULES))),$(STANDIN_CUDART) $(STANDIN_DIR)/libnccl.so.2 $(STANDIN_DIR)/libcuda.so.1)
 RDMA_STANDIN := $(if $(and $(HAVE_VERBS_H),$(wildcard tests/standin/ibv_*.c),$(filter probe,$(MODULES))),$(RDMA_STANDIN_LIBS))
-FAULT := $(if $(filter probe scan,$(MODULES)),$(FAULT_LIB))
+FAULT := $(if $(and $(wildcard tests/tools/mpi_fault.c),$(filter probe scan,$(MODULES))),$(FAULT_LIB))
 ALL_SRCS := $(foreach m,$(MODULES),$(wildcard bench/$(m)/*.c))
 ifneq ($(HAVE_NCCL),1)
   ALL_SRCS := $(filter-out %_nccl.c,$(ALL_SRCS))
