@@ -73,7 +73,7 @@ else
     echo "demo: FABRIC_DEMO_ROUNDS='$rounds': give a number of rounds, 2 or more" >&2
     exit 2
   fi
-  size=1024 share=0.05 margin_max=0.3 passes=5
+  size=1024 share=0.1 margin_max=0.3 passes=5
   # Ranks poll for their messages, as applications' ranks do; --oversubscribe
   # alone would have them hand their core away at every wait, and on a busy
   # machine that measures the scheduler, not the path. Only with more ranks
