@@ -103,31 +103,26 @@ for t in "${transports[@]}"; do
       rate="300 Mbit/s"
       [ "$t" = ofi ] && rate="50 of 500 Mbit/s"
       name="$t, fbh$h's $path path at $rate"
+      var=
       if [ "$t" = rdma ]; then
         var=FB_STANDIN_IB_TX_RATE_GBPS
         [ "$path" = receive ] && var=FB_STANDIN_IB_RX_RATE_GBPS
         export "$var=fbh$h:*=0.3"
-        # shellcheck disable=SC2046 # the size arguments are words
-        fr "$t" 5 --pattern all-pairs $(size_args "$t") --threshold 0.25 -J "$T_DIR/a.json"
-        export "$var="
       elif [ "$t" = ofi ]; then
         # libfabric's tcp provider moves bytes only while the target polls,
         # so on 2 cores an uncapped link's figure follows the CPU its ends
         # get (3.6 to 38 Gb/s on one idle machine, lower beside other
         # tests). Every host's path is held at 500 Mbit/s, a wire the cores
         # keep up with as a NIC would, and the slowed one at 50 Mbit/s.
-        clear_paths
         slow every 0 500mbit
         slow "$path" "$h" 50mbit
-        # shellcheck disable=SC2046
-        fr "$t" 5 --pattern all-pairs $(size_args "$t") --threshold 0.25 -J "$T_DIR/a.json"
-        clear_paths
       else
         slow "$path" "$h" 300mbit
-        # shellcheck disable=SC2046
-        fr "$t" 5 --pattern all-pairs $(size_args "$t") --threshold 0.25 -J "$T_DIR/a.json"
-        clear_paths
       fi
+      # shellcheck disable=SC2046 # the size arguments are words
+      fr "$t" 5 --pattern all-pairs $(size_args "$t") --threshold 0.25 -J "$T_DIR/a.json"
+      [ -n "$var" ] && export "$var="
+      clear_paths
       dir=from
       [ "$path" = receive ] && dir=to
       if [ "$T_RC" -ne 0 ]; then
