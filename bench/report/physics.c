@@ -122,6 +122,15 @@ static void add_source(struct fb_str *sources, const struct fb_profile *p)
         fb_str_addf(sources, "%s%s: %s", sources->len ? "; " : "", p->name, p->source);
 }
 
+/* A profile a bound is read from: its name in the list, its source beside
+ * the others (each once). */
+static void note_family(struct fb_str *names, struct fb_str *sources, const struct fb_profile *p)
+{
+    if (strstr(fb_str_get(names), p->name) == NULL)
+        fb_str_addf(names, "%s%s", names->len ? ", " : "", p->name);
+    add_source(sources, p);
+}
+
 static void read_nic_families(const struct fb_profiles *ps, const char *model, const char *net, struct nic_families *f)
 {
     memset(f, 0, sizeof *f);
@@ -136,9 +145,7 @@ static void read_nic_families(const struct fb_profiles *ps, const char *model, c
                 f->least = share;
             if (f->n == 0 || share > f->most)
                 f->most = share;
-            if (strstr(fb_str_get(&f->names), p->name) == NULL)
-                fb_str_addf(&f->names, "%s%s", f->names.len ? ", " : "", p->name);
-            add_source(&f->sources, p);
+            note_family(&f->names, &f->sources, p);
             f->n++;
         }
 }
@@ -253,9 +260,7 @@ static void read_within(const struct fb_profiles *ps, const char *model, struct 
             continue;
         if (isnan(ph->bound) || p->intra_GBps < ph->bound)
             ph->bound = p->intra_GBps;
-        if (strstr(fb_str_get(&names), p->name) == NULL)
-            fb_str_addf(&names, "%s%s", names.len ? ", " : "", p->name);
-        add_source(&sources, p);
+        note_family(&names, &sources, p);
     }
     if (!isnan(ph->bound)) {
         snprintf(ph->inputs, sizeof ph->inputs, "%s links of %.0f GB/s per GPU in one direction [%s]", model,
