@@ -1,8 +1,8 @@
 #include "core/world.h"
 
 #include "core/coord.h"
+#include <pthread.h>
 #include <signal.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,19 +227,39 @@ static _Noreturn void end_by_abort(MPI_Comm comm, int code)
     _exit(code); /* MPI_Abort does not return; this keeps _Noreturn honest */
 }
 
+/* Everything measured is saved before the end: a stop signal from here on
+ * (the launcher tearing the job down after rank 0's MPI_Abort) ends the
+ * process at once, where a handler that only takes note would leave it
+ * waiting out the handshake and naming rank 0 for the launcher's doing. */
+static void stop_signals_end_process(void)
+{
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
+}
+
 void fb_world_end(const struct fb_world *w, MPI_Comm comm, double limit_s, int code)
 {
     int word = code, go = 1;
     double deadline = fb_now() + limit_s;
     fflush(NULL);
+    stop_signals_end_process();
     if (w->rank != 0) {
         MPI_Request req[2];
         MPI_Isend(&word, 1, MPI_INT, 0, END_TAG, comm, &req[0]);
         MPI_Irecv(&go, 1, MPI_INT, 0, END_TAG, comm, &req[1]);
-        /* Rank 0 answers once it heard everyone, limit_s at most. */
-        if (wait_all_until(2, req, deadline + limit_s) >= 0) {
+        /* Rank 0 may come to the end limit_s after this rank (its last
+         * bounded wait, such as handing a verdict to a rank that stopped),
+         * then hears everyone within limit_s and, if one is silent, ends
+         * the job: a third limit_s lets that end reach this rank before it
+         * would name rank 0. */
+        if (wait_all_until(2, req, deadline + 2 * limit_s) >= 0) {
             fprintf(stderr, "fabric-bench: rank 0 (%s) did not answer at the end of the job within "
-                    "%.0f s; ending it\n", w->hosts[0], limit_s);
+                    "%.0f s; ending it\n", w->hosts[0], 3 * limit_s);
             end_by_abort(comm, FB_ERR_TIMEOUT);
         }
     } else {

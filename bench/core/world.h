@@ -66,8 +66,9 @@ _Noreturn void fb_world_await_abort(int code);
  * process with `code` (a rank that stops inside MPI_Finalize: mpirun then
  * ends the rest). A rank not heard from within limit_s is named on stderr and rank
  * 0 ends the job with MPI_Abort (FB_ERR_TIMEOUT), which ends stopped ranks
- * too; ranks that hear no answer from rank 0 within 2 x limit_s abort the
- * same way. A rank that stops once it is past MPI_Finalize's own exchange
+ * too; ranks that hear no answer from rank 0 within 3 x limit_s abort the
+ * same way. From the start of the end a stop signal ends the process
+ * with the signal's default action: everything measured is saved by then. A rank that stops once it is past MPI_Finalize's own exchange
  * is out of the job's reach: the others end, and only the launcher, which
  * waits for every process it started, still waits for it. Returns after
  * MPI_Finalize. */

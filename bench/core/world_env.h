@@ -88,7 +88,9 @@ enum fb_status fb_wn_split(struct fb_world_nccl *parent, int color, int key, str
                            int *rank, int *size, struct fb_err *err);
 void fb_wn_free(struct fb_world_nccl *n);
 /* Called before a failed coordination call ends the process (NULL: none):
- * the watchdog, when it is the one ending the job, keeps its own code. */
+ * the watchdog, when it is the one ending the job, keeps its own code.
+ * The rank groups split from `n` (fb_wn_split) call it too, so a group
+ * must not outlive the world it was split from. */
 void fb_wn_on_fatal(struct fb_world_nccl *n, void (*hook)(void *ctx), void *ctx);
 _Noreturn void fb_wn_abort(struct fb_world_nccl *n, int code);
 /* Point to point with a deadline (fb_now): 1 done, 0 timed out (the

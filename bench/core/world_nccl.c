@@ -24,6 +24,9 @@ struct fb_world_nccl {
     size_t dev_cap;
     void (*on_fatal)(void *ctx); /* fb_wn_on_fatal */
     void *on_fatal_ctx;
+    /* A rank group's (fb_wn_split) world: its failures go to that world's
+     * hook, as it stands when they happen. */
+    const struct fb_world_nccl *parent;
 };
 
 static const char *prog(void) { return program_invocation_short_name; }
@@ -38,8 +41,11 @@ static void pause_briefly(void)
  * ends an MPI job: the ranks can no longer agree on anything. */
 _Noreturn static void fatal(const struct fb_world_nccl *n, const char *call, const char *why)
 {
-    if (n->on_fatal != NULL)
-        n->on_fatal(n->on_fatal_ctx);
+    const struct fb_world_nccl *root = n;
+    while (root->parent != NULL)
+        root = root->parent;
+    if (root->on_fatal != NULL)
+        root->on_fatal(root->on_fatal_ctx);
     fprintf(stderr, "%s: rank %d: the job's NCCL communicator failed in %s: %s; a rank ended or the network "
             "between ranks broke (rank 0's output says why)\n", prog(), n->rank, call, why);
     fflush(NULL);
@@ -306,6 +312,7 @@ enum fb_status fb_wn_split(struct fb_world_nccl *parent, int color, int key, str
     }
     ncclResult_t rc = ncclCommSplit(parent->comm, color, key, &g->comm, &config);
     g->rank = parent->rank;
+    g->parent = parent;
     int done = wait_done(parent, rc, 1e300, &why);
     if (done == 1 && g->comm != NULL) {
         struct fb_world_nccl probe = *g;

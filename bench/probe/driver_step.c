@@ -174,7 +174,7 @@ int probe_driver_step(struct probe_driver *d, struct probe_report *mine, int rou
     /* Every rank has reported and waits for the verdict, so delivering it
      * takes rank 0 no time unless a rank stopped since: --timeout, as every
      * wait after a failure gets. Within that, rank 0 names the stopped rank
-     * before the ranks already at the end handshake (2 x --timeout) name
+     * before the ranks already at the end handshake (3 x --timeout) name
      * rank 0. The others allow for rank 0's gather. */
     double bound = d->w.rank == 0 ? d->o.timeout : 2 * limit_s;
     int silent = -1;

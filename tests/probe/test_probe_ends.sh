@@ -78,7 +78,8 @@ ends_bounded "rank 1 stops after its last size" 2 1 3 \
 
 # Three ranks in a ring: rank 1 stops before it takes the last verdict
 # while rank 2, which took it, may already be at the end handshake
-# (waiting 2 x T for rank 0's answer). Rank 0 gives the delivery T, so
+# (waiting 3 x T for rank 0's answer, and ended at once by the stop
+# signal of the job's end). Rank 0 gives the delivery T, so
 # rank 1 is named, not rank 0: by the delivery or by the end handshake,
 # as MPI completes the send.
 ends_at_fault "rank 1 of 3 stops before it takes the last verdict" 3 "1:irecv:$VERDICT:stop:last" "$T" 8 \
