@@ -72,6 +72,21 @@ void probe_samples_finish(struct probe_samples *s, double t_end)
         close_interval(s, t_end > s->open_at ? t_end : s->open_at);
 }
 
+void probe_measure_open(struct probe_measure *m, int link, uint64_t size)
+{
+    memset(m, 0, sizeof *m);
+    m->link = link;
+    m->size = size;
+}
+
+void probe_measure_close(struct probe_measure *m, double bytes, uint64_t messages, double t_first, double t_last)
+{
+    m->bytes = bytes;
+    m->messages = messages;
+    m->seconds = t_last - t_first;
+    probe_samples_finish(&m->samples, t_last);
+}
+
 double probe_samples_peak_gbps(const struct probe_samples *s, double fallback)
 {
     double best = -1;

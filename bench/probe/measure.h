@@ -49,6 +49,12 @@ struct probe_measure {
     struct probe_latency lat;
 };
 
+/* A link's measurement at one size, emptied; its samples start at the
+ * first timed transfer (probe_samples_init). */
+void probe_measure_open(struct probe_measure *m, int link, uint64_t size);
+/* Closes it: `bytes` (`messages` of them) timed from t_first to t_last. */
+void probe_measure_close(struct probe_measure *m, double bytes, uint64_t messages, double t_first, double t_last);
+
 double probe_gbps(double bytes, double seconds);  /* 1e9 bits per second */
 double probe_gBps(double bytes, double seconds);  /* 1e9 bytes per second */
 double probe_mpps(double messages, double seconds);

@@ -499,10 +499,7 @@ static void finish_measure(const struct flow_ctl *x, struct probe_measure *m, ui
     for (int i = 0; i < x->nw; i++)
         if (atomic_load(&x->w[i].got_first) && x->w[i].t_last > t_last)
             t_last = x->w[i].t_last;
-    m->bytes = (double)(got - skipped);
-    m->messages = (got - skipped) / size;
-    m->seconds = t_last - t_first;
-    probe_samples_finish(&m->samples, t_last);
+    probe_measure_close(m, (double)(got - skipped), (got - skipped) / size, t_first, t_last);
 }
 
 enum fb_status probe_tcp_bw(const struct probe_ctx *c, struct probe_tcp_flow *flows, int n,
@@ -520,9 +517,7 @@ enum fb_status probe_tcp_bw(const struct probe_ctx *c, struct probe_tcp_flow *fl
     for (int i = 0; i < n; i++) {
         x[i].f = &flows[i];
         x[i].w = &pool[(size_t)i * PROBE_STREAMS_MAX];
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].link = flows[i].link;
-        out[i].size = r->size;
+        probe_measure_open(&out[i], flows[i].link, r->size);
     }
     enum fb_status st = FB_OK;
     if (r->iters ? r->warmup > 0 : r->margin > 0)

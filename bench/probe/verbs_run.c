@@ -222,19 +222,14 @@ enum fb_status probe_verbs_write_bw(struct probe_verbs_link **links, int n,
     if (warm > 0 || (!r->iters && r->margin > 0))
         st = run_phase(s, n, r, warm, r->margin, err);
     for (int i = 0; i < n; i++) {
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].link = links[i]->link_id;
-        out[i].size = r->size;
+        probe_measure_open(&out[i], links[i]->link_id, r->size);
         s[i].samples = &out[i].samples; /* initialised at the first timed post */
     }
     if (st == FB_OK)
         st = run_phase(s, n, r, (uint64_t)r->iters, r->duration, err);
-    for (int i = 0; i < n && st == FB_OK; i++) {
-        out[i].messages = s[i].messages;
-        out[i].bytes = (double)s[i].messages * (double)r->size;
-        out[i].seconds = s[i].t_last - s[i].t_first;
-        probe_samples_finish(&out[i].samples, s[i].t_last);
-    }
+    for (int i = 0; i < n && st == FB_OK; i++)
+        probe_measure_close(&out[i], (double)s[i].messages * (double)r->size, s[i].messages, s[i].t_first,
+                            s[i].t_last);
     free(s);
     return st;
 }

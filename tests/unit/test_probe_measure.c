@@ -60,6 +60,25 @@ static void test_samples_merge_when_full(void)
     CHECK_NEAR(bytes, 1e6, 1e-12);
 }
 
+static void test_measure_open_empties_and_close_times_the_window(void)
+{
+    struct probe_measure m;
+    m.bytes = 7, m.messages = 9, m.lat.valid = 1; /* left over from an earlier size */
+    probe_measure_open(&m, 3, 65536);
+    CHECK_INT(m.link, 3);
+    CHECK_INT(m.size, 65536);
+    CHECK(m.bytes == 0 && m.messages == 0 && !m.lat.valid && m.samples.n == 0);
+    probe_samples_init(&m.samples, 10.0, 0.5);
+    probe_samples_add(&m.samples, 10.2, 65536.0 * 100);
+    /* The last interval closes at the last completion, not the first. */
+    probe_measure_close(&m, 65536.0 * 100, 100, 10.0, 10.25);
+    CHECK_NEAR(m.seconds, 0.25, 1e-12);
+    CHECK_INT(m.messages, 100);
+    CHECK_INT(m.samples.n, 1);
+    CHECK_NEAR(m.samples.dur_s[0], 0.25, 1e-12);
+    CHECK_NEAR(probe_gBps(m.bytes, m.seconds), 65536.0 * 100 / 0.25 / 1e9, 1e-12);
+}
+
 static void test_peak_finds_the_fast_interval_and_ignores_a_short_tail(void)
 {
     struct probe_samples s;
@@ -269,6 +288,7 @@ int main(void)
     RUN(test_units_are_decimal_bits_and_bytes);
     RUN(test_samples_partition_the_run);
     RUN(test_samples_merge_when_full);
+    RUN(test_measure_open_empties_and_close_times_the_window);
     RUN(test_peak_finds_the_fast_interval_and_ignores_a_short_tail);
     RUN(test_latency_is_half_the_round_trip);
     RUN(test_rtt_log_grows_past_its_room_and_finishes_a_measure);
