@@ -91,8 +91,10 @@ STANDIN_DIR  := $(BUILD)/standin
 STANDIN_CC   ?= cc
 CUDART_MAJOR := $(if $(filter 1,$(HAVE_CUDA)),$(shell sed -n 's/^\#define CUDART_VERSION *\([0-9]*\)[0-9][0-9][0-9]$$/\1/p' $(CUDA_HOME)/include/cuda_runtime_api.h))
 STANDIN_CUDART := $(STANDIN_DIR)/libcudart.so.$(CUDART_MAJOR)
-STANDIN_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g \
-                 -pthread -Ibench -isystem $(CUDA_HOME)/include $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
+# The shared libraries tests load in front of the real ones (the stand-ins,
+# the fault injector): one warning set and code model for all of them.
+PRELOAD_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g
+STANDIN_FLAGS := $(PRELOAD_FLAGS) -pthread -Ibench -isystem $(CUDA_HOME)/include $(if $(filter $(CUDA_HOME),$(NCCL_HOME)),,-isystem $(NCCL_HOME)/include)
 STANDIN_LINK  = $(STANDIN_CC) $(STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$(@F) -o $@
 
 # The libibverbs stand-in (tests/standin/ibv_*.c and the provider and
@@ -102,7 +104,7 @@ STANDIN_LINK  = $(STANDIN_CC) $(STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$
 # accident; scripts/rdma-standin.sh puts it on LD_LIBRARY_PATH.
 RDMA_STANDIN_DIR   := $(BUILD)/standin-rdma
 HAVE_VERBS_H       := $(shell printf '\043include <infiniband/verbs.h>\n' | $(STANDIN_CC) -E -x c - >/dev/null 2>&1 && echo 1)
-RDMA_STANDIN_FLAGS := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g -pthread
+RDMA_STANDIN_FLAGS := $(PRELOAD_FLAGS) -pthread
 RDMA_STANDIN_LINK   = $(STANDIN_CC) $(RDMA_STANDIN_FLAGS) -shared -Wl,-z,defs -Wl,-soname,$(@F) \
                       -Wl,--version-script=$(filter %.map,$^) -o $@ $(filter %.c,$^)
 RDMA_STANDIN_LIBS  := $(addprefix $(RDMA_STANDIN_DIR)/,libibverbs.so.1 libmlx5.so.1 libefa.so.1 librdmacm.so.1)
@@ -261,8 +263,7 @@ $(RDMA_STANDIN_DIR)/librdmacm.so.1: tests/standin/rdmacm.c tests/standin/librdma
 
 $(FAULT_LIB): tests/tools/mpi_fault.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -D_GNU_SOURCE -fPIC -O2 -g \
-	  -shared -Wl,-z,defs -o $@ $<
+	$(CC) $(PRELOAD_FLAGS) -shared -Wl,-z,defs -o $@ $<
 
 demo: all
 	scripts/demo.sh

@@ -68,7 +68,8 @@ _Noreturn void fb_world_await_abort(int code);
  * 0 ends the job with MPI_Abort (FB_ERR_TIMEOUT), which ends stopped ranks
  * too; ranks that hear no answer from rank 0 within 3 x limit_s abort the
  * same way. From the start of the end a stop signal ends the process
- * with the signal's default action: everything measured is saved by then. A rank that stops once it is past MPI_Finalize's own exchange
+ * with the signal's default action: everything measured is saved by
+ * then. A rank that stops once it is past MPI_Finalize's own exchange
  * is out of the job's reach: the others end, and only the launcher, which
  * waits for every process it started, still waits for it. Returns after
  * MPI_Finalize. */

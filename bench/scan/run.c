@@ -485,8 +485,8 @@ static void stop_followers(struct scan_run *r, enum fb_status end)
         int x = r->l.node_of[k];
         if (node_lost(r, x))
             continue;
-        char why[SCAN_TEXT_MAX];
         if (r->w.nccl != NULL) {
+            char why[SCAN_TEXT_MAX];
             send_to(r, &stop, sizeof stop, k, TAG_ORDER, fb_now() + SLACK_S, why, sizeof why);
         } else {
             MPI_Request req;
